@@ -1,0 +1,46 @@
+import { Elysia } from "elysia";
+import { QmError } from "../shared/errors.ts";
+import { controlRoutes } from "./control/routes.ts";
+import type { Gateway } from "./gateway.ts";
+import { openaiError } from "./openai/errors.ts";
+import { openaiRoutes } from "./openai/routes.ts";
+
+/**
+ * One listener's app. Every listener gets its own, all built on the same Gateway (one
+ * scheduler). Keys are checked before routing: `/health` stays open for load balancers.
+ */
+export function buildApp(gw: Gateway) {
+  const keys = new Set(gw.config.server.apiKeys);
+  return new Elysia()
+    .onRequest(({ request }) => {
+      if (keys.size === 0) return;
+      const path = new URL(request.url).pathname;
+      if (path === "/health") return;
+      const key = presentedKey(request.headers);
+      if (key && keys.has(key)) return;
+      return openaiError(
+        new QmError(
+          "unauthorized",
+          key
+            ? "invalid API key"
+            : "an API key is required: send Authorization: Bearer KEY or x-api-key: KEY",
+        ),
+      );
+    })
+    .use(controlRoutes(gw))
+    .use(openaiRoutes(gw))
+    .onError(({ code, request, error }) => {
+      if (code === "NOT_FOUND") {
+        const path = new URL(request.url).pathname;
+        return openaiError(new QmError("not_found", `no route for ${request.method} ${path}`));
+      }
+      const message = error instanceof Error ? error.message : String(error);
+      return openaiError(new QmError("internal", message));
+    });
+}
+
+function presentedKey(headers: Headers): string | null {
+  const auth = headers.get("authorization");
+  if (auth?.toLowerCase().startsWith("bearer ")) return auth.slice(7).trim();
+  return headers.get("x-api-key");
+}

@@ -1,0 +1,91 @@
+import { Elysia } from "elysia";
+import { asQmError, QmError } from "../../shared/errors.ts";
+import type { Gateway } from "../gateway.ts";
+import { openaiError } from "../openai/errors.ts";
+
+type Server = { timeout(req: Request, seconds: number): void } | null;
+
+/** `/health`, `/api/*` and llama-swap's `/running`. Errors use the OpenAI envelope. */
+export function controlRoutes(gw: Gateway) {
+  return new Elysia()
+    .get("/health", () =>
+      gw.shuttingDown
+        ? Response.json({ status: "shutting down" }, { status: 503 })
+        : Response.json({ status: "ok" }),
+    )
+    .get("/api/status", () => Response.json(gw.status()))
+    .get("/running", () => ({
+      running: gw
+        .status()
+        .models.filter((m) => m.state !== "stopped")
+        .map((m) => ({ model: m.id, state: m.state })),
+    }))
+    .post("/api/models/unload", () => {
+      gw.unload(null);
+      return { unloaded: "all" };
+    })
+    .post("/api/models/:id/load", async ({ params, request, server }) => {
+      const model = gw.resolve(params.id);
+      if (!model) return unknownModel(params.id);
+      (server as Server)?.timeout(request, 0);
+      try {
+        const lease = await gw.acquire(model, request.signal);
+        lease.release();
+        return { model: model.id, state: gw.modelState(model.id), wait_ms: lease.waitedMs };
+      } catch (err) {
+        return openaiError(asQmError(err));
+      }
+    })
+    .post("/api/models/:id/unload", ({ params }) => {
+      const model = gw.resolve(params.id);
+      if (!model) return unknownModel(params.id);
+      gw.unload(model.id);
+      return { model: model.id, state: gw.modelState(model.id) };
+    })
+    .get("/api/events", ({ request, server }) => {
+      (server as Server)?.timeout(request, 0);
+      return new Response(eventStream(gw, request.signal), {
+        headers: { "content-type": "text/event-stream", "cache-control": "no-cache" },
+      });
+    });
+}
+
+function unknownModel(name: string): Response {
+  return openaiError(
+    new QmError("model_not_found", `model "${name}" not found; GET /v1/models lists them`),
+  );
+}
+
+const encoder = new TextEncoder();
+
+/** Server-sent events: a `status` snapshot first, then every change as it happens. */
+function eventStream(gw: Gateway, signal: AbortSignal): ReadableStream<Uint8Array> {
+  let unsubscribe = () => {};
+  let keepAlive: ReturnType<typeof setInterval> | undefined;
+  const close = () => {
+    unsubscribe();
+    clearInterval(keepAlive);
+  };
+  return new ReadableStream<Uint8Array>({
+    start(controller) {
+      const send = (event: string, data: unknown) => {
+        try {
+          controller.enqueue(encoder.encode(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`));
+        } catch {
+          close();
+        }
+      };
+      send("status", gw.status());
+      unsubscribe = gw.subscribe((e) => send(e.type, e));
+      keepAlive = setInterval(() => {
+        try {
+          controller.enqueue(encoder.encode(": keep-alive\n\n"));
+        } catch {
+          close();
+        }
+      }, 15_000);
+      signal.addEventListener("abort", close, { once: true });
+    },
+    cancel: close,
+  });
+}

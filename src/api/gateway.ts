@@ -1,0 +1,65 @@
+import type { Config, ModelConfig } from "../config/types.ts";
+import type { ModelState, ServeOutcome } from "../scheduler/types.ts";
+
+/** What the HTTP layer needs from the runtime (the runtime implements it; api never imports it). */
+export interface Lease {
+  readonly model: ModelConfig;
+  readonly waitedMs: number;
+  release(outcome?: ServeOutcome): void;
+}
+
+export interface AcquireHooks {
+  onPosition?(position: number): void;
+  onLoading?(): void;
+}
+
+export interface QmEvent {
+  type: string;
+  [key: string]: unknown;
+}
+
+export interface Gateway {
+  readonly config: Config;
+  readonly shuttingDown: boolean;
+  resolve(name: string): ModelConfig | undefined;
+  acquire(model: ModelConfig, signal: AbortSignal, hooks?: AcquireHooks): Promise<Lease>;
+  modelState(id: string): ModelState;
+  stderrTail(id: string, lines?: number): string[];
+  status(): StatusJson;
+  unload(id: string | null): void;
+  subscribe(fn: (e: QmEvent) => void): () => void;
+}
+
+export interface ModelStatusJson {
+  id: string;
+  state: ModelState;
+  inflight: number;
+  queued: number;
+  held_until_ms: number | null;
+  est_vram_gb: number;
+  est_ram_gb: number;
+  pid: number | null;
+  port: number | null;
+  aliases: string[];
+  group: string;
+  ttl_s: number;
+  concurrency_limit: number;
+  unlisted: boolean;
+  last_error: string | null;
+}
+
+export interface StatusJson {
+  version: string;
+  uptime_s: number;
+  models: ModelStatusJson[];
+  queue: { depth: number };
+  swaps: { target: string; evict: string[]; waiters: number }[];
+  resources: {
+    vram_budget_gb: number;
+    vram_ceiling_gb: number;
+    vram_used_gb: number;
+    ram_budget_gb: number;
+    ram_used_gb: number;
+    probe: string;
+  };
+}

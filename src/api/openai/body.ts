@@ -1,0 +1,36 @@
+import { QmError } from "../../shared/errors.ts";
+
+function tooLarge(limit: number): QmError {
+  const mb = Math.round((limit / 1024 / 1024) * 10) / 10;
+  return new QmError(
+    "payload_too_large",
+    `request body is larger than the ${mb} MB limit (server.max_body_mb)`,
+  );
+}
+
+/**
+ * Reads a request body, refusing more than `limit` bytes. A declared Content-Length over the
+ * limit is refused before reading; a chunked body is counted as it arrives and cut at the limit.
+ */
+export async function readBody(request: Request, limit: number): Promise<Uint8Array> {
+  const declared = request.headers.get("content-length");
+  if (declared !== null) {
+    if (Number(declared) > limit) throw tooLarge(limit);
+    return new Uint8Array(await request.arrayBuffer());
+  }
+  if (!request.body) return new Uint8Array(0);
+  const chunks: Uint8Array[] = [];
+  let total = 0;
+  for await (const chunk of request.body) {
+    total += chunk.byteLength;
+    if (total > limit) throw tooLarge(limit);
+    chunks.push(chunk);
+  }
+  const out = new Uint8Array(total);
+  let at = 0;
+  for (const c of chunks) {
+    out.set(c, at);
+    at += c.byteLength;
+  }
+  return out;
+}

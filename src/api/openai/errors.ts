@@ -1,0 +1,42 @@
+import { QmError } from "../../shared/errors.ts";
+
+/**
+ * OpenAI's error envelope: `{"error":{"message","type","param","code"}}`
+ * (https://platform.openai.com/docs/guides/error-codes).
+ */
+export function openaiErrorBody(err: QmError): string {
+  return JSON.stringify({
+    error: { message: err.message, type: openaiType(err), param: err.param, code: err.code },
+  });
+}
+
+export function openaiError(err: QmError, headers?: Headers | Record<string, string>): Response {
+  const h = new Headers(headers);
+  h.set("content-type", "application/json");
+  return new Response(openaiErrorBody(err), { status: err.status, headers: h });
+}
+
+function openaiType(err: QmError): string {
+  switch (err.status) {
+    case 400:
+    case 404:
+    case 405:
+    case 413:
+      return "invalid_request_error";
+    case 401:
+      return "authentication_error";
+    case 499:
+      return "cancelled";
+    case 503:
+      return "unavailable_error";
+    case 502:
+    case 504:
+      return "upstream_error";
+    default:
+      return "server_error";
+  }
+}
+
+export function badRequest(message: string, param?: string): QmError {
+  return new QmError("bad_request", message, param === undefined ? {} : { param });
+}

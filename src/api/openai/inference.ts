@@ -1,0 +1,153 @@
+import type { ModelConfig } from "../../config/types.ts";
+import { forward } from "../../proxy/forward.ts";
+import { placeholderStream } from "../../proxy/wait-status.ts";
+import { asQmError, QmError } from "../../shared/errors.ts";
+import type { Gateway, Lease } from "../gateway.ts";
+import { readBody } from "./body.ts";
+import { badRequest, openaiError } from "./errors.ts";
+
+export interface InferenceRequest {
+  gw: Gateway;
+  request: Request;
+  /** Path and query sent upstream (same as the client's for OpenAI routes). */
+  pathAndQuery: string;
+  /** Disables Bun's idle timeout for this request: a model load can take minutes. */
+  noIdleTimeout: () => void;
+}
+
+const decoder = new TextDecoder();
+const encoder = new TextEncoder();
+
+interface Parsed {
+  model: ModelConfig;
+  stream: boolean;
+  body: Uint8Array;
+  /** Set when the body was re-encoded with a new multipart boundary. */
+  contentType?: string;
+}
+
+/** Reads the body once, finds the model, rewrites `model` only when configured to. */
+async function parse(gw: Gateway, request: Request): Promise<Parsed> {
+  const bytes = await readBody(request, gw.config.server.maxBodyBytes);
+  const type = request.headers.get("content-type") ?? "";
+  if (type.startsWith("multipart/form-data")) return parseMultipart(gw, bytes, type);
+  let json: unknown;
+  try {
+    json = JSON.parse(decoder.decode(bytes));
+  } catch {
+    throw badRequest("request body is not valid JSON");
+  }
+  if (typeof json !== "object" || json === null || Array.isArray(json)) {
+    throw badRequest("request body must be a JSON object");
+  }
+  const obj = json as Record<string, unknown>;
+  const model = resolveModel(gw, obj.model);
+  let body = bytes;
+  if (model.useModelName) {
+    obj.model = model.useModelName;
+    body = encoder.encode(JSON.stringify(obj));
+  }
+  return { model, stream: obj.stream === true, body };
+}
+
+async function parseMultipart(
+  gw: Gateway,
+  bytes: Uint8Array,
+  type: string,
+): Promise<Parsed> {
+  const form = await new Response(bytes, { headers: { "content-type": type } })
+    .formData()
+    .catch(() => null);
+  if (!form) throw badRequest("request body is not valid multipart/form-data");
+  const model = resolveModel(gw, form.get("model"));
+  if (!model.useModelName) {
+    return { model, stream: form.get("stream") === "true", body: bytes };
+  }
+  form.set("model", model.useModelName);
+  // Re-encode: the boundary changes, so the content-type sent upstream must follow.
+  const rebuilt = new Response(form as never);
+  return {
+    model,
+    stream: false,
+    body: new Uint8Array(await rebuilt.arrayBuffer()),
+    contentType: rebuilt.headers.get("content-type") ?? type,
+  };
+}
+
+function resolveModel(gw: Gateway, name: unknown): ModelConfig {
+  if (name === undefined || name === null || name === "") {
+    throw badRequest('the request has no "model" field', "model");
+  }
+  if (typeof name !== "string") throw badRequest('"model" must be a string', "model");
+  const model = gw.resolve(name);
+  if (!model) {
+    throw new QmError(
+      "model_not_found",
+      `model "${name}" not found; GET /v1/models lists the models this server has`,
+      { param: "model" },
+    );
+  }
+  return model;
+}
+
+/** Handles one OpenAI inference request end to end; always returns a Response. */
+export async function handleInference(req: InferenceRequest): Promise<Response> {
+  const { gw, request } = req;
+  let parsed: Parsed;
+  try {
+    if (gw.shuttingDown) throw new QmError("shutting_down", "qm is shutting down");
+    parsed = await parse(gw, request);
+  } catch (err) {
+    return openaiError(asQmError(err));
+  }
+  req.noIdleTimeout();
+  const { model } = parsed;
+  const loaded = gw.modelState(model.id) === "ready";
+  const headers = new Headers({ "x-qm-model": model.id, "x-qm-model-loaded": String(loaded) });
+  const aborter = new AbortController();
+  const onClientGone = () => aborter.abort();
+  request.signal.addEventListener("abort", onClientGone, { once: true });
+
+  let upstreamHeaders = request.headers;
+  if (parsed.contentType) {
+    upstreamHeaders = new Headers(request.headers);
+    upstreamHeaders.set("content-type", parsed.contentType);
+  }
+  const send = (lease: Lease) =>
+    forward({
+      base: model.proxy,
+      pathAndQuery: req.pathAndQuery,
+      method: request.method,
+      headers: upstreamHeaders,
+      body: parsed.body,
+      signal: aborter.signal,
+      model: model.id,
+      stderrTail: () => gw.stderrTail(model.id),
+      onEnd: () => {
+        request.signal.removeEventListener("abort", onClientGone);
+        lease.release();
+      },
+    });
+
+  if (parsed.stream && !loaded && model.sendLoadingState) {
+    const body = placeholderStream({
+      model: model.id,
+      start: async (progress) => send(await gw.acquire(model, aborter.signal, progress)),
+      onCancel: () => aborter.abort(),
+    });
+    headers.set("content-type", "text/event-stream");
+    headers.set("cache-control", "no-cache");
+    return new Response(body, { status: 200, headers });
+  }
+
+  try {
+    const lease = await gw.acquire(model, aborter.signal);
+    headers.set("x-qm-wait-ms", String(lease.waitedMs));
+    const res = await send(lease);
+    for (const [k, v] of headers) res.headers.set(k, v);
+    return res;
+  } catch (err) {
+    request.signal.removeEventListener("abort", onClientGone);
+    return openaiError(asQmError(err), headers);
+  }
+}

@@ -1,0 +1,125 @@
+import { Elysia } from "elysia";
+import { forward } from "../../proxy/forward.ts";
+import { asQmError, QmError } from "../../shared/errors.ts";
+import type { Gateway } from "../gateway.ts";
+import { readBody } from "./body.ts";
+import { openaiError } from "./errors.ts";
+import { handleInference } from "./inference.ts";
+
+/** OpenAI inference routes: the body's `model` (a multipart field for audio) picks the model. */
+export const INFERENCE_PATHS = [
+  "/v1/chat/completions",
+  "/v1/completions",
+  "/v1/embeddings",
+  "/v1/rerank",
+  "/v1/reranking",
+  "/v1/audio/speech",
+  "/v1/audio/transcriptions",
+  "/v1/images/generations",
+] as const;
+
+type Server = { timeout(req: Request, seconds: number): void } | null;
+
+function methodNotAllowed(method: string, path: string, allowed: string): Response {
+  return openaiError(
+    new QmError("method_not_allowed", `${method} is not allowed on ${path}; use ${allowed}`),
+    { allow: allowed },
+  );
+}
+
+export function openaiRoutes(gw: Gateway) {
+  const app = new Elysia();
+  for (const path of INFERENCE_PATHS) {
+    app.all(
+      path,
+      ({ request, server }) => {
+        if (request.method !== "POST") return methodNotAllowed(request.method, path, "POST");
+        const url = request.url;
+        const q = url.indexOf("?");
+        return handleInference({
+          gw,
+          request,
+          pathAndQuery: q >= 0 ? path + url.slice(q) : path,
+          noIdleTimeout: () => (server as Server)?.timeout(request, 0),
+        });
+      },
+      { parse: "none" },
+    );
+  }
+
+  app.all("/v1/models", ({ request }) => {
+    if (request.method !== "GET") return methodNotAllowed(request.method, "/v1/models", "GET");
+    return Response.json(listModels(gw));
+  });
+
+  app.all("/upstream/*", ({ request, server }) => upstream(gw, request, server as Server), {
+    parse: "none",
+  });
+  return app;
+}
+
+function listModels(gw: Gateway) {
+  const created = Math.floor(Date.now() / 1000);
+  const data = Object.values(gw.config.models)
+    .filter((m) => !m.unlisted)
+    .map((m) => ({
+      id: m.id,
+      object: "model",
+      created,
+      owned_by: "quartermaster",
+      aliases: m.aliases,
+      status: { value: gw.modelState(m.id) },
+    }));
+  return { object: "list", data };
+}
+
+/**
+ * `/upstream/{model}/{path}`: the raw upstream API of a model (its own web UI, `/props`, …),
+ * loading it first. Model ids may contain `/`, so the longest matching prefix wins.
+ */
+async function upstream(gw: Gateway, request: Request, server: Server): Promise<Response> {
+  const url = new URL(request.url);
+  const rest = url.pathname.slice("/upstream/".length);
+  const parts = rest.split("/");
+  let model = undefined;
+  let used = 0;
+  for (let n = parts.length; n > 0 && !model; n--) {
+    model = gw.resolve(decodeURIComponent(parts.slice(0, n).join("/")));
+    if (model) used = n;
+  }
+  if (!model) {
+    return openaiError(
+      new QmError("model_not_found", `no model matches /upstream/${rest}; GET /v1/models lists them`),
+    );
+  }
+  const path = `/${parts.slice(used).join("/")}${url.search}`;
+  try {
+    const body = ["GET", "HEAD"].includes(request.method)
+      ? null
+      : await readBody(request, gw.config.server.maxBodyBytes);
+    server?.timeout(request, 0);
+    const aborter = new AbortController();
+    const onGone = () => aborter.abort();
+    request.signal.addEventListener("abort", onGone, { once: true });
+    const lease = await gw.acquire(model, aborter.signal);
+    const m = model;
+    const res = await forward({
+      base: m.proxy,
+      pathAndQuery: path,
+      method: request.method,
+      headers: request.headers,
+      body,
+      signal: aborter.signal,
+      model: m.id,
+      stderrTail: () => gw.stderrTail(m.id),
+      onEnd: () => {
+        request.signal.removeEventListener("abort", onGone);
+        lease.release();
+      },
+    });
+    res.headers.set("x-qm-model", m.id);
+    return res;
+  } catch (err) {
+    return openaiError(asQmError(err), { "x-qm-model": model.id });
+  }
+}

@@ -1,0 +1,97 @@
+import type { StatusJson } from "../api/gateway.ts";
+import { parse, UsageError } from "./args.ts";
+import { configPath, loadForCli } from "./config-path.ts";
+import { LOAD_HELP, STATUS_HELP, UNLOAD_HELP } from "./help.ts";
+import { renderStatus } from "./status-table.ts";
+
+const CLIENT_OPTIONS = {
+  url: { type: "string" },
+  config: { type: "string", short: "c" },
+  json: { type: "boolean" },
+} as const;
+
+interface Target {
+  url: string;
+  key: string | null;
+}
+
+/** Where the running server is: --url, $QM_URL, else the config's first listen address. */
+function target(values: { url?: string; config?: string }): Target {
+  let url = values.url ?? process.env.QM_URL;
+  let key = process.env.QM_API_KEY ?? null;
+  if (!url || key === null) {
+    const loaded = loadForCli(configPath(values.config));
+    if (loaded.ok) {
+      const listen = loaded.config.server.listen[0] ?? "127.0.0.1:8080";
+      url ??= `http://${listen.replace(/^0\.0\.0\.0:/, "127.0.0.1:").replace(/^\[::\]:/, "[::1]:")}`;
+      key ??= loaded.config.server.apiKeys[0] ?? null;
+    }
+  }
+  return { url: (url ?? "http://127.0.0.1:8080").replace(/\/+$/, ""), key };
+}
+
+async function call(t: Target, method: string, path: string): Promise<unknown> {
+  let res: Response;
+  try {
+    res = await fetch(t.url + path, {
+      method,
+      headers: t.key ? { authorization: `Bearer ${t.key}` } : {},
+    });
+  } catch (err) {
+    const why = err instanceof Error ? err.message : String(err);
+    throw new Error(`cannot reach qm at ${t.url} (${why}); is 'qm serve' running? (--url to point elsewhere)`);
+  }
+  const text = await res.text();
+  let body: unknown = text;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    // not JSON: keep the text
+  }
+  if (!res.ok) {
+    const msg = (body as { error?: { message?: string } })?.error?.message ?? text;
+    throw new Error(`${method} ${path}: ${res.status} ${msg}`);
+  }
+  return body;
+}
+
+export async function statusCommand(argv: string[]): Promise<number> {
+  const { values } = parse(argv, CLIENT_OPTIONS, false);
+  if (values.help) {
+    process.stdout.write(STATUS_HELP);
+    return 0;
+  }
+  const status = (await call(target(values), "GET", "/api/status")) as StatusJson;
+  process.stdout.write(values.json ? `${JSON.stringify(status, null, 2)}\n` : renderStatus(status));
+  return 0;
+}
+
+export async function loadCommand(argv: string[]): Promise<number> {
+  const { values, positionals } = parse(argv, CLIENT_OPTIONS);
+  if (values.help) {
+    process.stdout.write(LOAD_HELP);
+    return 0;
+  }
+  if (positionals.length !== 1) throw new UsageError("qm load takes exactly one MODEL");
+  const model = positionals[0]!;
+  const out = (await call(target(values), "POST", `/api/models/${encodeURIComponent(model)}/load`)) as {
+    model: string;
+    wait_ms: number;
+  };
+  process.stdout.write(`${out.model} is ready (waited ${out.wait_ms} ms)\n`);
+  return 0;
+}
+
+export async function unloadCommand(argv: string[]): Promise<number> {
+  const { values, positionals } = parse(argv, CLIENT_OPTIONS);
+  if (values.help) {
+    process.stdout.write(UNLOAD_HELP);
+    return 0;
+  }
+  if (positionals.length > 1) throw new UsageError("qm unload takes at most one MODEL");
+  const model = positionals[0];
+  const path = model ? `/api/models/${encodeURIComponent(model)}/unload` : "/api/models/unload";
+  await call(target(values), "POST", path);
+  process.stdout.write(model ? `unloading ${model}\n` : "unloading every model\n");
+  return 0;
+}

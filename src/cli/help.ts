@@ -1,0 +1,57 @@
+export const MAIN_HELP = `qm — quartermaster: one API in front of many local model servers
+
+Usage: qm <command> [options]
+
+Commands:
+  serve [-c FILE]          run the server (config: -c, else $QM_CONFIG, else ./quartermaster.toml)
+  status [--url URL] [--json]
+                           models, queue and budget of a running server
+  load MODEL               load a model on a running server (waits until it is ready)
+  unload [MODEL]           unload one model, or every model
+  config check [-c FILE]   validate a config file; errors as FILE:LINE:COL: message
+  demo-upstream --port N --name X
+                           a small OpenAI-compatible demo model server (see --help)
+  version                  print qm's and Bun's versions
+
+Every command takes --help. Exit codes: 0 ok, 1 runtime or validation error, 2 usage error.
+`;
+
+export const SERVE_HELP = `Usage: qm serve [-c FILE]
+
+Runs the server on every address in server.listen, all sharing one scheduler.
+  -c, --config FILE   config file (default: $QM_CONFIG, else ./quartermaster.toml)
+Environment: QM_<SECTION>__<KEY>=value overrides scalar keys, e.g. QM_SERVER__START_PORT=20000.
+Stop with Ctrl-C (SIGINT) or SIGTERM: in-flight requests get server.shutdown_timeout_s to
+finish, then every model process is stopped. A second Ctrl-C stops at once.
+`;
+
+export const STATUS_HELP = `Usage: qm status [--url URL] [--json]
+
+  --url URL    server to ask (default: $QM_URL, else the first server.listen of the config)
+  -c FILE      config to read the default URL and API key from
+  --json       print GET /api/status as JSON
+API key: $QM_API_KEY, else the first of server.api_keys in the config.
+`;
+
+export const LOAD_HELP = `Usage: qm load MODEL [--url URL]
+
+Loads MODEL on a running server and waits until it is ready (evicting what its group policy
+says). Options as for qm status.
+`;
+
+export const UNLOAD_HELP = `Usage: qm unload [MODEL] [--url URL]
+
+Unloads MODEL (after its in-flight requests finish), or every model when none is named.
+Options as for qm status.
+`;
+
+export const CONFIG_HELP = `Usage: qm config check [-c FILE]
+
+Validates a config file without starting anything. Prints each problem as
+FILE:LINE:COL: KEY: message and exits 1 when there is one.
+`;
+
+export const VERSION_HELP = `Usage: qm version
+
+Prints qm's version and the Bun version it runs on.
+`;

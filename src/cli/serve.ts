@@ -1,0 +1,56 @@
+import { startServer } from "../runtime/serve.ts";
+import { createLogger } from "../shared/log.ts";
+import { VERSION } from "../version.ts";
+import { parse } from "./args.ts";
+import { configPath, loadForCli } from "./config-path.ts";
+import { SERVE_HELP } from "./help.ts";
+
+export async function serveCommand(argv: string[]): Promise<number> {
+  const { values } = parse(argv, { config: { type: "string", short: "c" } }, false);
+  if (values.help) {
+    process.stdout.write(SERVE_HELP);
+    return 0;
+  }
+  const path = configPath(values.config);
+  const loaded = loadForCli(path);
+  if (!loaded.ok) {
+    process.stderr.write(`${loaded.message}\n`);
+    return 1;
+  }
+  const config = loaded.config;
+  const log = createLogger(config.server.logLevel);
+  let server: ReturnType<typeof startServer>;
+  try {
+    server = startServer(config, log);
+  } catch (err) {
+    log.error(`cannot start: ${err instanceof Error ? err.message : String(err)}`);
+    return 1;
+  }
+  const ids = Object.keys(config.models);
+  log.info(`qm ${VERSION} serving ${ids.length} model(s) from ${path}: ${ids.join(", ")}`);
+  for (const url of server.urls) log.info(`listening on ${url}`);
+
+  return new Promise<number>((resolve) => {
+    let signals = 0;
+    const onSignal = (sig: NodeJS.Signals) => {
+      signals++;
+      if (signals > 1) {
+        log.warn(`${sig} again: stopping now`);
+        process.exit(1); // the exit hook kills every model process group
+      }
+      log.info(`${sig}: finishing in-flight requests, then stopping every model (Ctrl-C again to force)`);
+      server.stop().then(
+        () => {
+          log.info("stopped");
+          resolve(0);
+        },
+        (err) => {
+          log.error(`shutdown failed: ${err instanceof Error ? err.message : String(err)}`);
+          resolve(1);
+        },
+      );
+    };
+    process.on("SIGINT", onSignal);
+    process.on("SIGTERM", onSignal);
+  });
+}

@@ -1,0 +1,36 @@
+import type { StatusJson } from "../api/gateway.ts";
+
+/** The human view of `/api/status`: one row per model, then queue and budget. */
+export function renderStatus(s: StatusJson): string {
+  const head = ["MODEL", "STATE", "INFLIGHT", "QUEUED", "HOLD", "VRAM GB", "PID", "PORT"];
+  const now = Date.now();
+  const rows = s.models.map((m) => [
+    m.id,
+    m.state,
+    String(m.inflight),
+    String(m.queued),
+    m.held_until_ms && m.held_until_ms > now ? `${Math.ceil((m.held_until_ms - now) / 1000)}s` : "-",
+    m.est_vram_gb ? m.est_vram_gb.toFixed(1) : "-",
+    m.pid === null ? "-" : String(m.pid),
+    m.port === null ? "-" : String(m.port),
+  ]);
+  const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
+  const line = (cells: string[]) => cells.map((c, i) => c.padEnd(widths[i]!)).join("  ").trimEnd();
+  const out = [line(head), ...rows.map(line)];
+  out.push("");
+  out.push(`queue: ${s.queue.depth} waiting`);
+  for (const sw of s.swaps) {
+    const evict = sw.evict.length ? `, stopping ${sw.evict.join(", ")}` : "";
+    out.push(`swap: loading ${sw.target}${evict} (${sw.waiters} waiting)`);
+  }
+  const r = s.resources;
+  out.push(
+    r.vram_budget_gb > 0
+      ? `vram: ${r.vram_used_gb} of ${r.vram_ceiling_gb} GB (budget ${r.vram_budget_gb} GB)`
+      : `vram: no budget set (static group policy); estimated use ${r.vram_used_gb} GB`,
+  );
+  for (const m of s.models) {
+    if (m.last_error) out.push(`${m.id} failed: ${m.last_error.split("\n")[0]}`);
+  }
+  return `${out.join("\n")}\n`;
+}

@@ -1,0 +1,166 @@
+/**
+ * Models and peers: macro expansion, `${PORT}` allocation in file order, argv splitting
+ * and URL checks. Each model is expanded fully before the next one so that ports follow
+ * the file's order, which keeps them stable across restarts of the same config.
+ */
+import { SplitCommandError, splitCommand } from "./argv.ts";
+import type { Issues, Path } from "./issues.ts";
+import type { SourceMap } from "./locate.ts";
+import {
+  type Deferred,
+  type Expansion,
+  fieldLookup,
+  type MacroScope,
+  render,
+  substitute,
+  usesMacro,
+} from "./macros.ts";
+import type { PortAllocator } from "./ports.ts";
+import type { ConfigFile, ModelFile, PeerFile } from "./schema.ts";
+import type { ModelConfig, PeerConfig } from "./types.ts";
+
+export interface BuildContext {
+  issues: Issues;
+  map: SourceMap;
+  scope: MacroScope;
+}
+
+/** Table ids in the order they are written (object key order puts "7" before "a"). */
+export function fileOrder(map: SourceMap, section: string, ids: string[]): string[] {
+  const rank = (id: string) => {
+    const pos = map.exact([section, id]);
+    return pos ? pos.line * 1e6 + pos.col : Number.MAX_SAFE_INTEGER;
+  };
+  return [...ids].sort((a, b) => rank(a) - rank(b));
+}
+
+export function isHttpUrl(text: string): boolean {
+  try {
+    const url = new URL(text);
+    return (url.protocol === "http:" || url.protocol === "https:") && url.hostname !== "";
+  } catch {
+    return false;
+  }
+}
+
+/** Expands one string, reporting its errors at `path`. */
+function expandAt(ctx: BuildContext, path: Path, text: string, allowed: Deferred[]): Expansion {
+  const result = substitute(text, fieldLookup(ctx.scope, allowed));
+  for (const error of result.errors) ctx.issues.at(path, error);
+  return result;
+}
+
+function buildModel(ctx: BuildContext, id: string, m: ModelFile, ports: PortAllocator) {
+  const at = (...rest: (string | number)[]): Path => ["models", id, ...rest];
+  const model: Deferred[] = ["PORT", "MODEL_ID"];
+  const fields = {
+    cmd: expandAt(ctx, at("cmd"), m.cmd, model),
+    cmdStop: expandAt(ctx, at("cmd_stop"), m.cmd_stop, [...model, "PID"]),
+    proxy: expandAt(ctx, at("proxy"), m.proxy, model),
+    checkEndpoint: expandAt(ctx, at("check_endpoint"), m.check_endpoint, model),
+    useModelName: expandAt(ctx, at("use_model_name"), m.use_model_name, model),
+  };
+  const env = Object.entries(m.env).map(
+    ([name, value]) => [name, expandAt(ctx, at("env", name), value, model)] as const,
+  );
+  const all = [...Object.values(fields), ...env.map(([, e]) => e)];
+  if (all.some((e) => e.failed)) return undefined;
+
+  let port: number | null = null;
+  if (all.some((e) => usesMacro(e.segments, "PORT"))) {
+    port = ports.allocate();
+    if (port === null) {
+      ctx.issues.at(at(), `no free port left for \${PORT} (server.start_port up to 65535)`);
+      return undefined;
+    }
+  }
+  const fill = (macro: Deferred) =>
+    macro === "PORT" ? String(port) : macro === "MODEL_ID" ? id : `\${PID}`;
+  const text = (e: Expansion) => render(e.segments, fill);
+
+  const cmd = text(fields.cmd);
+  let argv: string[] = [];
+  try {
+    argv = splitCommand(cmd);
+    if (argv.length === 0) ctx.issues.at(at("cmd"), "must not be empty");
+  } catch (err) {
+    if (!(err instanceof SplitCommandError)) throw err;
+    ctx.issues.at(at("cmd"), err.message);
+  }
+  const proxy = text(fields.proxy).replace(/\/+$/, "");
+  if (!isHttpUrl(proxy)) {
+    ctx.issues.at(at("proxy"), `expected an http(s) URL, got ${JSON.stringify(proxy)}`);
+  }
+  const check = text(fields.checkEndpoint);
+  if (check !== "none" && !check.startsWith("/")) {
+    ctx.issues.at(
+      at("check_endpoint"),
+      `must start with "/" or be "none", got ${JSON.stringify(check)}`,
+    );
+  }
+  const config: ModelConfig = {
+    id,
+    cmd,
+    argv,
+    proxy,
+    port,
+    checkEndpoint: check === "none" ? null : check,
+    cmdStop: text(fields.cmdStop),
+    aliases: [...m.aliases],
+    env: Object.fromEntries(env.map(([name, e]) => [name, text(e)])),
+    ttlS: m.ttl_s,
+    concurrencyLimit: m.concurrency_limit,
+    estVramGb: m.est_vram_gb,
+    estRamGb: m.est_ram_gb,
+    sendLoadingState: m.send_loading_state,
+    unlisted: m.unlisted,
+    useModelName: text(fields.useModelName),
+    anthropicNative: m.anthropic_native,
+    stopTimeoutS: m.stop_timeout_s,
+    group: "", // set once groups are known
+  };
+  return config;
+}
+
+/** Models that passed schema validation, expanded; broken ones are left out. */
+export function buildModels(
+  ctx: BuildContext,
+  file: ConfigFile,
+  ports: PortAllocator,
+): Record<string, ModelConfig> {
+  const models: Record<string, ModelConfig> = {};
+  for (const id of fileOrder(ctx.map, "models", Object.keys(file.models))) {
+    if (ctx.issues.within(["models", id])) continue;
+    const model = buildModel(ctx, id, file.models[id]!, ports);
+    if (model) models[id] = model;
+  }
+  return models;
+}
+
+function buildPeer(ctx: BuildContext, id: string, p: PeerFile): PeerConfig | undefined {
+  const url = expandAt(ctx, ["peers", id, "url"], p.url, []);
+  const apiKey = expandAt(ctx, ["peers", id, "api_key"], p.api_key, []);
+  const models = p.models.map((m, i) => expandAt(ctx, ["peers", id, "models", i], m, []));
+  if ([url, apiKey, ...models].some((e) => e.failed)) return undefined;
+  const base = render(url.segments).replace(/\/+$/, "");
+  if (!isHttpUrl(base)) {
+    ctx.issues.at(["peers", id, "url"], `expected an http(s) URL, got ${JSON.stringify(base)}`);
+  }
+  return {
+    id,
+    url: base,
+    kind: p.kind,
+    apiKey: render(apiKey.segments),
+    models: models.map((e) => render(e.segments)),
+  };
+}
+
+export function buildPeers(ctx: BuildContext, file: ConfigFile): Record<string, PeerConfig> {
+  const peers: Record<string, PeerConfig> = {};
+  for (const id of fileOrder(ctx.map, "peers", Object.keys(file.peers))) {
+    if (ctx.issues.within(["peers", id])) continue;
+    const peer = buildPeer(ctx, id, file.peers[id]!);
+    if (peer) peers[id] = peer;
+  }
+  return peers;
+}

@@ -1,0 +1,133 @@
+/**
+ * TOML text → validated, normalised `Config`, or one `ConfigError` listing every issue.
+ * Order: parse → locate keys → env overrides → schema (defaults, types, unknown keys) →
+ * macros → models/peers (ports, argv) → cross-references. Nothing here starts or binds
+ * anything except the default `isPortFree` probe.
+ */
+import { readFileSync } from "node:fs";
+import { parse, TomlError } from "smol-toml";
+import { buildModels, buildPeers } from "./build-models.ts";
+import { buildAliases, buildGroups, buildMatrix, checkServer } from "./checks.ts";
+import { applyEnvOverrides } from "./env-overrides.ts";
+import { ConfigError } from "./errors.ts";
+import { Issues } from "./issues.ts";
+import { locateKeys } from "./locate.ts";
+import { render, resolveMacros } from "./macros.ts";
+import { isPortFreeOnLoopback, PortAllocator } from "./ports.ts";
+import type { ConfigFile } from "./schema.ts";
+import type { Config } from "./types.ts";
+import { applySchema } from "./validate.ts";
+
+export interface LoadOptions {
+  /** Path shown in issues and stored as `Config.file`. */
+  file: string;
+  /** Source of `${env.NAME}` and `QM_<SECTION>__<KEY>` overrides; default `process.env`. */
+  env?: Record<string, string | undefined>;
+  /** Expansion of `${QM_BIN}`, inserted as-is (may be `"/path/bun /path/main.ts"`); default "qm". */
+  qmBin?: string;
+  /** Whether a port can be handed out for `${PORT}`; default: try to bind 127.0.0.1. */
+  isPortFree?: (port: number) => boolean;
+}
+
+function parseToml(text: string, file: string): Record<string, unknown> {
+  try {
+    // Keys like `__proto__` are refused: model ids end up as object keys downstream.
+    return parse(text, { unsafeKeyBehaviour: "throw" });
+  } catch (err) {
+    if (!(err instanceof TomlError)) throw err;
+    // smol-toml's message carries a code excerpt after a blank line; keep the sentence.
+    const message = err.message.split("\n")[0]!.replace(/^Invalid TOML document: /, "");
+    throw new ConfigError([{ file, line: err.line, col: err.column, key: "", message }]);
+  }
+}
+
+export function loadConfigText(text: string, opts: LoadOptions): Config {
+  const env = opts.env ?? process.env;
+  const raw = parseToml(text, opts.file);
+  const map = locateKeys(text);
+  const overrides = applyEnvOverrides(raw, env);
+  const issues = new Issues(opts.file, map, overrides.applied);
+  for (const { variable, message } of overrides.errors) issues.env(variable, message);
+
+  const file = applySchema(raw, issues);
+  const scope = resolveMacros(
+    macroTexts(file, issues),
+    { env, qmBin: opts.qmBin ?? "qm" },
+    (name, message) => issues.at(["macros", name], message),
+  );
+  const reserved = checkServer(file, issues);
+  const ports = new PortAllocator(
+    issues.within(["server", "start_port"]) ? 10001 : file.server.start_port,
+    opts.isPortFree ?? isPortFreeOnLoopback,
+    reserved,
+  );
+  const ctx = { issues, map, scope };
+  const models = buildModels(ctx, file, ports);
+  const peers = buildPeers(ctx, file);
+  const { groups, groupOf } = buildGroups(file, map, issues);
+  for (const model of Object.values(models)) model.group = groupOf.get(model.id) ?? "";
+  const aliases = buildAliases(file, map, issues);
+  const matrix = buildMatrix(file, issues);
+  issues.throwIfAny();
+
+  const { server, scheduler, resources } = file;
+  return {
+    file: opts.file,
+    server: {
+      listen: [...server.listen],
+      metricsListen: server.metrics_listen,
+      apiKeys: [...server.api_keys],
+      startPort: server.start_port,
+      healthCheckTimeoutS: server.health_check_timeout_s,
+      maxBodyBytes: Math.round(server.max_body_mb * 1024 * 1024),
+      shutdownTimeoutS: server.shutdown_timeout_s,
+      logLevel: server.log_level,
+    },
+    scheduler: {
+      holdMs: scheduler.hold_ms,
+      patienceMs: scheduler.patience_ms,
+      holdOn: scheduler.hold_on,
+    },
+    resources: {
+      vramBudgetGb: resources.vram_budget_gb,
+      ramBudgetGb: resources.ram_budget_gb,
+      oomGuardReserveGb: resources.oom_guard_reserve_gb,
+      gpuProbe: resources.gpu_probe,
+    },
+    router: { policy: file.router.policy },
+    groups,
+    matrix,
+    models,
+    peers,
+    macros: Object.fromEntries([...scope.resolved].map(([name, segs]) => [name, render(segs)])),
+    aliases,
+  };
+}
+
+/** `[macros]` values as text; ones that failed the schema are passed as invalid. */
+function macroTexts(
+  file: ConfigFile,
+  issues: Issues,
+): { texts: Record<string, string>; invalid: string[] } {
+  const texts: Record<string, string> = {};
+  const invalid: string[] = [];
+  for (const [name, value] of Object.entries(file.macros)) {
+    texts[name] = String(value);
+    if (issues.within(["macros", name])) invalid.push(name);
+  }
+  return { texts, invalid };
+}
+
+export function loadConfigFile(path: string, opts: Partial<LoadOptions> = {}): Config {
+  const file = opts.file ?? path;
+  let text: string;
+  try {
+    text = readFileSync(path, "utf8");
+  } catch (err) {
+    const reason = err instanceof Error ? err.message : String(err);
+    throw new ConfigError([
+      { file, line: 0, col: 0, key: "", message: `cannot read config: ${reason}` },
+    ]);
+  }
+  return loadConfigText(text, { ...opts, file });
+}

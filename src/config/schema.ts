@@ -1,0 +1,138 @@
+/**
+ * Typebox schemas of `quartermaster.toml` as written (snake_case). Defaults live here, as
+ * `default` annotations, so DESIGN.md's example config and this file are the two places a
+ * default is stated. Every table is closed (`additionalProperties: false`): a typo such as
+ * `ttl = 10` must fail loudly rather than silently leave the model without a TTL.
+ */
+import { type Static, type TLiteral, type TSchema, type TUnion, Type } from "@sinclair/typebox";
+
+const closed = { additionalProperties: false, default: {} } as const;
+const nonNegative = (value: number) => Type.Number({ minimum: 0, default: value });
+const strings = (value: string[] = []) => Type.Array(Type.String(), { default: value });
+/** A string enum; the cast keeps the literal union in `Static` (`.map` loses it). */
+const oneOf = <const T extends readonly string[]>(values: T, value: T[number]) =>
+  Type.Union(
+    values.map((v) => Type.Literal(v)),
+    { default: value },
+  ) as unknown as TUnion<TLiteral<T[number]>[]>;
+
+// `${PORT}` is a qm macro; the backslash keeps JS from reading it as a placeholder.
+const DEFAULT_PROXY = `http://127.0.0.1:\${PORT}`;
+
+export const ServerSchema = Type.Object(
+  {
+    listen: strings(["127.0.0.1:8080"]),
+    metrics_listen: Type.String({ default: "" }),
+    api_keys: Type.Array(Type.String({ minLength: 1 }), { default: [] }),
+    start_port: Type.Integer({ minimum: 1, maximum: 65535, default: 10001 }),
+    health_check_timeout_s: nonNegative(120),
+    max_body_mb: nonNegative(64),
+    shutdown_timeout_s: nonNegative(10),
+    log_level: oneOf(["debug", "info", "warn", "error"], "info"),
+  },
+  closed,
+);
+
+export const SchedulerSchema = Type.Object(
+  {
+    hold_ms: nonNegative(10000),
+    patience_ms: nonNegative(300000),
+    hold_on: oneOf(["tool_calls", "request"], "tool_calls"),
+  },
+  closed,
+);
+
+export const ResourcesSchema = Type.Object(
+  {
+    vram_budget_gb: nonNegative(0),
+    ram_budget_gb: nonNegative(0),
+    oom_guard_reserve_gb: nonNegative(1.0),
+    gpu_probe: Type.String({ default: "nvidia-smi" }),
+  },
+  closed,
+);
+
+export const RouterSchema = Type.Object({ policy: oneOf(["group", "matrix"], "group") }, closed);
+
+export const GroupSchema = Type.Object(
+  {
+    members: strings(),
+    swap: Type.Boolean({ default: true }),
+    exclusive: Type.Boolean({ default: true }),
+    persistent: Type.Boolean({ default: false }),
+    pool: oneOf(["vram", "ram"], "vram"),
+  },
+  closed,
+);
+
+export const MatrixSchema = Type.Object(
+  {
+    sets: Type.Array(Type.Array(Type.String()), { default: [] }),
+    evict_cost: Type.Record(Type.String(), Type.Number({ minimum: 0 }), { default: {} }),
+  },
+  closed,
+);
+
+export const ModelSchema = Type.Object(
+  {
+    cmd: Type.String(),
+    proxy: Type.String({ default: DEFAULT_PROXY }),
+    check_endpoint: Type.String({ default: "/health" }),
+    cmd_stop: Type.String({ default: "" }),
+    aliases: strings(),
+    env: Type.Record(Type.String(), Type.String(), { default: {} }),
+    ttl_s: nonNegative(0),
+    concurrency_limit: Type.Integer({ minimum: 0, default: 0 }),
+    est_vram_gb: nonNegative(0),
+    est_ram_gb: nonNegative(0),
+    send_loading_state: Type.Boolean({ default: true }),
+    unlisted: Type.Boolean({ default: false }),
+    use_model_name: Type.String({ default: "" }),
+    anthropic_native: Type.Boolean({ default: false }),
+    stop_timeout_s: nonNegative(10),
+  },
+  closed,
+);
+
+export const PeerSchema = Type.Object(
+  {
+    url: Type.String(),
+    kind: oneOf(["openai", "qm", "mistralrs"], "openai"),
+    api_key: Type.String({ default: "" }),
+    models: strings(),
+  },
+  closed,
+);
+
+const tableOf = <T extends TSchema>(schema: T) =>
+  Type.Record(Type.String(), schema, { default: {} });
+
+export const ConfigFileSchema = Type.Object(
+  {
+    server: ServerSchema,
+    scheduler: SchedulerSchema,
+    resources: ResourcesSchema,
+    router: RouterSchema,
+    groups: tableOf(GroupSchema),
+    matrix: MatrixSchema,
+    models: tableOf(ModelSchema),
+    peers: tableOf(PeerSchema),
+    // Numbers and booleans are accepted because `ctx = 8192` reads more naturally than
+    // `ctx = "8192"`; they are inserted as their TOML text.
+    macros: tableOf(Type.Union([Type.String(), Type.Number(), Type.Boolean()])),
+  },
+  closed,
+);
+
+export type ConfigFile = Static<typeof ConfigFileSchema>;
+export type ModelFile = Static<typeof ModelSchema>;
+export type PeerFile = Static<typeof PeerSchema>;
+export type GroupFile = Static<typeof GroupSchema>;
+
+/** The sections whose scalar keys `QM_<SECTION>__<KEY>` may override. */
+export const OVERRIDABLE_SECTIONS = {
+  server: ServerSchema,
+  scheduler: SchedulerSchema,
+  resources: ResourcesSchema,
+  router: RouterSchema,
+} as const;

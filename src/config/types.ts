@@ -1,0 +1,108 @@
+/**
+ * The validated, normalised configuration every other module reads. Wire/TOML shapes live
+ * in `schema.ts`; this is the internal form (camelCase, defaults applied, macros expanded,
+ * `${PORT}` allocated). Built only by `loadConfig`.
+ */
+
+export interface ServerConfig {
+  /** `host:port` addresses, each served by its own listener sharing one scheduler. */
+  listen: string[];
+  /** `host:port` of the Prometheus listener; "" = off. */
+  metricsListen: string;
+  apiKeys: string[];
+  startPort: number;
+  healthCheckTimeoutS: number;
+  /** Largest request body accepted on API routes, in bytes (413 beyond). */
+  maxBodyBytes: number;
+  /** On SIGINT/SIGTERM, how long in-flight requests may finish before they are cut. */
+  shutdownTimeoutS: number;
+  logLevel: "debug" | "info" | "warn" | "error";
+}
+
+export interface SchedulerConfig {
+  holdMs: number;
+  patienceMs: number;
+  holdOn: "tool_calls" | "request";
+}
+
+export interface ResourcesConfig {
+  vramBudgetGb: number;
+  ramBudgetGb: number;
+  oomGuardReserveGb: number;
+  /** Command used to read GPU memory, or "off". */
+  gpuProbe: string;
+}
+
+export interface GroupConfig {
+  id: string;
+  members: string[];
+  swap: boolean;
+  exclusive: boolean;
+  persistent: boolean;
+  pool: "vram" | "ram";
+}
+
+export interface MatrixConfig {
+  sets: string[][];
+  evictCost: Record<string, number>;
+}
+
+export interface ModelConfig {
+  id: string;
+  /** `cmd` after macro expansion (for display). */
+  cmd: string;
+  /** `cmd` split like a shell would (quotes honoured, no shell run). */
+  argv: string[];
+  /** Base URL of the upstream, macros expanded (no trailing slash). */
+  proxy: string;
+  /** Port allocated for `${PORT}`, or null when the model's config never uses it. */
+  port: number | null;
+  /** Path polled for readiness, or null for "none". */
+  checkEndpoint: string | null;
+  /** `cmd_stop` with every macro but `${PID}` expanded; "" = signal the process group. */
+  cmdStop: string;
+  aliases: string[];
+  env: Record<string, string>;
+  ttlS: number;
+  concurrencyLimit: number;
+  estVramGb: number;
+  estRamGb: number;
+  sendLoadingState: boolean;
+  unlisted: boolean;
+  useModelName: string;
+  anthropicNative: boolean;
+  stopTimeoutS: number;
+  /** The group it belongs to; ungrouped models belong to the implicit default group. */
+  group: string;
+}
+
+export interface PeerConfig {
+  id: string;
+  url: string;
+  kind: "openai" | "qm" | "mistralrs";
+  apiKey: string;
+  models: string[];
+}
+
+export interface Config {
+  /** Path the config was read from ("" for inline text). */
+  file: string;
+  server: ServerConfig;
+  scheduler: SchedulerConfig;
+  resources: ResourcesConfig;
+  router: { policy: "group" | "matrix" };
+  /** Every group, the implicit default group (`DEFAULT_GROUP`) included when it has members. */
+  groups: Record<string, GroupConfig>;
+  matrix: MatrixConfig;
+  models: Record<string, ModelConfig>;
+  peers: Record<string, PeerConfig>;
+  macros: Record<string, string>;
+  /** alias → model id (every alias is unique and never shadows a model id). */
+  aliases: Record<string, string>;
+}
+
+/**
+ * Ungrouped models form this group: swap = true (one at a time), exclusive = true,
+ * persistent = false, pool "vram" — the behaviour a single-GPU user expects by default.
+ */
+export const DEFAULT_GROUP = "(default)";

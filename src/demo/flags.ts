@@ -1,0 +1,137 @@
+/**
+ * Flags of the demo upstream (`qm demo-upstream`). Parsing is pure so it is tested without
+ * starting a server; `runDemoUpstream` turns the result into output and exit codes.
+ */
+export interface DemoOptions {
+  /** 0 = any free port (the "listening on" line says which). */
+  port: number;
+  host: string;
+  /** Model name reported by /v1/models and mentioned in the generated text. */
+  name: string;
+  /** /health answers 503 until this many ms after start, like llama-server loading weights. */
+  loadDelayMs: number;
+  /** Pause between streamed tokens; 0 = as fast as possible. */
+  tokenMs: number;
+  /** Completion length in tokens (a request's smaller `max_tokens` wins). */
+  tokens: number;
+  crashAtStart: boolean;
+  /** Exit(1) once a response has produced this many tokens; null = never. */
+  crashAfterTokens: number | null;
+  ignoreSigterm: boolean;
+  hangHealth: boolean;
+  toolCalls: boolean;
+  /** Exit(1) by itself this many ms after start; null = never. */
+  exitAfterMs: number | null;
+  /** Every inference request answers this HTTP status with an OpenAI error body. */
+  failStatus: number | null;
+}
+
+export const DEFAULT_DEMO_OPTIONS: DemoOptions = {
+  port: 0,
+  host: "127.0.0.1",
+  name: "demo",
+  loadDelayMs: 0,
+  tokenMs: 20,
+  tokens: 32,
+  crashAtStart: false,
+  crashAfterTokens: null,
+  ignoreSigterm: false,
+  hangHealth: false,
+  toolCalls: false,
+  exitAfterMs: null,
+  failStatus: null,
+};
+
+export const DEMO_HELP = `Usage: qm demo-upstream [options]
+
+A fake OpenAI-compatible model server for demos, tests and benchmarks.
+Routes: GET /health, GET /v1/models, POST /v1/chat/completions, POST /v1/completions,
+POST /v1/embeddings, ANY /debug/echo.
+
+Options:
+  --port N                 port to listen on; 0 = any free port (default 0)
+  --host HOST              address to bind (default 127.0.0.1)
+  --name NAME              model name reported (default "demo")
+  --load-delay-ms N        /health answers 503 "loading model" for N ms after start (default 0)
+  --token-ms N             pause between streamed tokens in ms; 0 = no pause (default 20)
+  --tokens N               completion length in tokens (default 32)
+  --tool-calls             chat completions end with a tool call (finish_reason "tool_calls")
+  --fail-status N          every inference request answers HTTP N with an OpenAI error
+  --crash-at-start         print an error to stderr and exit 1 before listening
+  --crash-after-tokens N   exit 1 mid-response after N tokens
+  --exit-after-ms N        exit 1 by itself N ms after start (a crash of a ready model)
+  --ignore-sigterm         ignore SIGTERM; only SIGKILL ends the process
+  --hang-health            /health never answers
+  -h, --help               show this help
+
+Once listening it prints one line to stdout: listening on http://HOST:PORT
+`;
+
+export type DemoFlagsResult =
+  | { kind: "run"; options: DemoOptions }
+  | { kind: "help" }
+  | { kind: "error"; message: string };
+
+type IntKey = "port" | "loadDelayMs" | "tokenMs" | "tokens";
+type NullableIntKey = "crashAfterTokens" | "exitAfterMs" | "failStatus";
+type BoolKey = "crashAtStart" | "ignoreSigterm" | "hangHealth" | "toolCalls";
+
+const INT_FLAGS: Record<string, IntKey> = {
+  "--port": "port",
+  "--load-delay-ms": "loadDelayMs",
+  "--token-ms": "tokenMs",
+  "--tokens": "tokens",
+};
+const NULLABLE_INT_FLAGS: Record<string, NullableIntKey> = {
+  "--crash-after-tokens": "crashAfterTokens",
+  "--exit-after-ms": "exitAfterMs",
+  "--fail-status": "failStatus",
+};
+const BOOL_FLAGS: Record<string, BoolKey> = {
+  "--crash-at-start": "crashAtStart",
+  "--ignore-sigterm": "ignoreSigterm",
+  "--hang-health": "hangHealth",
+  "--tool-calls": "toolCalls",
+};
+
+export function parseDemoFlags(argv: readonly string[]): DemoFlagsResult {
+  const options: DemoOptions = { ...DEFAULT_DEMO_OPTIONS };
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i] as string;
+    if (arg === "-h" || arg === "--help") return { kind: "help" };
+    // Both `--port 8080` and `--port=8080`, as most CLIs accept.
+    const eq = arg.indexOf("=");
+    const flag = arg.startsWith("--") && eq > 0 ? arg.slice(0, eq) : arg;
+    const inline = flag === arg ? undefined : arg.slice(eq + 1);
+    const boolKey = BOOL_FLAGS[flag];
+    if (boolKey !== undefined) {
+      if (inline !== undefined) return { kind: "error", message: `${flag} takes no value` };
+      options[boolKey] = true;
+      continue;
+    }
+    const known = flag === "--host" || flag === "--name" || flag in INT_FLAGS;
+    if (!known && !(flag in NULLABLE_INT_FLAGS)) {
+      return { kind: "error", message: `unknown option ${flag}` };
+    }
+    const value = inline ?? argv[++i];
+    if (value === undefined) return { kind: "error", message: `${flag} needs a value` };
+    if (flag === "--host" || flag === "--name") {
+      if (value === "") return { kind: "error", message: `${flag} must not be empty` };
+      options[flag === "--host" ? "host" : "name"] = value;
+      continue;
+    }
+    const n = /^\d+$/.test(value) ? Number(value) : Number.NaN;
+    if (!Number.isSafeInteger(n)) {
+      return { kind: "error", message: `${flag} needs a whole number >= 0, got "${value}"` };
+    }
+    const intKey = INT_FLAGS[flag];
+    if (intKey !== undefined) options[intKey] = n;
+    else options[NULLABLE_INT_FLAGS[flag] as NullableIntKey] = n;
+  }
+  if (options.port > 65535) return { kind: "error", message: `--port must be <= 65535` };
+  const fail = options.failStatus;
+  if (fail !== null && (fail < 400 || fail > 599)) {
+    return { kind: "error", message: `--fail-status must be an HTTP error status (400-599)` };
+  }
+  return { kind: "run", options };
+}

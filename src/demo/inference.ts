@@ -1,0 +1,199 @@
+/**
+ * Inference routes of the demo upstream: chat completions, legacy completions, embeddings.
+ * Streaming writes one SSE event per token through a Bun "direct" stream (no per-chunk
+ * queueing) and flushes it at once, so a proxy sees tokens exactly when they are made.
+ */
+import {
+  buildToolCall,
+  chatResponse,
+  chatStreamPlan,
+  embed,
+  type StreamPlan,
+  type TokenTable,
+  textResponse,
+  textStreamPlan,
+  type Usage,
+  usage,
+} from "./completion.ts";
+import type { DemoOptions } from "./flags.ts";
+import { json, jsonText, openAiError, readJsonObject, sse } from "./http.ts";
+
+export interface DemoContext {
+  options: DemoOptions;
+  table: TokenTable;
+  /** Simulated crash: the process dies with exit code 1 after `message` reaches stderr. */
+  crash(message: string): void;
+  /** Increasing counter for response and tool call ids. */
+  nextId(): number;
+}
+
+interface Common {
+  body: Record<string, unknown>;
+  model: string;
+  id: number;
+  created: number;
+  count: number;
+  finish: "stop" | "length";
+  promptTokens: number;
+  stream: boolean;
+  includeUsage: boolean;
+}
+
+function common(ctx: DemoContext, body: Record<string, unknown>, text: string): Common {
+  const max = body.max_completion_tokens ?? body.max_tokens;
+  const limit = typeof max === "number" && max >= 0 ? Math.floor(max) : Number.POSITIVE_INFINITY;
+  const count = Math.min(ctx.options.tokens, limit);
+  const so = body.stream_options;
+  return {
+    body,
+    model: typeof body.model === "string" ? body.model : ctx.options.name,
+    id: ctx.nextId(),
+    created: Math.floor(Date.now() / 1000),
+    count,
+    finish: count < ctx.options.tokens ? "length" : "stop",
+    // A rough, deterministic stand-in for a tokenizer: ~4 bytes of request per token.
+    promptTokens: Math.max(1, Math.ceil(text.length / 4)),
+    stream: body.stream === true,
+    includeUsage:
+      typeof so === "object" && so !== null && (so as Record<string, unknown>).include_usage === true,
+  };
+}
+
+function toolName(body: Record<string, unknown>): string {
+  const tools = body.tools;
+  if (!Array.isArray(tools)) return "get_weather";
+  const fn = (tools[0] as { function?: { name?: unknown } } | undefined)?.function;
+  return typeof fn?.name === "string" ? fn.name : "get_weather";
+}
+
+export async function chatCompletions(ctx: DemoContext, req: Request): Promise<Response> {
+  const parsed = await readJsonObject(req);
+  if (typeof parsed === "string") return openAiError(400, parsed);
+  const c = common(ctx, ...parsed);
+  if (!Array.isArray(c.body.messages)) {
+    return openAiError(400, "'messages' must be an array", "invalid_request_error", "messages");
+  }
+  const toolCall = ctx.options.toolCalls ? buildToolCall(toolName(c.body), `call_demo_${c.id}`) : null;
+  const completionTokens = c.count + (toolCall === null ? 0 : toolCall.pieces.length + 1);
+  const input = {
+    id: `chatcmpl-demo-${c.id}`,
+    created: c.created,
+    model: c.model,
+    table: ctx.table,
+    count: c.count,
+    finishReason: toolCall === null ? c.finish : ("tool_calls" as const),
+    toolCall,
+  };
+  const use = usage(c.promptTokens, completionTokens);
+  if (c.stream) {
+    return streamPlan(ctx, req, chatStreamPlan({ ...input, usage: c.includeUsage ? use : null }));
+  }
+  await generateWhole(ctx, completionTokens);
+  return jsonText(chatResponse({ ...input, usage: use }));
+}
+
+export async function completions(ctx: DemoContext, req: Request): Promise<Response> {
+  const parsed = await readJsonObject(req);
+  if (typeof parsed === "string") return openAiError(400, parsed);
+  const c = common(ctx, ...parsed);
+  const input = {
+    id: `cmpl-demo-${c.id}`,
+    created: c.created,
+    model: c.model,
+    table: ctx.table,
+    count: c.count,
+    finishReason: c.finish,
+  };
+  const use: Usage = usage(c.promptTokens, c.count);
+  if (c.stream) {
+    return streamPlan(ctx, req, textStreamPlan({ ...input, usage: c.includeUsage ? use : null }));
+  }
+  await generateWhole(ctx, c.count);
+  return jsonText(textResponse({ ...input, usage: use }));
+}
+
+export async function embeddings(ctx: DemoContext, req: Request): Promise<Response> {
+  const parsed = await readJsonObject(req);
+  if (typeof parsed === "string") return openAiError(400, parsed);
+  const [body] = parsed;
+  const raw = body.input;
+  // OpenAI accepts a string, an array of strings, a token array or an array of token arrays.
+  const items: unknown[] = Array.isArray(raw)
+    ? raw.length > 0 && typeof raw[0] === "number"
+      ? [raw]
+      : raw
+    : [raw];
+  if (raw === undefined || items.length === 0 || items.some((x) => !isEmbeddable(x))) {
+    return openAiError(400, "'input' must be a string or an array of strings", undefined, "input");
+  }
+  const base64 = body.encoding_format === "base64";
+  const data = items.map((item, index) => {
+    const vector = embed(typeof item === "string" ? item : (item as number[]).join(","));
+    return {
+      object: "embedding",
+      index,
+      embedding: base64 ? Buffer.from(new Float32Array(vector).buffer).toString("base64") : vector,
+    };
+  });
+  const tokens = items.reduce<number>(
+    (n, x) => n + (typeof x === "string" ? Math.max(1, Math.ceil(x.length / 4)) : (x as []).length),
+    0,
+  );
+  return json({
+    object: "list",
+    data,
+    model: typeof body.model === "string" ? body.model : ctx.options.name,
+    usage: { prompt_tokens: tokens, total_tokens: tokens },
+  });
+}
+
+function isEmbeddable(x: unknown): boolean {
+  return typeof x === "string" || (Array.isArray(x) && x.every((t) => typeof t === "number"));
+}
+
+/** Non-streamed responses take as long as their tokens would have taken to stream. */
+async function generateWhole(ctx: DemoContext, tokens: number): Promise<void> {
+  const { crashAfterTokens: crashAt, tokenMs } = ctx.options;
+  if (crashAt !== null && crashAt < tokens) {
+    if (tokenMs > 0 && crashAt > 0) await Bun.sleep(crashAt * tokenMs);
+    ctx.crash(crashMessage(ctx, crashAt));
+    // Only reached when the crash hook does not exit (in-process tests).
+    throw new Error("demo upstream crashed");
+  }
+  if (tokenMs > 0 && tokens > 0) await Bun.sleep(tokens * tokenMs);
+}
+
+function crashMessage(ctx: DemoContext, n: number): string {
+  return `demo-upstream ${ctx.options.name}: simulated crash after ${n} tokens (--crash-after-tokens)`;
+}
+
+function streamPlan(ctx: DemoContext, req: Request, plan: StreamPlan): Response {
+  const { tokenMs, crashAfterTokens: crashAt } = ctx.options;
+  const stream = new ReadableStream({
+    type: "direct",
+    async pull(controller) {
+      for (const frame of plan.lead) controller.write(frame);
+      for (let i = 0; i < plan.tokens.length; i++) {
+        if (crashAt !== null && i === crashAt) {
+          // Let the tokens already made reach the client, as a real crash mid-stream would.
+          await controller.flush(true);
+          ctx.crash(crashMessage(ctx, i));
+          controller.close(new Error("demo upstream crashed"));
+          return;
+        }
+        if (tokenMs > 0) {
+          controller.flush();
+          await Bun.sleep(tokenMs);
+          if (req.signal.aborted) return controller.close();
+        }
+        const wrote = controller.write(plan.tokens[i] as string);
+        if (typeof wrote !== "number") await wrote;
+        // 0 means the client went away: stop generating for nobody.
+        else if (wrote === 0) return controller.close();
+      }
+      for (const frame of plan.tail) controller.write(frame);
+      controller.close();
+    },
+  });
+  return sse(stream);
+}

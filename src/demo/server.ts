@@ -1,0 +1,117 @@
+/**
+ * The demo upstream's HTTP server: `Bun.serve` with a hand-written dispatch (no framework
+ * on the benchmark's hot path). Process-level behaviour (signals, crashes, exit timers)
+ * lives in `upstream.ts`; this file only answers requests, so tests can run it in-process.
+ */
+import type { Server } from "bun";
+import { buildTokens } from "./completion.ts";
+import type { DemoOptions } from "./flags.ts";
+import { json, jsonText, openAiError, pathOf } from "./http.ts";
+import { chatCompletions, completions, type DemoContext, embeddings } from "./inference.ts";
+
+export interface DemoServerHooks {
+  /** A simulated crash (`--crash-after-tokens`): must end the process with exit code 1. */
+  crash(message: string): void;
+}
+
+export interface DemoServer {
+  readonly server: Server<undefined>;
+  readonly port: number;
+  /** `http://host:port`, no trailing slash. */
+  readonly url: string;
+  /** `performance.now()` from which /health answers 200. */
+  readonly readyAt: number;
+  stop(): Promise<void>;
+}
+
+const HEALTH_OK = JSON.stringify({ status: "ok" });
+// llama-server answers 503 while it loads weights; qm's readiness poll waits for a 200.
+const HEALTH_LOADING = JSON.stringify({ status: "loading model" });
+
+export function startDemoServer(options: DemoOptions, hooks: DemoServerHooks): DemoServer {
+  const readyAt = performance.now() + options.loadDelayMs;
+  let counter = 0;
+  const ctx: DemoContext = {
+    options,
+    table: buildTokens(options.name, options.tokens),
+    crash: hooks.crash,
+    nextId: () => ++counter,
+  };
+  const modelsBody = JSON.stringify({
+    object: "list",
+    data: [
+      {
+        id: options.name,
+        object: "model",
+        created: Math.floor(Date.now() / 1000),
+        owned_by: "quartermaster-demo",
+      },
+    ],
+  });
+  const failMessage = `demo upstream ${options.name} answers every request with HTTP ${options.failStatus} (--fail-status)`;
+  const loaded = () => options.loadDelayMs === 0 || performance.now() >= readyAt;
+
+  async function fetch(req: Request, srv: Server<undefined>): Promise<Response> {
+    const { path, query } = pathOf(req.url);
+    const method = req.method;
+    if (path === "/health") {
+      if (method !== "GET" && method !== "HEAD") return notAllowed(method, path);
+      // A promise that never settles: the prober's own timeout is what ends the wait.
+      if (options.hangHealth) return new Promise<Response>(() => {});
+      return loaded() ? jsonText(HEALTH_OK) : jsonText(HEALTH_LOADING, 503);
+    }
+    if (path === "/debug/echo" || path.startsWith("/debug/echo/")) return echo(req, path, query);
+    if (path === "/v1/models") {
+      return method === "GET" ? jsonText(modelsBody) : notAllowed(method, path);
+    }
+    const handler = INFERENCE[path];
+    if (handler === undefined) return openAiError(404, `no route ${method} ${path}`);
+    if (method !== "POST") return notAllowed(method, path);
+    if (options.failStatus !== null) return openAiError(options.failStatus, failMessage);
+    if (!loaded()) return openAiError(503, "Loading model", "unavailable_error");
+    // A slow generation must not be cut by Bun's per-connection idle timer.
+    srv.timeout(req, 0);
+    return handler(ctx, req);
+  }
+
+  const server = Bun.serve({
+    hostname: options.host,
+    port: options.port,
+    // Streams paced by --token-ms and hung health probes may sit idle for long.
+    idleTimeout: 0,
+    fetch,
+    error: (err) => openAiError(500, `demo upstream error: ${err.message}`),
+  });
+  const port = server.port as number;
+  const host = options.host.includes(":") ? `[${options.host}]` : options.host;
+  return {
+    server,
+    port,
+    url: `http://${host}:${port}`,
+    readyAt,
+    stop: () => server.stop(true),
+  };
+}
+
+const INFERENCE: Record<string, (ctx: DemoContext, req: Request) => Promise<Response>> = {
+  "/v1/chat/completions": chatCompletions,
+  "/v1/completions": completions,
+  "/v1/embeddings": embeddings,
+};
+
+function notAllowed(method: string, path: string): Response {
+  return openAiError(405, `method ${method} not allowed on ${path}`);
+}
+
+/** Shows exactly what arrived, so proxy tests can check header hygiene and body passthrough. */
+async function echo(req: Request, path: string, query: string): Promise<Response> {
+  const bytes = new Uint8Array(await req.arrayBuffer());
+  return json({
+    method: req.method,
+    path,
+    query,
+    headers: Object.fromEntries(req.headers),
+    body: new TextDecoder().decode(bytes),
+    bodyLength: bytes.byteLength,
+  });
+}

@@ -1,0 +1,81 @@
+/**
+ * `qm demo-upstream`: the fake model server as a process. Owns everything process-level —
+ * flags, the "listening on" line tests read to learn a port-0 address, signals, simulated
+ * crashes and exit timers — around the request handling in `server.ts`.
+ */
+import { writeSync } from "node:fs";
+import { DEMO_HELP, type DemoOptions, parseDemoFlags } from "./flags.ts";
+import { startDemoServer } from "./server.ts";
+
+/**
+ * Runs the demo upstream. Resolves at once after `--help` (exit code 0) or a usage error
+ * (message on stderr, `process.exitCode = 2`); otherwise once SIGTERM/SIGINT has shut the
+ * server down. Simulated crashes end the process themselves with exit code 1.
+ */
+export async function runDemoUpstream(argv: string[]): Promise<void> {
+  const parsed = parseDemoFlags(argv);
+  if (parsed.kind === "help") {
+    process.stdout.write(DEMO_HELP);
+    return;
+  }
+  if (parsed.kind === "error") {
+    process.stderr.write(`qm demo-upstream: ${parsed.message}\nRun 'qm demo-upstream --help'.\n`);
+    process.exitCode = 2;
+    return;
+  }
+  await serve(parsed.options);
+}
+
+// Synchronous writes: a crash calls process.exit right after, which would drop async output.
+function out(line: string): void {
+  writeSync(1, `${line}\n`);
+}
+function err(line: string): void {
+  writeSync(2, `${line}\n`);
+}
+
+function die(message: string): never {
+  err(message);
+  process.exit(1);
+}
+
+function serve(options: DemoOptions): Promise<void> {
+  const tag = `demo-upstream ${options.name}:`;
+  if (options.crashAtStart) {
+    die(`${tag} error: failed to load model (simulated by --crash-at-start)`);
+  }
+  let demo: ReturnType<typeof startDemoServer>;
+  try {
+    demo = startDemoServer(options, { crash: die });
+  } catch (e) {
+    die(`${tag} error: cannot listen on ${options.host}:${options.port}: ${(e as Error).message}`);
+  }
+  out(`listening on ${demo.url}`);
+  const timers: Timer[] = [];
+  if (options.loadDelayMs > 0) {
+    out(`${tag} loading model (${options.loadDelayMs} ms)`);
+    timers.push(setTimeout(() => out(`${tag} model loaded, ready`), options.loadDelayMs));
+  } else {
+    out(`${tag} model loaded, ready`);
+  }
+  if (options.exitAfterMs !== null) {
+    const ms = options.exitAfterMs;
+    timers.push(setTimeout(() => die(`${tag} exiting after ${ms} ms (--exit-after-ms)`), ms));
+  }
+
+  return new Promise<void>((resolve) => {
+    const shutdown = (signal: string) => {
+      out(`${tag} ${signal}, shutting down`);
+      for (const t of timers) clearTimeout(t);
+      process.off("SIGTERM", onTerm);
+      process.off("SIGINT", onInt);
+      void demo.stop().then(resolve);
+    };
+    const onTerm = options.ignoreSigterm
+      ? () => err(`${tag} ignoring SIGTERM (--ignore-sigterm)`)
+      : () => shutdown("SIGTERM");
+    const onInt = () => shutdown("SIGINT");
+    process.on("SIGTERM", onTerm);
+    process.on("SIGINT", onInt);
+  });
+}

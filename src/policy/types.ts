@@ -1,0 +1,15 @@
+/**
+ * An eviction policy answers one question: to run `target`, which of the running models must
+ * stop? It is pure — no logging, no mutation, no clock — because the scheduler asks it once per
+ * request and again for every queued request on every drain.
+ */
+export type Eviction = { ok: true; evict: string[] } | { ok: false; reason: string };
+
+export interface EvictionPolicy {
+  /**
+   * @param target  the model to run (never in `running`)
+   * @param running models that are starting, ready or stopping, least-recently-used first
+   *                (a monotonic use counter, ties by id, never-served first)
+   */
+  evictionFor(target: string, running: readonly string[]): Eviction;
+}

@@ -1,0 +1,8 @@
+export { describeExit, describeStatus, type ProcessExit } from "./exit-info.ts";
+export {
+  ModelProcess,
+  type ModelProcessOptions,
+  type ProcessState,
+  STDERR_TAIL_LINES,
+} from "./model-process.ts";
+export { killAllSync, liveGroups } from "./process-group.ts";

@@ -1,0 +1,302 @@
+/**
+ * Supervises one model server process: spawn in its own process group, wait until its
+ * health endpoint answers 200, stop it gracefully (cmd_stop or SIGTERM, SIGKILL after
+ * `stop_timeout_s`), and report exits nobody asked for. Invariants: ./design.md.
+ */
+import type { ModelConfig } from "../config/types.ts";
+import { QmError } from "../shared/errors.ts";
+import type { Logger } from "../shared/log.ts";
+import { RingBuffer } from "../shared/ring-buffer.ts";
+import { delay } from "./delay.ts";
+import { describeExit, describeStatus, formatTail, type ProcessExit } from "./exit-info.ts";
+import { type HealthOutcome, waitHealthy } from "./health.ts";
+import { pumpLines } from "./line-splitter.ts";
+import { signalGroup, trackGroup, untrackGroup } from "./process-group.ts";
+import { runStopCommand, STDIO_DRAIN_MS, type StopCommand } from "./stop-command.ts";
+
+export type ProcessState = "stopped" | "starting" | "ready" | "stopping";
+
+export interface ModelProcessOptions {
+  healthCheckTimeoutS: number;
+  log: Logger;
+  /** Every exit not asked for by `stop()` (a crash while loading or serving). */
+  onExit?: (exit: ProcessExit) => void;
+  onStateChange?: (state: ProcessState) => void;
+  /** Readiness poll interval; default 10 ms. */
+  pollIntervalMs?: number;
+  /** Lines kept by `logs()`; default 500. */
+  logLines?: number;
+}
+
+/** Lines of stderr carried in exits and error messages. */
+export const STDERR_TAIL_LINES = 10;
+
+interface Run {
+  readonly model: ModelConfig;
+  readonly proc: Bun.Subprocess<"ignore", "pipe", "pipe">;
+  readonly pid: number;
+  readonly startedAt: number;
+  readonly stderr: RingBuffer<string>;
+  /** Ends the readiness poll (stop, exit or its outcome). */
+  readonly abort: AbortController;
+  /** Set by stop(): its exit is expected and is not reported through onExit. */
+  stopRequested: boolean;
+  /** Set synchronously when the process is reaped, before its output is drained. */
+  exited: boolean;
+  exit: Promise<ProcessExit>;
+}
+
+export class ModelProcess {
+  private model: ModelConfig;
+  private _state: ProcessState = "stopped";
+  private run: Run | null = null;
+  private starting: Promise<void> | null = null;
+  private stopping: Promise<void> | null = null;
+  private readonly lines: RingBuffer<string>;
+  private lastStderr = new RingBuffer<string>(STDERR_TAIL_LINES * 5);
+
+  constructor(
+    model: ModelConfig,
+    private readonly opts: ModelProcessOptions,
+  ) {
+    this.model = model;
+    this.lines = new RingBuffer(opts.logLines ?? 500);
+  }
+
+  get id(): string {
+    return this.model.id;
+  }
+
+  get state(): ProcessState {
+    return this._state;
+  }
+
+  get pid(): number | null {
+    return this.run?.pid ?? null;
+  }
+
+  /** Recent stdout and stderr lines, oldest first, across restarts. */
+  logs(): string[] {
+    return this.lines.toArray();
+  }
+
+  /** The last `n` stderr lines of the current (or last) run. */
+  stderrTail(n = STDERR_TAIL_LINES): string[] {
+    return this.lastStderr.tail(n);
+  }
+
+  /** Takes effect at the next spawn; a running process keeps the config it started with. */
+  setConfig(model: ModelConfig): void {
+    this.model = model;
+  }
+
+  /**
+   * Spawns the model and resolves once it is ready. Joins a start in progress; waits for
+   * a stop in progress first. Rejects with `upstream_start_failed` (it exited or could not
+   * run), `upstream_start_timeout` (stopped again), or `cancelled` (stop() was called).
+   */
+  start(): Promise<void> {
+    if (this._state === "ready") return Promise.resolve();
+    if (this.starting !== null) return this.starting;
+    if (this.stopping !== null) return this.stopping.then(() => this.start());
+    const started = this.startRun().finally(() => {
+      if (this.starting === started) this.starting = null;
+    });
+    this.starting = started;
+    return started;
+  }
+
+  /** Stops the process group; resolves once the process has exited. Idempotent. */
+  stop(): Promise<void> {
+    if (this.stopping !== null) return this.stopping;
+    const run = this.run;
+    if (run === null) return Promise.resolve();
+    const stopping = this.terminate(run).finally(() => {
+      if (this.stopping === stopping) this.stopping = null;
+    });
+    this.stopping = stopping;
+    return stopping;
+  }
+
+  private async startRun(): Promise<void> {
+    const run = this.spawn(this.model);
+    const { model } = run;
+    const outcome: HealthOutcome | { kind: "exit" } = await Promise.race([
+      model.checkEndpoint === null
+        ? Promise.resolve<HealthOutcome>({ kind: "ready" })
+        : waitHealthy({
+            url: model.proxy + model.checkEndpoint,
+            intervalMs: this.opts.pollIntervalMs ?? 10,
+            deadline: run.startedAt + this.opts.healthCheckTimeoutS * 1000,
+            signal: run.abort.signal,
+          }),
+      run.exit.then(() => ({ kind: "exit" }) as const),
+    ]);
+    run.abort.abort();
+    if (run.stopRequested) {
+      throw new QmError(
+        "cancelled",
+        `loading model "${model.id}" was cancelled: it was stopped before it became ready`,
+      );
+    }
+    // A 200 from a process that already died came from someone else on that port.
+    if (outcome.kind === "exit" || (outcome.kind === "ready" && run.exited)) {
+      const exit = await run.exit;
+      throw new QmError(
+        "upstream_start_failed",
+        `model "${model.id}" exited while loading (${describeStatus(exit)}); ` +
+          `${formatTail(exit.stderrTail)}\ncommand: ${model.cmd}`,
+      );
+    }
+    if (outcome.kind === "timeout") {
+      const s = this.opts.healthCheckTimeoutS;
+      this.opts.log.warn(`model "${model.id}" not ready after ${s} s; stopping it`);
+      await this.stop();
+      throw new QmError(
+        "upstream_start_timeout",
+        `model "${model.id}" did not become ready within ${s} s ` +
+          `(GET ${model.proxy}${model.checkEndpoint}: ${outcome.lastProbe}); ` +
+          `raise server.health_check_timeout_s if it loads slowly; ${formatTail(run.stderr.tail(STDERR_TAIL_LINES))}`,
+      );
+    }
+    const ms = Math.round(performance.now() - run.startedAt);
+    this.opts.log.info(`model "${model.id}" ready in ${ms} ms (pid ${run.pid})`);
+    this.setState("ready");
+  }
+
+  private spawn(model: ModelConfig): Run {
+    if (model.argv.length === 0) {
+      throw new QmError("upstream_start_failed", `model "${model.id}" has an empty cmd`);
+    }
+    let proc: Bun.Subprocess<"ignore", "pipe", "pipe">;
+    try {
+      // detached: setsid(2), so the model and all it spawns form one process group.
+      proc = Bun.spawn(model.argv, {
+        env: { ...process.env, ...model.env },
+        stdin: "ignore",
+        stdout: "pipe",
+        stderr: "pipe",
+        detached: true,
+      });
+    } catch (err) {
+      const why = err instanceof Error ? err.message : String(err);
+      throw new QmError(
+        "upstream_start_failed",
+        `model "${model.id}" could not be started: ${why}\ncommand: ${model.cmd}`,
+        { cause: err },
+      );
+    }
+    // Record the group before anything can await, so killAllSync always sees it.
+    trackGroup(proc.pid);
+    const stderr = new RingBuffer<string>(STDERR_TAIL_LINES * 5);
+    this.lastStderr = stderr;
+    const pumps = Promise.all([
+      pumpLines(proc.stdout, (line) => this.onLine(model.id, line)),
+      pumpLines(proc.stderr, (line) => {
+        stderr.push(line);
+        this.onLine(model.id, line);
+      }),
+    ]);
+    const run: Run = {
+      model,
+      proc,
+      pid: proc.pid,
+      startedAt: performance.now(),
+      stderr,
+      abort: new AbortController(),
+      stopRequested: false,
+      exited: false,
+      exit: Promise.resolve() as unknown as Promise<ProcessExit>,
+    };
+    run.exit = proc.exited.then(() => this.onProcessExit(run, pumps));
+    this.run = run;
+    this.opts.log.info(`starting model "${model.id}" (pid ${run.pid}): ${model.cmd}`);
+    this.setState("starting");
+    return run;
+  }
+
+  private async onProcessExit(run: Run, pumps: Promise<unknown>): Promise<ProcessExit> {
+    run.exited = true;
+    const current = this.run === run;
+    const phase = current && this._state !== "stopped" ? this._state : "stopping";
+    untrackGroup(run.pid);
+    // The leader is gone; take down anything it left behind in its group (no orphans
+    // holding GPU memory or the port).
+    signalGroup(run.pid, "SIGKILL");
+    if (current) {
+      this.run = null;
+      this.setState("stopped");
+    }
+    // Pipes close once the group is gone; bounded in case a grandchild escaped the group.
+    await Promise.race([pumps, delay(STDIO_DRAIN_MS)]);
+    const { exitCode: code, signalCode } = run.proc;
+    const exit: ProcessExit = {
+      code,
+      signal: signalCode === null ? null : String(signalCode),
+      stderrTail: run.stderr.tail(STDERR_TAIL_LINES),
+      phase,
+    };
+    if (run.stopRequested) {
+      this.opts.log.info(`model "${run.model.id}" stopped (${describeStatus(exit)})`);
+    } else {
+      this.opts.log.warn(describeExit(run.model.id, exit));
+      try {
+        this.opts.onExit?.(exit);
+      } catch (err) {
+        this.opts.log.error(`onExit handler for model "${run.model.id}" threw: ${String(err)}`);
+      }
+    }
+    return exit;
+  }
+
+  private async terminate(run: Run): Promise<void> {
+    run.stopRequested = true;
+    run.abort.abort();
+    this.setState("stopping");
+    const { model } = run;
+    let stopCmd: StopCommand | null = null;
+    const escalate = setTimeout(
+      () => {
+        this.opts.log.warn(
+          `model "${model.id}" still running ${model.stopTimeoutS} s after the stop request; sending SIGKILL`,
+        );
+        signalGroup(run.pid, "SIGKILL");
+        stopCmd?.kill();
+      },
+      Math.max(0, model.stopTimeoutS * 1000),
+    );
+    try {
+      if (model.cmdStop.trim() === "") {
+        signalGroup(run.pid, "SIGTERM");
+      } else {
+        const onLine = (line: string) => this.onLine(model.id, `[cmd_stop] ${line}`);
+        const started = runStopCommand(model.cmdStop, run.pid, model.env, onLine);
+        if ("error" in started) {
+          this.opts.log.warn(`model "${model.id}": ${started.error}; sending SIGTERM instead`);
+          signalGroup(run.pid, "SIGTERM");
+        } else {
+          stopCmd = started;
+          const ok = await Promise.race([started.done, run.exit.then(() => true)]);
+          if (!ok && !run.exited) {
+            this.opts.log.warn(`model "${model.id}": cmd_stop failed; sending SIGTERM instead`);
+            signalGroup(run.pid, "SIGTERM");
+          }
+        }
+      }
+      await run.exit;
+    } finally {
+      clearTimeout(escalate);
+    }
+  }
+
+  private onLine(id: string, line: string): void {
+    this.lines.push(line);
+    if (this.opts.log.enabled("debug")) this.opts.log.debug(`[${id}] ${line}`);
+  }
+
+  private setState(state: ProcessState): void {
+    if (this._state === state) return;
+    this._state = state;
+    this.opts.onStateChange?.(state);
+  }
+}

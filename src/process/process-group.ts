@@ -1,0 +1,44 @@
+/**
+ * Model servers run in their own process group (Bun's `detached: true` calls setsid(2)),
+ * so one signal to `-pid` reaches the whole tree — llama-server's children, vLLM's worker
+ * processes — and nothing a model spawned survives it (kill(2): a negative pid signals
+ * the process group). Every live group is recorded so `killAllSync` can clean up from
+ * `process.on("exit")`, where nothing asynchronous runs any more.
+ */
+
+const live = new Set<number>();
+
+export function trackGroup(pgid: number): void {
+  live.add(pgid);
+}
+
+export function untrackGroup(pgid: number): void {
+  live.delete(pgid);
+}
+
+/** Process groups started by this process that have not been seen to exit. */
+export function liveGroups(): number[] {
+  return [...live];
+}
+
+/**
+ * Signals every process in group `pgid`; false when none is left (ESRCH) or it is not
+ * ours to signal. Safe after the leader exited: a group id is not reused while any member
+ * lives, so the signal reaches only the leader's leftover children.
+ */
+export function signalGroup(pgid: number, signal: NodeJS.Signals | 0): boolean {
+  try {
+    process.kill(-pgid, signal);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** SIGKILLs every tracked group, synchronously. For `process.on("exit")` and fatal paths. */
+export function killAllSync(): number {
+  let n = 0;
+  for (const pgid of live) if (signalGroup(pgid, "SIGKILL")) n++;
+  live.clear();
+  return n;
+}

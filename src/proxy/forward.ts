@@ -1,0 +1,80 @@
+import { QmError } from "../shared/errors.ts";
+import { clientResponseHeaders, upstreamRequestHeaders } from "./headers.ts";
+import { type RelayEnd, relay } from "./relay.ts";
+
+export interface ForwardRequest {
+  /** Upstream base URL (no trailing slash) and the path + query to call on it. */
+  base: string;
+  pathAndQuery: string;
+  method: string;
+  headers: Headers;
+  body: Uint8Array | null;
+  signal: AbortSignal;
+  /** Model id, for error messages. */
+  model: string;
+  /** Last lines the upstream printed, read only when something goes wrong. */
+  stderrTail: () => string[];
+  onChunk?: (chunk: Uint8Array) => void;
+  /** Called exactly once when the exchange is over, however it ended. */
+  onEnd: (end: RelayEnd) => void;
+}
+
+/**
+ * Sends one request upstream and returns the client's response, whose body is relayed chunk by
+ * chunk. Throws a QmError (after calling onEnd) when no response came at all.
+ */
+export async function forward(req: ForwardRequest): Promise<Response> {
+  let upstream: Response;
+  try {
+    upstream = await fetch(req.base + req.pathAndQuery, {
+      method: req.method,
+      headers: upstreamRequestHeaders(req.headers),
+      body: req.body,
+      signal: req.signal,
+      redirect: "manual",
+      // Relay bytes as they are; a model can think for minutes before its first byte; and a
+      // loopback upstream must never be sent through an HTTP proxy from the environment.
+      decompress: false,
+      timeout: false,
+      proxy: false,
+    } as RequestInit);
+  } catch (error) {
+    req.onEnd({ kind: req.signal.aborted ? "cancelled" : "failed", error });
+    if (req.signal.aborted) {
+      throw new QmError("cancelled", `the client went away while "${req.model}" was answering`);
+    }
+    throw new QmError("upstream_failed", upstreamFailure(req.model, error, req.stderrTail()), {
+      cause: error,
+    });
+  }
+  const headers = clientResponseHeaders(upstream.headers);
+  if (!upstream.body) {
+    req.onEnd({ kind: "done" });
+    return new Response(null, { status: upstream.status, headers });
+  }
+  const sse = (headers.get("content-type") ?? "").includes("text/event-stream");
+  const body = relay(upstream.body, {
+    onChunk: req.onChunk,
+    onEnd: req.onEnd,
+    // An SSE client can be told why its stream ended; any other body is simply cut short.
+    onFailure: sse
+      ? (error) =>
+          req.signal.aborted ? null : sseError(upstreamFailure(req.model, error, req.stderrTail()))
+      : undefined,
+  });
+  return new Response(body, { status: upstream.status, headers });
+}
+
+export function upstreamFailure(model: string, error: unknown, tail: string[]): string {
+  const why = error instanceof Error ? error.message : String(error);
+  const lines = tail.length ? `; last output:\n${tail.join("\n")}` : "";
+  return `model "${model}" failed to answer: ${why}${lines}`;
+}
+
+const encoder = new TextEncoder();
+
+/** An OpenAI-style error event; the OpenAI SDKs raise it as an API error. */
+export function sseError(message: string, type = "upstream_error", code = "upstream_failed"): Uint8Array {
+  const payload = JSON.stringify({ error: { message, type, param: null, code } });
+  return encoder.encode(`data: ${payload}\n\n`);
+}

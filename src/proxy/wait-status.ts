@@ -1,0 +1,166 @@
+import { QmError } from "../shared/errors.ts";
+import { sseError } from "./forward.ts";
+
+/**
+ * The wait-status placeholder: a streaming request whose model cannot serve yet gets its
+ * `200 text/event-stream` at once and, until the model answers, SSE comment lines only.
+ * Comments (`: …`) are dropped by every conforming parser (WHATWG HTML §9.2.6), so no client
+ * can mistake them for model output; `: qm-status: …` is the machine-readable one.
+ */
+export interface WaitProgress {
+  onPosition(position: number): void;
+  onLoading(): void;
+}
+
+export interface PlaceholderOptions {
+  model: string;
+  /** Acquires the model and forwards the request; resolves with the upstream response. */
+  start: (progress: WaitProgress) => Promise<Response>;
+  /** Called when the client goes away before the upstream answered. */
+  onCancel: () => void;
+  /** Milliseconds between human remarks while waiting. */
+  remarkEveryMs?: number;
+  /** Timer injection for tests; returns a canceller. */
+  every?: (ms: number, fn: () => void) => () => void;
+  now?: () => number;
+}
+
+const encoder = new TextEncoder();
+
+const realEvery = (ms: number, fn: () => void) => {
+  const t = setInterval(fn, ms);
+  return () => clearInterval(t);
+};
+
+export function placeholderStream(opts: PlaceholderOptions): ReadableStream<Uint8Array> {
+  const now = opts.now ?? (() => performance.now());
+  const startedAt = now();
+  let buffered: Uint8Array[] = [];
+  let notify: (() => void) | null = null;
+  let phase: "queued" | "loading" = "queued";
+  let position = 0;
+  let outcome: { ok: true; response: Response } | { ok: false; error: unknown } | null = null;
+  let reader: ReadableStreamDefaultReader<Uint8Array> | null = null;
+  let done = false;
+
+  const push = (text: string) => {
+    buffered.push(encoder.encode(text));
+    notify?.();
+  };
+  const stopRemarks = (opts.every ?? realEvery)(opts.remarkEveryMs ?? 3000, () => {
+    const secs = Math.round((now() - startedAt) / 1000);
+    push(
+      phase === "loading"
+        ? `: qm: loading ${opts.model}, ${secs}s so far\n\n`
+        : `: qm: waiting for ${opts.model}, position ${position}, ${secs}s so far\n\n`,
+    );
+  });
+  const finish = () => {
+    if (done) return;
+    done = true;
+    stopRemarks();
+  };
+
+  opts
+    .start({
+      onPosition(p) {
+        if (p <= 0 || p === position) return;
+        position = p;
+        push(`: qm-status: waiting ${p}\n\n`);
+      },
+      onLoading() {
+        phase = "loading";
+        push(": qm-status: loading\n\n");
+      },
+    })
+    .then(
+      (response) => {
+        outcome = { ok: true, response };
+        // The client left while the upstream was being reached: end the relay so the model is
+        // released.
+        if (done) void response.body?.cancel().catch(() => {});
+      },
+      (error) => {
+        outcome = { ok: false, error };
+      },
+    )
+    .finally(() => notify?.());
+
+  return new ReadableStream<Uint8Array>(
+    {
+      async pull(controller) {
+        for (;;) {
+          if (buffered.length > 0) {
+            for (const chunk of buffered) controller.enqueue(chunk);
+            buffered = [];
+            return;
+          }
+          if (reader) {
+            const step = await reader.read().catch((error) => ({ error }));
+            if ("error" in step) {
+              controller.enqueue(sseError(errorMessage(step.error)));
+              controller.close();
+              finish();
+            } else if (step.done) {
+              controller.close();
+              finish();
+            } else {
+              controller.enqueue(step.value);
+            }
+            return;
+          }
+          if (outcome) {
+            stopRemarks();
+            if (!outcome.ok) {
+              const err = outcome.error;
+              const code = err instanceof QmError ? err.code : "upstream_failed";
+              controller.enqueue(sseError(errorMessage(err), "qm_error", code));
+              controller.close();
+              finish();
+              return;
+            }
+            const res = outcome.response;
+            if (res.status >= 400 || !res.body) {
+              // Headers said 200 long ago; the upstream's refusal becomes an error event.
+              const text = res.body ? await res.text() : "";
+              controller.enqueue(sseError(upstreamErrorText(res.status, text)));
+              controller.close();
+              finish();
+              return;
+            }
+            reader = res.body.getReader() as ReadableStreamDefaultReader<Uint8Array>;
+            continue;
+          }
+          await new Promise<void>((resolve) => {
+            notify = () => {
+              notify = null;
+              resolve();
+            };
+          });
+        }
+      },
+      cancel(reason) {
+        finish();
+        opts.onCancel();
+        if (reader) return reader.cancel(reason).catch(() => {});
+        if (outcome?.ok) return outcome.response.body?.cancel(reason).catch(() => {});
+      },
+    },
+    { highWaterMark: 0 },
+  );
+}
+
+function errorMessage(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
+function upstreamErrorText(status: number, text: string): string {
+  try {
+    const parsed = JSON.parse(text) as { error?: { message?: string } | string };
+    const msg = typeof parsed.error === "string" ? parsed.error : parsed.error?.message;
+    if (msg) return `upstream answered ${status}: ${msg}`;
+  } catch {
+    // not JSON: fall through to the raw text
+  }
+  return `upstream answered ${status}${text ? `: ${text.slice(0, 500)}` : ""}`;
+}

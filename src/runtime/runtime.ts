@@ -1,0 +1,248 @@
+import type {
+  AcquireHooks,
+  Gateway,
+  Lease,
+  QmEvent,
+  StatusJson,
+} from "../api/gateway.ts";
+import type { Config, ModelConfig } from "../config/types.ts";
+import { GroupPolicy } from "../policy/group.ts";
+import { ModelProcess, type ProcessExit } from "../process/index.ts";
+import { Scheduler } from "../scheduler/scheduler.ts";
+import type { Effects, ModelState, Swap } from "../scheduler/types.ts";
+import type { Clock } from "../shared/clock.ts";
+import { asQmError, QmError } from "../shared/errors.ts";
+import type { Logger } from "../shared/log.ts";
+import { EventHub } from "./event-hub.ts";
+import { buildStatus } from "./status.ts";
+
+interface Pending {
+  model: ModelConfig;
+  signal: AbortSignal;
+  hooks: AcquireHooks;
+  askedAt: number;
+  resolve(lease: Lease): void;
+  reject(err: QmError): void;
+  detach(): void;
+}
+
+export interface RuntimeOptions {
+  clock: Clock;
+  log: Logger;
+  /** Replaces the real supervisor (tests). */
+  makeProcess?: (model: ModelConfig, onExit: (exit: ProcessExit) => void) => ModelProcess;
+}
+
+/**
+ * The composition root's heart: it owns the one scheduler, implements its effects with real
+ * processes and timers, and turns HTTP callers into scheduler requests.
+ */
+export class Runtime implements Effects, Gateway {
+  readonly scheduler: Scheduler;
+  readonly events = new EventHub();
+  private readonly processes = new Map<string, ModelProcess>();
+  private readonly pending = new Map<number, Pending>();
+  private nextRequestId = 1;
+  private wakeTimer: ReturnType<typeof setTimeout> | null = null;
+  private closing = false;
+  private readonly startedAt = Date.now();
+
+  constructor(
+    readonly config: Config,
+    private readonly opts: RuntimeOptions,
+  ) {
+    for (const model of Object.values(config.models)) {
+      const onExit = (exit: ProcessExit) => this.onProcessExit(model.id, exit);
+      const proc = opts.makeProcess
+        ? opts.makeProcess(model, onExit)
+        : new ModelProcess(model, {
+            healthCheckTimeoutS: config.server.healthCheckTimeoutS,
+            log: opts.log,
+            onExit,
+          });
+      this.processes.set(model.id, proc);
+    }
+    this.scheduler = new Scheduler(config, new GroupPolicy(config), this, opts.clock);
+  }
+
+  /** Model id for a name a client sent (id or alias), or undefined. */
+  resolve(name: string): ModelConfig | undefined {
+    const id = Object.hasOwn(this.config.models, name) ? name : this.config.aliases[name];
+    return id === undefined ? undefined : this.config.models[id];
+  }
+
+  process(id: string): ModelProcess | undefined {
+    return this.processes.get(id);
+  }
+
+  get shuttingDown(): boolean {
+    return this.closing;
+  }
+
+  /**
+   * Waits until the scheduler grants `model` to this caller. Rejects with the request's fate
+   * (start failure, shutdown, …) or `cancelled` when `signal` aborts first.
+   */
+  acquire(model: ModelConfig, signal: AbortSignal, hooks: AcquireHooks = {}): Promise<Lease> {
+    const id = this.nextRequestId++;
+    return new Promise<Lease>((resolve, reject) => {
+      if (signal.aborted) {
+        reject(cancelled(model.id));
+        return;
+      }
+      const onAbort = () => {
+        if (!this.pending.delete(id)) return;
+        this.scheduler.cancel(id);
+        reject(cancelled(model.id));
+      };
+      signal.addEventListener("abort", onAbort, { once: true });
+      this.pending.set(id, {
+        model,
+        signal,
+        hooks,
+        askedAt: this.opts.clock.now(),
+        resolve,
+        reject,
+        detach: () => signal.removeEventListener("abort", onAbort),
+      });
+      this.scheduler.request({ id, model: model.id });
+    });
+  }
+
+  modelState(id: string): ModelState {
+    return this.scheduler.state(id) ?? "stopped";
+  }
+
+  status(): StatusJson {
+    return buildStatus(this.config, this.scheduler.snapshot(), this.processes, this.startedAt);
+  }
+
+  unload(id: string | null): void {
+    this.scheduler.unload(id);
+  }
+
+  subscribe(fn: (e: QmEvent) => void): () => void {
+    return this.events.subscribe(fn);
+  }
+
+  /** Last lines of a model's stderr, for error messages. */
+  stderrTail(id: string, lines = 5): string[] {
+    return this.processes.get(id)?.stderrTail(lines) ?? [];
+  }
+
+  // ── Effects ───────────────────────────────────────────────────────────────────────────────
+
+  grant(requestId: number, _model: string): boolean {
+    const p = this.pending.get(requestId);
+    if (!p) return false;
+    this.pending.delete(requestId);
+    p.detach();
+    if (p.signal.aborted) return false;
+    let released = false;
+    const lease: Lease = {
+      model: p.model,
+      waitedMs: Math.round(this.opts.clock.now() - p.askedAt),
+      release: (outcome) => {
+        if (released) return;
+        released = true;
+        this.scheduler.serveDone(requestId, outcome);
+      },
+    };
+    p.resolve(lease);
+    return true;
+  }
+
+  fail(requestId: number, error: QmError): void {
+    const p = this.pending.get(requestId);
+    if (!p) return;
+    this.pending.delete(requestId);
+    p.detach();
+    p.reject(error);
+  }
+
+  startSwap(swap: Swap): void {
+    const target = this.processes.get(swap.target)!;
+    const evicted = swap.evict.map((id) => this.processes.get(id)!);
+    if (swap.evict.length > 0) {
+      this.opts.log.info(`swap: stopping ${swap.evict.join(", ")} to start ${swap.target}`);
+    } else {
+      this.opts.log.info(`swap: starting ${swap.target}`);
+    }
+    void (async () => {
+      try {
+        await Promise.all(evicted.map((p) => p.stop()));
+        await target.start();
+        this.scheduler.swapDone(swap.id, { ok: true });
+      } catch (err) {
+        this.scheduler.swapDone(swap.id, { ok: false, error: asQmError(err) });
+      }
+    })();
+  }
+
+  stopModels(models: string[], reason: string): void {
+    this.opts.log.info(`stopping ${models.join(", ")} (${reason})`);
+    for (const id of models) {
+      const proc = this.processes.get(id)!;
+      void proc.stop().finally(() => this.scheduler.stopped(id));
+    }
+  }
+
+  position(requestId: number, position: number): void {
+    this.pending.get(requestId)?.hooks.onPosition?.(position);
+  }
+
+  loading(requestId: number, _model: string): void {
+    this.pending.get(requestId)?.hooks.onLoading?.();
+  }
+
+  wakeAt(atMs: number | null): void {
+    if (this.wakeTimer) clearTimeout(this.wakeTimer);
+    this.wakeTimer = null;
+    if (atMs === null) return;
+    const delay = Math.max(0, atMs - this.opts.clock.now());
+    this.wakeTimer = setTimeout(() => {
+      this.wakeTimer = null;
+      this.scheduler.wake();
+    }, delay);
+  }
+
+  stateChanged(model: string, state: ModelState, detail?: string): void {
+    const line = `model ${model}: ${state}${detail ? ` — ${detail}` : ""}`;
+    if (state === "failed") this.opts.log.warn(line);
+    else this.opts.log.info(line);
+    this.events.publish({ type: "model", model, state, detail: detail ?? null });
+  }
+
+  // ── lifecycle ─────────────────────────────────────────────────────────────────────────────
+
+  private onProcessExit(id: string, exit: ProcessExit): void {
+    const how = exit.signal ? `signal ${exit.signal}` : `code ${exit.code}`;
+    const tail = exit.stderrTail.length ? `; last output:\n${exit.stderrTail.join("\n")}` : "";
+    this.scheduler.exited(
+      id,
+      new QmError("upstream_crashed", `model "${id}" exited unexpectedly (${how})${tail}`),
+    );
+  }
+
+  /** Refuse new work; in-flight requests keep running until `stopAll`. */
+  beginShutdown(): void {
+    if (this.closing) return;
+    this.closing = true;
+    this.scheduler.shutdown();
+    if (this.wakeTimer) clearTimeout(this.wakeTimer);
+    this.wakeTimer = null;
+  }
+
+  inflight(): number {
+    return this.scheduler.snapshot().inflight;
+  }
+
+  /** Stops every model process; resolves when all are gone. */
+  async stopAll(): Promise<void> {
+    await Promise.all([...this.processes.values()].map((p) => p.stop()));
+  }
+}
+
+function cancelled(model: string): QmError {
+  return new QmError("cancelled", `the client went away while waiting for model "${model}"`);
+}

@@ -1,0 +1,62 @@
+import { buildApp } from "../api/app.ts";
+import { parseHostPort } from "../config/index.ts";
+import type { Config } from "../config/types.ts";
+import { killAllSync } from "../process/index.ts";
+import { systemClock } from "../shared/clock.ts";
+import type { Logger } from "../shared/log.ts";
+import { Runtime } from "./runtime.ts";
+
+export interface RunningServer {
+  runtime: Runtime;
+  /** `http://host:port` of every API listener, in config order (real ports when 0 was asked). */
+  urls: string[];
+  /** Graceful stop: refuse new work, let in-flight requests finish (bounded), stop every model. */
+  stop(): Promise<void>;
+}
+
+type Listener = { stop(closeActive?: boolean): Promise<void> | void; port: number };
+
+/** Starts every listener on one shared runtime (one scheduler for all ports). */
+export function startServer(config: Config, log: Logger): RunningServer {
+  const runtime = new Runtime(config, { clock: systemClock, log });
+  const servers: Listener[] = [];
+  const urls: string[] = [];
+  // Bun would answer an oversized body with its own bare 413; let ours, in the API's envelope,
+  // be the one clients see.
+  const maxRequestBodySize = config.server.maxBodyBytes + 1024 * 1024;
+  try {
+    for (const address of config.server.listen) {
+      const hp = parseHostPort(address);
+      if (!hp) throw new Error(`bad listen address "${address}"`);
+      const { host, port } = hp;
+      const app = buildApp(runtime).listen({ hostname: host, port, maxRequestBodySize });
+      const server = app.server;
+      if (!server) throw new Error(`could not listen on ${address}`);
+      servers.push(server as unknown as Listener);
+      const shown = host.includes(":") ? `[${host}]` : host;
+      urls.push(`http://${shown}:${server.port}`);
+    }
+  } catch (err) {
+    for (const s of servers) void s.stop(true);
+    throw err;
+  }
+
+  let stopping: Promise<void> | null = null;
+  const stop = () => {
+    stopping ??= (async () => {
+      runtime.beginShutdown();
+      await Promise.all(servers.map((s) => s.stop(false)));
+      const deadline = Date.now() + config.server.shutdownTimeoutS * 1000;
+      while (runtime.inflight() > 0 && Date.now() < deadline) await Bun.sleep(20);
+      if (runtime.inflight() > 0) {
+        log.warn(`cutting ${runtime.inflight()} request(s) still running after the shutdown grace`);
+      }
+      await Promise.all(servers.map((s) => s.stop(true)));
+      await runtime.stopAll();
+    })();
+    return stopping;
+  };
+  // Whatever ends this process, no model process outlives it.
+  process.on("exit", () => killAllSync());
+  return { runtime, urls, stop };
+}

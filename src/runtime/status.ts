@@ -1,0 +1,60 @@
+import type { StatusJson } from "../api/gateway.ts";
+import type { Config } from "../config/types.ts";
+import type { ModelProcess } from "../process/index.ts";
+import type { Scheduler } from "../scheduler/scheduler.ts";
+import { VERSION } from "../version.ts";
+
+/** `/api/status`: the scheduler's view joined with each process's pid and port. */
+export function buildStatus(
+  config: Config,
+  snap: ReturnType<Scheduler["snapshot"]>,
+  processes: ReadonlyMap<string, ModelProcess>,
+  startedAt: number,
+): StatusJson {
+  let used = 0;
+  let ramUsed = 0;
+  const models = snap.models.map((s) => {
+    const m = config.models[s.id]!;
+    if (s.state !== "stopped" && s.state !== "failed") {
+      used += m.estVramGb;
+      ramUsed += m.estRamGb;
+    }
+    return {
+      id: s.id,
+      state: s.state,
+      inflight: s.inflight,
+      queued: s.queued,
+      held_until_ms: null,
+      est_vram_gb: m.estVramGb,
+      est_ram_gb: m.estRamGb,
+      pid: processes.get(s.id)?.pid ?? null,
+      port: m.port,
+      aliases: m.aliases,
+      group: m.group,
+      ttl_s: m.ttlS,
+      concurrency_limit: m.concurrencyLimit,
+      unlisted: m.unlisted,
+      last_error: s.lastError,
+    };
+  });
+  const budget = config.resources.vramBudgetGb;
+  return {
+    version: VERSION,
+    uptime_s: Math.round((Date.now() - startedAt) / 1000),
+    models,
+    queue: { depth: snap.queueDepth },
+    swaps: snap.swaps.map(({ target, evict, waiters }) => ({ target, evict, waiters })),
+    resources: {
+      vram_budget_gb: budget,
+      vram_ceiling_gb: budget,
+      vram_used_gb: round(used),
+      ram_budget_gb: config.resources.ramBudgetGb,
+      ram_used_gb: round(ramUsed),
+      probe: "off: live GPU readings are not implemented yet; static budgets apply",
+    },
+  };
+}
+
+function round(n: number): number {
+  return Math.round(n * 100) / 100;
+}

@@ -1,0 +1,120 @@
+import type { Config } from "../config/types.ts";
+import type { Clock } from "../shared/clock.ts";
+import type { ModelState } from "./types.ts";
+
+export interface ModelEntry {
+  readonly id: string;
+  state: ModelState;
+  /** Granted requests still running on the current process. */
+  inflight: number;
+  /** Monotonic use stamp (0 = never served): LRU order without a clock. */
+  lastUse: number;
+  /** Clock time its last request finished, while ready and idle. */
+  idleSince: number | null;
+  /** Bumped when its process dies: grants from an older generation no longer count. */
+  generation: number;
+  unloadPending: boolean;
+  lastError: string | null;
+  readonly concurrencyLimit: number;
+  readonly ttlMs: number;
+}
+
+/** The scheduler's per-model book-keeping. Plain data, touched only from scheduler events. */
+export class ModelTable {
+  private readonly byId = new Map<string, ModelEntry>();
+  private tick = 0;
+
+  constructor(
+    config: Pick<Config, "models">,
+    private readonly clock: Clock,
+    private readonly onState: (id: string, state: ModelState, detail?: string) => void,
+  ) {
+    for (const m of Object.values(config.models)) {
+      this.byId.set(m.id, {
+        id: m.id,
+        state: "stopped",
+        inflight: 0,
+        lastUse: 0,
+        idleSince: null,
+        generation: 0,
+        unloadPending: false,
+        lastError: null,
+        concurrencyLimit: m.concurrencyLimit,
+        ttlMs: m.ttlS * 1000,
+      });
+    }
+  }
+
+  get(id: string): ModelEntry | undefined {
+    return this.byId.get(id);
+  }
+
+  all(): ModelEntry[] {
+    return [...this.byId.values()];
+  }
+
+  setState(id: string, state: ModelState, detail?: string): void {
+    const m = this.byId.get(id);
+    if (!m || m.state === state) return;
+    m.state = state;
+    if (state === "failed") m.lastError = detail ?? null;
+    else if (state === "ready") m.lastError = null;
+    // A model loaded with nothing to serve (an explicit load) is idle from the moment it is ready.
+    m.idleSince = state === "ready" && m.inflight === 0 ? this.clock.now() : null;
+    this.onState(id, state, detail);
+  }
+
+  /** The process died under its requests: forget them, they end with errors of their own. */
+  crashed(id: string, detail: string): void {
+    const m = this.byId.get(id);
+    if (!m) return;
+    m.generation++;
+    m.inflight = 0;
+    m.unloadPending = false;
+    this.setState(id, "failed", detail);
+  }
+
+  touch(id: string): void {
+    const m = this.byId.get(id);
+    if (m) m.lastUse = ++this.tick;
+  }
+
+  adjustInflight(id: string, delta: number): void {
+    const m = this.byId.get(id);
+    if (!m) return;
+    m.inflight += delta;
+    if (m.inflight < 0) throw new Error(`in-flight count of ${id} went negative`);
+    m.idleSince = m.inflight === 0 ? this.clock.now() : null;
+  }
+
+  hasSlot(id: string): boolean {
+    const m = this.byId.get(id);
+    return !!m && (m.concurrencyLimit === 0 || m.inflight < m.concurrencyLimit);
+  }
+
+  /** Models holding memory (starting, ready, stopping), least-recently-used first. */
+  runningLru(): string[] {
+    return this.all()
+      .filter((m) => m.state === "starting" || m.state === "ready" || m.state === "stopping")
+      .sort((a, b) => a.lastUse - b.lastUse || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
+      .map((m) => m.id);
+  }
+
+  idleExpired(now: number): string[] {
+    return this.all()
+      .filter((m) => m.ttlMs > 0 && m.state === "ready" && m.inflight === 0)
+      .filter((m) => m.idleSince !== null && m.idleSince + m.ttlMs <= now)
+      .map((m) => m.id);
+  }
+
+  nextIdleDeadline(): number | null {
+    let at: number | null = null;
+    for (const m of this.byId.values()) {
+      if (m.ttlMs <= 0 || m.state !== "ready" || m.inflight > 0) continue;
+      if (m.idleSince === null) continue;
+      const due = m.idleSince + m.ttlMs;
+      if (at === null || due < at) at = due;
+    }
+    return at;
+  }
+}

@@ -1,0 +1,433 @@
+import type { Config } from "../config/types.ts";
+import type { EvictionPolicy } from "../policy/types.ts";
+import type { Clock } from "../shared/clock.ts";
+import { QmError } from "../shared/errors.ts";
+import { ModelTable } from "./models.ts";
+import type { Effects, ModelState, RequestSpec, ServeOutcome, Swap, SwapResult } from "./types.ts";
+
+interface Queued {
+  spec: RequestSpec;
+  arrivedAt: number;
+  /** Last position reported through `Effects.position` (0 = none yet). */
+  reported: number;
+}
+
+interface ActiveSwap extends Swap {
+  /** Requests waiting for this swap, in arrival order. */
+  waiters: Queued[];
+  /** Set when the target was unloaded while loading: its failure is then the expected end. */
+  aborted: boolean;
+  /** The stop that aborted it has already been reported (it can land before swapDone). */
+  abortStopped: boolean;
+}
+
+interface Grant {
+  model: string;
+  /** The model's generation at grant time: a crash starts a new one. */
+  generation: number;
+}
+
+type Event =
+  | { kind: "request"; spec: RequestSpec }
+  | { kind: "swapDone"; swapId: number; result: SwapResult }
+  | { kind: "serveDone"; requestId: number; outcome: ServeOutcome }
+  | { kind: "cancel"; requestId: number }
+  | { kind: "stopped"; model: string }
+  | { kind: "exited"; model: string; error: QmError }
+  | { kind: "unload"; model: string | null }
+  | { kind: "wake" }
+  | { kind: "shutdown" };
+
+/**
+ * The one scheduler of a qm process. Every decision is an event handled synchronously; it never
+ * awaits, never does I/O, never throws to report a request's fate. See design.md beside it.
+ */
+export class Scheduler {
+  private readonly models: ModelTable;
+  private readonly queue: Queued[] = [];
+  private readonly swaps = new Map<number, ActiveSwap>();
+  /** Models being stopped outside any swap (TTL, unload, crash clean-up). */
+  private readonly stopping = new Set<string>();
+  private readonly grants = new Map<number, Grant>();
+  private nextSwapId = 1;
+  private closed = false;
+  private armedWake: number | null = null;
+  private readonly pending: Event[] = [];
+  private dispatching = false;
+
+  constructor(
+    config: Pick<Config, "models">,
+    private readonly policy: EvictionPolicy,
+    private readonly effects: Effects,
+    private readonly clock: Clock,
+  ) {
+    this.models = new ModelTable(config, clock, (id, state, detail) =>
+      this.effects.stateChanged(id, state, detail),
+    );
+  }
+
+  // ── events ────────────────────────────────────────────────────────────────────────────────
+
+  request(spec: RequestSpec): void {
+    this.dispatch({ kind: "request", spec });
+  }
+  swapDone(swapId: number, result: SwapResult): void {
+    this.dispatch({ kind: "swapDone", swapId, result });
+  }
+  serveDone(requestId: number, outcome: ServeOutcome = { toolCalls: false }): void {
+    this.dispatch({ kind: "serveDone", requestId, outcome });
+  }
+  /** The caller of a request that was not granted yet went away. */
+  cancel(requestId: number): void {
+    this.dispatch({ kind: "cancel", requestId });
+  }
+  /** A model asked to stop through `Effects.stopModels` is gone. */
+  stopped(model: string): void {
+    this.dispatch({ kind: "stopped", model });
+  }
+  /** A ready model's process exited without being asked to. */
+  exited(model: string, error: QmError): void {
+    this.dispatch({ kind: "exited", model, error });
+  }
+  /** Unload one model (null = all): at once when idle, after its in-flight requests otherwise. */
+  unload(model: string | null): void {
+    this.dispatch({ kind: "unload", model });
+  }
+  wake(): void {
+    this.dispatch({ kind: "wake" });
+  }
+  /** Refuse new work and fail everything not yet granted. */
+  shutdown(): void {
+    this.dispatch({ kind: "shutdown" });
+  }
+
+  // ── read-only views (for status pages; never used to gate a decision from outside) ───────
+
+  state(model: string): ModelState | undefined {
+    return this.models.get(model)?.state;
+  }
+
+  snapshot() {
+    const queuedFor = new Map<string, number>();
+    for (const q of this.allWaiting()) {
+      queuedFor.set(q.spec.model, (queuedFor.get(q.spec.model) ?? 0) + 1);
+    }
+    return {
+      models: this.models.all().map((m) => ({
+        id: m.id,
+        state: m.state,
+        inflight: m.inflight,
+        queued: queuedFor.get(m.id) ?? 0,
+        lastError: m.lastError,
+        unloadPending: m.unloadPending,
+      })),
+      queueDepth: this.queue.length,
+      swaps: [...this.swaps.values()].map((s) => ({
+        id: s.id,
+        target: s.target,
+        evict: [...s.evict],
+        waiters: s.waiters.length,
+      })),
+      inflight: this.grants.size,
+    };
+  }
+
+  // ── the run loop ──────────────────────────────────────────────────────────────────────────
+
+  /** Events raised while one is handled (from an effect) are handled right after it, in order. */
+  private dispatch(event: Event): void {
+    this.pending.push(event);
+    if (this.dispatching) return;
+    this.dispatching = true;
+    try {
+      for (let e = this.pending.shift(); e; e = this.pending.shift()) this.handle(e);
+    } finally {
+      this.dispatching = false;
+    }
+  }
+
+  private handle(e: Event): void {
+    switch (e.kind) {
+      case "request":
+        this.onRequest(e.spec);
+        break;
+      case "swapDone":
+        this.onSwapDone(e.swapId, e.result);
+        break;
+      case "serveDone":
+        this.onServeDone(e.requestId);
+        break;
+      case "cancel":
+        this.onCancel(e.requestId);
+        break;
+      case "stopped":
+        this.onStopped(e.model);
+        break;
+      case "exited":
+        this.onExited(e.model, e.error);
+        break;
+      case "unload":
+        this.onUnload(e.model);
+        break;
+      case "wake":
+        break;
+      case "shutdown":
+        this.onShutdown();
+        break;
+    }
+    if (!this.closed) {
+      this.expireIdle();
+      this.drain();
+    }
+    this.rearm();
+  }
+
+  private onRequest(spec: RequestSpec): void {
+    if (this.closed) {
+      this.effects.fail(spec.id, shuttingDown());
+      return;
+    }
+    if (!this.models.get(spec.model)) {
+      // Step 1. The edge resolves aliases and answers unknown names itself; this is the guard.
+      this.effects.fail(spec.id, new QmError("model_not_found", `model "${spec.model}" not found`));
+      return;
+    }
+    const q: Queued = { spec, arrivedAt: this.clock.now(), reported: 0 };
+    if (!this.tryProceed(q)) this.queue.push(q);
+  }
+
+  /**
+   * Steps 2–6 of the decision tree for one request. Returns true when the request left the
+   * waiting line (granted, joined or started a swap, or failed), false when it must queue.
+   */
+  private tryProceed(q: Queued): boolean {
+    const id = q.spec.model;
+    const m = this.models.get(id)!;
+    // 2. already being swapped in → join its waiters.
+    const joining = this.swapFor(id);
+    if (joining) {
+      joining.waiters.push(q);
+      this.effects.loading(q.spec.id, id);
+      return true;
+    }
+    // 3. ready → serve now, unless at its concurrency limit (then wait, never 429).
+    if (m.state === "ready") {
+      if (m.unloadPending || this.stopping.has(id)) return false;
+      if (!this.models.hasSlot(id)) return false;
+      this.deliver(q);
+      return true;
+    }
+    if (m.state === "stopping") return false;
+    const plan = this.policy.evictionFor(id, this.models.runningLru());
+    if (!plan.ok) {
+      this.effects.fail(q.spec.id, new QmError("cannot_fit", plan.reason));
+      return true;
+    }
+    // 4. the swap collides with one in flight (or a stop in progress) → queue.
+    if (plan.evict.some((v) => this.inTransition(v))) return false;
+    // 5. it would evict a model that is still busy → queue.
+    if (plan.evict.some((v) => this.models.get(v)!.inflight > 0)) return false;
+    // 6. start the swap.
+    const swap: ActiveSwap = {
+      id: this.nextSwapId++,
+      target: id,
+      evict: plan.evict,
+      waiters: [q],
+      aborted: false,
+      abortStopped: false,
+    };
+    this.swaps.set(swap.id, swap);
+    for (const v of plan.evict) this.models.setState(v, "stopping");
+    this.models.setState(id, "starting");
+    this.models.touch(id);
+    this.effects.loading(q.spec.id, id);
+    this.effects.startSwap({ id: swap.id, target: swap.target, evict: [...swap.evict] });
+    return true;
+  }
+
+  private deliver(q: Queued): void {
+    const id = q.spec.model;
+    if (!this.effects.grant(q.spec.id, id)) return; // caller left: not in flight, nothing to undo
+    this.grants.set(q.spec.id, { model: id, generation: this.models.get(id)!.generation });
+    this.models.touch(id);
+    this.models.adjustInflight(id, +1);
+  }
+
+  private onSwapDone(swapId: number, result: SwapResult): void {
+    const swap = this.swaps.get(swapId);
+    if (!swap) return;
+    this.swaps.delete(swapId);
+    for (const v of swap.evict) this.models.setState(v, "stopped");
+    if (!result.ok) {
+      if (swap.aborted) {
+        this.models.setState(swap.target, "stopped");
+        const err = new QmError("model_unloaded", `model "${swap.target}" was unloaded while it was loading`);
+        for (const w of swap.waiters) this.effects.fail(w.spec.id, err);
+      } else {
+        this.models.setState(swap.target, "failed", result.error.message);
+        for (const w of swap.waiters) this.effects.fail(w.spec.id, result.error);
+      }
+      return;
+    }
+    if (swap.aborted) {
+      // The stop raced the readiness check and lost: the stop still lands, report it so.
+      if (swap.abortStopped) {
+        this.models.setState(swap.target, "stopped");
+      } else {
+        this.models.setState(swap.target, "stopping");
+        this.stopping.add(swap.target);
+      }
+      const err = new QmError("model_unloaded", `model "${swap.target}" was unloaded while it was loading`);
+      for (const w of swap.waiters) this.effects.fail(w.spec.id, err);
+      return;
+    }
+    this.models.setState(swap.target, "ready");
+    // Waiters beyond the concurrency limit go back to the head of the line, in order.
+    const overflow: Queued[] = [];
+    for (const w of swap.waiters) {
+      if (this.models.hasSlot(swap.target)) this.deliver(w);
+      else overflow.push(w);
+    }
+    this.queue.unshift(...overflow);
+  }
+
+  private onServeDone(requestId: number): void {
+    const g = this.grants.get(requestId);
+    if (!g) return;
+    this.grants.delete(requestId);
+    const m = this.models.get(g.model);
+    if (!m || m.generation !== g.generation) return; // the process it ran on is gone
+    this.models.adjustInflight(g.model, -1);
+    if (m.inflight === 0 && m.unloadPending) this.stopOutsideSwap([g.model], "unload");
+  }
+
+  private onCancel(requestId: number): void {
+    const i = this.queue.findIndex((q) => q.spec.id === requestId);
+    if (i >= 0) {
+      this.queue.splice(i, 1);
+      return;
+    }
+    for (const swap of this.swaps.values()) {
+      const j = swap.waiters.findIndex((q) => q.spec.id === requestId);
+      if (j >= 0) {
+        swap.waiters.splice(j, 1);
+        return;
+      }
+    }
+    // Already granted: the edge reports the end with serveDone, so a cancel here is a no-op.
+  }
+
+  private onStopped(model: string): void {
+    const aborted = this.swapFor(model);
+    if (aborted?.aborted) aborted.abortStopped = true;
+    if (!this.stopping.delete(model)) return;
+    const m = this.models.get(model);
+    if (m && m.state === "stopping") this.models.setState(model, "stopped");
+  }
+
+  private onExited(model: string, error: QmError): void {
+    const m = this.models.get(model);
+    if (!m || m.state !== "ready") return; // exits during a swap come back as swapDone
+    this.models.crashed(model, error.message);
+  }
+
+  private onUnload(model: string | null): void {
+    const targets = model === null ? this.models.all().map((m) => m.id) : [model];
+    const now: string[] = [];
+    for (const id of targets) {
+      const m = this.models.get(id);
+      if (!m) continue;
+      if (m.state === "ready") {
+        if (m.inflight > 0) m.unloadPending = true;
+        else now.push(id);
+      } else if (m.state === "starting") {
+        // Stopping a loading model aborts its start; its swap then reports the end.
+        const swap = this.swapFor(id);
+        if (swap && !swap.aborted) {
+          swap.aborted = true;
+          this.effects.stopModels([id], "unload");
+        }
+      } else if (m.state === "failed") {
+        this.models.setState(id, "stopped");
+      }
+    }
+    this.stopOutsideSwap(now, "unload");
+  }
+
+  private onShutdown(): void {
+    this.closed = true;
+    const err = shuttingDown();
+    for (const q of this.queue.splice(0)) this.effects.fail(q.spec.id, err);
+    for (const swap of this.swaps.values()) {
+      for (const w of swap.waiters.splice(0)) this.effects.fail(w.spec.id, err);
+    }
+  }
+
+  // ── helpers ───────────────────────────────────────────────────────────────────────────────
+
+  /** Re-run the decision tree for every queued request, oldest first. */
+  private drain(): void {
+    for (let i = 0; i < this.queue.length; ) {
+      const q = this.queue[i]!;
+      if (this.tryProceed(q)) {
+        this.queue.splice(i, 1);
+        if (q.reported > 0) this.effects.position(q.spec.id, 0);
+      } else {
+        i++;
+      }
+    }
+    this.queue.forEach((q, i) => {
+      if (q.reported !== i + 1) {
+        q.reported = i + 1;
+        this.effects.position(q.spec.id, i + 1);
+      }
+    });
+  }
+
+  /** TTL: stop ready models idle for longer than their `ttl_s`. */
+  private expireIdle(): void {
+    const due = this.models.idleExpired(this.clock.now()).filter((id) => !this.stopping.has(id));
+    this.stopOutsideSwap(due, "ttl");
+  }
+
+  private stopOutsideSwap(models: string[], reason: string): void {
+    if (models.length === 0) return;
+    for (const id of models) {
+      this.stopping.add(id);
+      const m = this.models.get(id)!;
+      m.unloadPending = false;
+      if (m.state === "ready") this.models.setState(id, "stopping");
+    }
+    this.effects.stopModels(models, reason);
+  }
+
+  private rearm(): void {
+    const at = this.closed ? null : this.models.nextIdleDeadline();
+    if (at !== this.armedWake) {
+      this.armedWake = at;
+      this.effects.wakeAt(at);
+    }
+  }
+
+  private swapFor(target: string): ActiveSwap | undefined {
+    for (const s of this.swaps.values()) if (s.target === target) return s;
+    return undefined;
+  }
+
+  private inTransition(model: string): boolean {
+    if (this.stopping.has(model)) return true;
+    for (const s of this.swaps.values()) {
+      if (s.target === model || s.evict.includes(model)) return true;
+    }
+    return false;
+  }
+
+  private *allWaiting(): Iterable<Queued> {
+    yield* this.queue;
+    for (const s of this.swaps.values()) yield* s.waiters;
+  }
+}
+
+function shuttingDown(): QmError {
+  return new QmError("shutting_down", "qm is shutting down; the request was not served");
+}

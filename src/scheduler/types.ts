@@ -1,0 +1,51 @@
+import type { QmError } from "../shared/errors.ts";
+
+export type ModelState = "stopped" | "starting" | "ready" | "stopping" | "failed";
+
+/** What a caller asks for. `model` is already resolved from aliases by the edge. */
+export interface RequestSpec {
+  id: number;
+  model: string;
+}
+
+/** A swap: stop `evict` (in parallel), start `target`, wait until it is ready. */
+export interface Swap {
+  id: number;
+  target: string;
+  evict: string[];
+}
+
+export type SwapResult = { ok: true } | { ok: false; error: QmError };
+
+/** How a served request ended, as far as the scheduler cares. */
+export interface ServeOutcome {
+  /** The response ended in tool calls (an agent loop will likely come back). */
+  toolCalls: boolean;
+}
+
+/**
+ * The scheduler's only window onto the world. Every method returns at once; slow work is
+ * started here and comes back later as an event. Implementations must not call back into the
+ * scheduler synchronously (the scheduler tolerates it, but defers the call).
+ */
+export interface Effects {
+  /**
+   * Hand the request to its caller. Returns false when the caller has gone: the request
+   * is then over (no serveDone will follow) and is not counted in flight.
+   */
+  grant(requestId: number, model: string): boolean;
+  /** End the request with an error. */
+  fail(requestId: number, error: QmError): void;
+  /** Begin a swap; report back with `swapDone(swap.id, result)`. */
+  startSwap(swap: Swap): void;
+  /** Stop models outside any swap (TTL, unload); report each with `stopped(model)`. */
+  stopModels(models: string[], reason: string): void;
+  /** A queued request's position changed (1-based), or it left the queue (0). */
+  position(requestId: number, position: number): void;
+  /** The swap this request waits for has started. */
+  loading(requestId: number, model: string): void;
+  /** Arm the single wake timer for this clock time (replacing any earlier one); null disarms. */
+  wakeAt(atMs: number | null): void;
+  /** A model's state changed (for logs, `/api/events`, metrics). */
+  stateChanged(model: string, state: ModelState, detail?: string): void;
+}

@@ -1,0 +1,171 @@
+/**
+ * ModelProcess against the real demo upstream (`bun src/demo/cli.ts`). Tests wait on real
+ * events (start resolving, onExit firing), never on fixed sleeps.
+ */
+import { afterEach, describe, expect, test } from "bun:test";
+import type { ModelConfig } from "../../src/config/types.ts";
+import type { ProcessExit } from "../../src/process/exit-info.ts";
+import { ModelProcess, type ModelProcessOptions } from "../../src/process/model-process.ts";
+import { liveGroups } from "../../src/process/process-group.ts";
+import { QmError } from "../../src/shared/errors.ts";
+import { alive, captureLogger, deferred, demoModel } from "./demo-model.ts";
+
+const made: ModelProcess[] = [];
+const pids: number[] = [];
+
+function supervise(model: ModelConfig, opts: Partial<ModelProcessOptions> = {}) {
+  const cap = captureLogger();
+  const exits: ProcessExit[] = [];
+  const proc = new ModelProcess(model, {
+    healthCheckTimeoutS: 10,
+    log: cap.log,
+    onExit: (e) => exits.push(e),
+    ...opts,
+  });
+  made.push(proc);
+  return { proc, exits, ...cap };
+}
+
+async function startAndRecord(proc: ModelProcess): Promise<number> {
+  await proc.start();
+  const pid = proc.pid!;
+  pids.push(pid);
+  return pid;
+}
+
+async function rejection(p: Promise<unknown>): Promise<QmError> {
+  try {
+    await p;
+  } catch (err) {
+    expect(err).toBeInstanceOf(QmError);
+    return err as QmError;
+  }
+  throw new Error("expected a rejection");
+}
+
+afterEach(async () => {
+  await Promise.all(made.splice(0).map((p) => p.stop()));
+  for (const pid of pids.splice(0)) expect(alive(pid)).toBe(false);
+  expect(liveGroups()).toEqual([]);
+});
+
+describe("start", () => {
+  test("spawns, polls health until ready, and serves", async () => {
+    const model = demoModel("alpha");
+    const states: string[] = [];
+    const { proc, lines } = supervise(model, { onStateChange: (s) => states.push(s) });
+    expect(proc.state).toBe("stopped");
+    const starting = proc.start();
+    expect(proc.state).toBe("starting");
+    await starting;
+    expect(proc.state).toBe("ready");
+    expect(proc.pid).toBeGreaterThan(0);
+    const res = await fetch(`${model.proxy}/v1/models`);
+    expect(((await res.json()) as { data: { id: string }[] }).data[0]?.id).toBe("alpha");
+    expect(proc.logs().some((l) => l.startsWith("listening on http://127.0.0.1:"))).toBe(true);
+    // Upstream output reaches the logger at debug level, prefixed with the model id.
+    expect(lines.some((l) => / DEBUG \[alpha\] listening on /.test(l))).toBe(true);
+    pids.push(proc.pid!);
+    await proc.stop();
+    expect(states).toEqual(["starting", "ready", "stopping", "stopped"]);
+  });
+
+  test("concurrent start() calls share one spawn", async () => {
+    const { proc } = supervise(demoModel("shared"));
+    const a = proc.start();
+    const b = proc.start();
+    expect(b).toBe(a);
+    await a;
+    pids.push(proc.pid!);
+    await proc.start(); // ready: resolves at once
+  });
+
+  test("honours a load delay and is ready within 30 ms of turning healthy", async () => {
+    const { proc, lines, times } = supervise(demoModel("slow", ["--load-delay-ms", "400"]));
+    const t0 = performance.now();
+    await startAndRecord(proc);
+    const readyAt = performance.now();
+    expect(readyAt - t0).toBeGreaterThanOrEqual(400);
+    // The demo prints this line the moment /health turns 200; it reaches the logger via
+    // the stdout pipe, so the measured gap is an upper bound of the poll latency.
+    const i = lines.findIndex((l) => l.includes("model loaded, ready"));
+    expect(i).toBeGreaterThanOrEqual(0);
+    expect(readyAt - times[i]!).toBeLessThan(30);
+  });
+
+  test("checkEndpoint null: ready as soon as spawned", async () => {
+    const { proc } = supervise(demoModel("nocheck", ["--load-delay-ms", "5000"], { checkEndpoint: null }));
+    const t0 = performance.now();
+    await startAndRecord(proc);
+    expect(performance.now() - t0).toBeLessThan(1000);
+    expect(proc.state).toBe("ready");
+  });
+
+  test("a crash at start rejects at once, naming the model, status and stderr", async () => {
+    const { proc, exits } = supervise(demoModel("broken", ["--crash-at-start"]));
+    const t0 = performance.now();
+    const err = await rejection(proc.start());
+    expect(performance.now() - t0).toBeLessThan(3000);
+    expect(err.code).toBe("upstream_start_failed");
+    expect(err.status).toBe(502);
+    expect(err.message).toContain('model "broken"');
+    expect(err.message).toContain("exit code 1");
+    expect(err.message).toContain("failed to load model (simulated by --crash-at-start)");
+    expect(proc.state).toBe("stopped");
+    expect(proc.pid).toBeNull();
+    expect(exits).toHaveLength(1);
+    expect(exits[0]).toMatchObject({ code: 1, signal: null, phase: "starting" });
+    expect(proc.stderrTail().join("\n")).toContain("failed to load model");
+  });
+
+  test("a command that cannot run rejects with upstream_start_failed", async () => {
+    const { proc } = supervise(
+      demoModel("missing", [], { argv: ["/nonexistent/llama-server"], cmd: "/nonexistent/llama-server" }),
+    );
+    const err = await rejection(proc.start());
+    expect(err.code).toBe("upstream_start_failed");
+    expect(err.message).toContain('model "missing"');
+    expect(proc.state).toBe("stopped");
+  });
+
+  test("a health endpoint that never answers times out and the process is stopped", async () => {
+    const { proc } = supervise(demoModel("hung", ["--hang-health"]), { healthCheckTimeoutS: 0.5 });
+    const starting = proc.start();
+    const pid = proc.pid!;
+    pids.push(pid);
+    const t0 = performance.now();
+    const err = await rejection(starting);
+    expect(performance.now() - t0).toBeGreaterThanOrEqual(400);
+    expect(err.code).toBe("upstream_start_timeout");
+    expect(err.status).toBe(504);
+    expect(err.message).toContain('model "hung" did not become ready within 0.5 s');
+    expect(proc.state).toBe("stopped");
+    expect(alive(pid)).toBe(false);
+  });
+
+  test("stop() during start rejects the start with a clear error", async () => {
+    const { proc, exits } = supervise(demoModel("cancelled", ["--load-delay-ms", "10000"]));
+    const starting = proc.start();
+    pids.push(proc.pid!);
+    const stopped = proc.stop();
+    expect(proc.state).toBe("stopping");
+    const err = await rejection(starting);
+    expect(err.code).toBe("cancelled");
+    expect(err.message).toContain('loading model "cancelled" was cancelled');
+    await stopped;
+    expect(proc.state).toBe("stopped");
+    expect(exits).toEqual([]);
+  });
+
+  test("setConfig applies at the next spawn", async () => {
+    const first = demoModel("swap");
+    const { proc } = supervise(first);
+    await startAndRecord(proc);
+    await proc.stop();
+    const second = demoModel("swap", ["--name", "renamed"]);
+    proc.setConfig(second);
+    await startAndRecord(proc);
+    const res = await fetch(`${second.proxy}/v1/models`);
+    expect(((await res.json()) as { data: { id: string }[] }).data[0]?.id).toBe("renamed");
+  });
+});

@@ -1,0 +1,58 @@
+import type { Effects, ModelState, Swap } from "../../src/scheduler/types.ts";
+import type { QmError } from "../../src/shared/errors.ts";
+
+/** Records every effect the scheduler asks for, in order; decides grant delivery per request. */
+export class FakeEffects implements Effects {
+  readonly log: string[] = [];
+  readonly granted: number[] = [];
+  readonly failed = new Map<number, QmError>();
+  readonly swaps: Swap[] = [];
+  readonly stops: string[][] = [];
+  readonly positions = new Map<number, number[]>();
+  readonly states: string[] = [];
+  wake: number | null = null;
+  /** Requests whose callers are gone: grant() returns false for them. */
+  readonly gone = new Set<number>();
+
+  grant(requestId: number, model: string): boolean {
+    if (this.gone.has(requestId)) {
+      this.log.push(`grant-undelivered ${requestId} ${model}`);
+      return false;
+    }
+    this.granted.push(requestId);
+    this.log.push(`grant ${requestId} ${model}`);
+    return true;
+  }
+  fail(requestId: number, error: QmError): void {
+    this.failed.set(requestId, error);
+    this.log.push(`fail ${requestId} ${error.code}`);
+  }
+  startSwap(swap: Swap): void {
+    this.swaps.push(swap);
+    this.log.push(`swap ${swap.id} ${swap.target} evict=[${swap.evict.join(",")}]`);
+  }
+  stopModels(models: string[], reason: string): void {
+    this.stops.push(models);
+    this.log.push(`stop [${models.join(",")}] ${reason}`);
+  }
+  position(requestId: number, position: number): void {
+    const list = this.positions.get(requestId) ?? [];
+    list.push(position);
+    this.positions.set(requestId, list);
+  }
+  loading(requestId: number, model: string): void {
+    this.log.push(`loading ${requestId} ${model}`);
+  }
+  wakeAt(atMs: number | null): void {
+    this.wake = atMs;
+  }
+  stateChanged(model: string, state: ModelState): void {
+    this.states.push(`${model}:${state}`);
+  }
+
+  lastSwap(): Swap {
+    const s = this.swaps.at(-1);
+    if (!s) throw new Error("no swap started");
+    return s;
+  }
+}

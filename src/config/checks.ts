@@ -27,25 +27,25 @@ export function parseHostPort(address: string): { host: string; port: number } |
 export function checkServer(file: ConfigFile, issues: Issues): number[] {
   const { listen, metrics_listen } = file.server;
   const taken: number[] = [];
-  if (issues.within(["server", "listen"])) return taken;
-  if (listen.length === 0)
-    issues.at(["server", "listen"], "at least one listen address is required");
-  listen.forEach((address, i) => {
-    const parsed = parseHostPort(address);
-    if (!parsed)
-      issues.at(["server", "listen", i], `${HOST_PORT_HINT}, got ${JSON.stringify(address)}`);
-    else if (listen.indexOf(address) !== i)
-      issues.at(["server", "listen", i], `"${address}" is listed twice`);
-    else taken.push(parsed.port);
-  });
+  if (!issues.within(["server", "listen"])) {
+    if (listen.length === 0) {
+      issues.at(["server", "listen"], "at least one listen address is required");
+    }
+    listen.forEach((address, i) => {
+      const parsed = parseHostPort(address);
+      const at = ["server", "listen", i];
+      if (!parsed) issues.at(at, `${HOST_PORT_HINT}, got ${JSON.stringify(address)}`);
+      else if (listen.indexOf(address) !== i) issues.at(at, `"${address}" is listed twice`);
+      else taken.push(parsed.port);
+    });
+  }
   if (metrics_listen !== "" && !issues.within(["server", "metrics_listen"])) {
     const parsed = parseHostPort(metrics_listen);
-    if (!parsed) {
-      issues.at(
-        ["server", "metrics_listen"],
-        `${HOST_PORT_HINT} or "", got ${JSON.stringify(metrics_listen)}`,
-      );
-    } else taken.push(parsed.port);
+    if (parsed) taken.push(parsed.port);
+    else {
+      const got = JSON.stringify(metrics_listen);
+      issues.at(["server", "metrics_listen"], `${HOST_PORT_HINT} or "", got ${got}`);
+    }
   }
   return taken.filter((p) => p !== 0);
 }

@@ -62,8 +62,7 @@ export class Issues {
   throwIfAny(): void {
     if (this.issues.length === 0) return;
     const sorted = [...this.issues].sort(
-      (a, b) =>
-        a.line - b.line || a.col - b.col || (a.line === 0 ? a.key.localeCompare(b.key) : 0),
+      (a, b) => a.line - b.line || a.col - b.col || (a.line === 0 ? a.key.localeCompare(b.key) : 0),
     );
     throw new ConfigError(sorted);
   }

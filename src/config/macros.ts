@@ -69,7 +69,8 @@ export interface MacroScope {
 function lookupGlobal(name: string, scope: MacroScope): Segment[] | { error: string } | undefined {
   if (name.startsWith("env.")) {
     const value = scope.env[name.slice(4)];
-    return value === undefined
+    // typeof, not `=== undefined`: a plain-object env would otherwise yield `toString`.
+    return typeof value !== "string"
       ? { error: `environment variable ${name.slice(4)} is not set (used as \${${name}})` }
       : [value];
   }

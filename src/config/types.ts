@@ -1,7 +1,7 @@
 /**
  * The validated, normalised configuration every other module reads. Wire/TOML shapes live
  * in `schema.ts`; this is the internal form (camelCase, defaults applied, macros expanded,
- * `${PORT}` allocated). Built only by `loadConfig`.
+ * `${PORT}` allocated). Built only by `loadConfigText` / `loadConfigFile`.
  */
 
 export interface ServerConfig {

@@ -11,7 +11,7 @@ import { delay } from "./delay.ts";
 import { describeExit, describeStatus, formatTail, type ProcessExit } from "./exit-info.ts";
 import { type HealthOutcome, waitHealthy } from "./health.ts";
 import { pumpLines } from "./line-splitter.ts";
-import { signalGroup, trackGroup, untrackGroup } from "./process-group.ts";
+import { signalGroup, trackGroup, untrackGroup, waitGroupGone } from "./process-group.ts";
 import { runStopCommand, STDIO_DRAIN_MS, type StopCommand } from "./stop-command.ts";
 
 export type ProcessState = "stopped" | "starting" | "ready" | "stopping";
@@ -30,6 +30,8 @@ export interface ModelProcessOptions {
 
 /** Lines of stderr carried in exits and error messages. */
 export const STDERR_TAIL_LINES = 10;
+/** How long an exit waits for the leader's leftover children to vanish after SIGKILL. */
+const GROUP_GONE_MS = 500;
 
 interface Run {
   readonly model: ModelConfig;
@@ -228,7 +230,10 @@ export class ModelProcess {
       this.setState("stopped");
     }
     // Pipes close once the group is gone; bounded in case a grandchild escaped the group.
-    await Promise.race([pumps, delay(STDIO_DRAIN_MS)]);
+    await Promise.all([
+      Promise.race([pumps, delay(STDIO_DRAIN_MS)]),
+      waitGroupGone(run.pid, GROUP_GONE_MS),
+    ]);
     const { exitCode: code, signalCode } = run.proc;
     const exit: ProcessExit = {
       code,

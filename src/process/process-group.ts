@@ -5,6 +5,7 @@
  * the process group). Every live group is recorded so `killAllSync` can clean up from
  * `process.on("exit")`, where nothing asynchronous runs any more.
  */
+import { readdirSync, readFileSync } from "node:fs";
 
 const live = new Set<number>();
 
@@ -41,4 +42,45 @@ export function killAllSync(): number {
   for (const pgid of live) if (signalGroup(pgid, "SIGKILL")) n++;
   live.clear();
   return n;
+}
+
+/**
+ * Resolves once no process of group `pgid` is left running, or after `maxMs`. kill(2)
+ * returns before the target is gone, so "stopped" would otherwise race the kernel.
+ */
+export async function waitGroupGone(pgid: number, maxMs: number): Promise<boolean> {
+  const until = performance.now() + maxMs;
+  while (signalGroup(pgid, 0) && groupHasRunningMember(pgid)) {
+    if (performance.now() >= until) return false;
+    await Bun.sleep(2);
+  }
+  return true;
+}
+
+/**
+ * A killed child reparented to init stays a zombie until init reaps it (some container
+ * inits take their time) and keeps its group "existing" for kill(2). Zombies hold no
+ * memory, files or ports, so on Linux we look in /proc for members that still run.
+ */
+function groupHasRunningMember(pgid: number): boolean {
+  let entries: string[];
+  try {
+    entries = readdirSync("/proc");
+  } catch {
+    return true; // no procfs: trust kill(2)
+  }
+  for (const name of entries) {
+    const c = name.charCodeAt(0);
+    if (c < 48 || c > 57) continue;
+    let stat: string;
+    try {
+      stat = readFileSync(`/proc/${name}/stat`, "utf8");
+    } catch {
+      continue; // exited while we looked
+    }
+    // proc(5): "pid (comm) state ppid pgrp ..."; comm may contain spaces and parentheses.
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    if (Number(fields[2]) === pgid && fields[0] !== "Z" && fields[0] !== "X") return true;
+  }
+  return false;
 }

@@ -200,7 +200,7 @@ models_dir = "/models"
       proxy: "http://localhost:20000",
       port: 20000,
       checkEndpoint: null,
-      cmdStop: "kill -TERM ${PID}",
+      cmdStop: `kill -TERM \${PID}`,
       aliases: ["gpt-4o-mini"],
       env: { CUDA_VISIBLE_DEVICES: "0" },
       ttlS: 300,

@@ -127,12 +127,14 @@ cmd = "x"
 kind = "qm"
 [models2]
 `;
-    expect(errors(text)).toEqual([
-      "quartermaster.toml:1:1: server: expected a table, got 5",
-      'quartermaster.toml:4:1: peers.p.url: missing required key "url"',
-      'quartermaster.toml:6:1: models2: unknown key "models2" (did you mean "models"?)',
-      "quartermaster.toml:2:1: models: expected a table, got an array",
-    ].sort(byLine));
+    expect(errors(text)).toEqual(
+      [
+        "quartermaster.toml:1:1: server: expected a table, got 5",
+        'quartermaster.toml:4:1: peers.p.url: missing required key "url"',
+        'quartermaster.toml:6:1: models2: unknown key "models2" (did you mean "models"?)',
+        "quartermaster.toml:2:1: models: expected a table, got an array",
+      ].sort(byLine),
+    );
   });
 
   test("a model without cmd points at the model's header", () => {

@@ -1,3 +1,4 @@
+// biome-ignore-all lint/suspicious/noTemplateCurlyInString: qm macros are written ${NAME}; these strings are TOML and expected messages, not JS templates.
 import { describe, expect, test } from "bun:test";
 import { errors, load } from "./support.ts";
 
@@ -64,7 +65,9 @@ cmd = "c \${PORT}"
   });
 
   test("running out of ports is an error at the model", () => {
-    expect(errors(`[server]\nstart_port = 65535\n[models.a]\ncmd = "a"\n[models.b]\ncmd = "b"\n`)).toEqual([
+    expect(
+      errors(`[server]\nstart_port = 65535\n[models.a]\ncmd = "a"\n[models.b]\ncmd = "b"\n`),
+    ).toEqual([
       "quartermaster.toml:5:1: models.b: no free port left for ${PORT} (server.start_port up to 65535)",
     ]);
   });
@@ -129,7 +132,9 @@ models = ["\${env.TOKEN}-model"]
 
   test("${PID} only in cmd_stop; ${PORT} and ${MODEL_ID} not in peers", () => {
     expect(
-      errors(`[models.m]\ncmd = "x \${PID}"\n[peers.p]\nurl = "http://h:\${PORT}"\napi_key = "\${MODEL_ID}"\n`),
+      errors(
+        `[models.m]\ncmd = "x \${PID}"\n[peers.p]\nurl = "http://h:\${PORT}"\napi_key = "\${MODEL_ID}"\n`,
+      ),
     ).toEqual([
       "quartermaster.toml:2:1: models.m.cmd: ${PID} is only available in cmd_stop",
       "quartermaster.toml:4:1: peers.p.url: ${PORT} is only available in model settings",

@@ -4,7 +4,9 @@ import { errors, load } from "./support.ts";
 
 describe("aliases", () => {
   test("map to their model", () => {
-    const config = load(`[models.a]\ncmd = "a"\naliases = ["x", "y"]\n[models.b]\ncmd = "b"\naliases = ["z"]\n`);
+    const config = load(
+      `[models.a]\ncmd = "a"\naliases = ["x", "y"]\n[models.b]\ncmd = "b"\naliases = ["z"]\n`,
+    );
     expect(config.aliases).toEqual({ x: "a", y: "a", z: "b" });
   });
 
@@ -47,7 +49,9 @@ members = []
   });
 
   test("ungrouped models form the default group, which exists only when it has members", () => {
-    const config = load(`[models.a]\ncmd = "a"\n[models.b]\ncmd = "b"\n[groups.g]\nmembers = ["b"]\npool = "ram"\n`);
+    const config = load(
+      `[models.a]\ncmd = "a"\n[models.b]\ncmd = "b"\n[groups.g]\nmembers = ["b"]\npool = "ram"\n`,
+    );
     expect(config.models.a?.group).toBe(DEFAULT_GROUP);
     expect(config.models.b?.group).toBe("g");
     expect(Object.keys(config.groups).sort()).toEqual([DEFAULT_GROUP, "g"].sort());
@@ -78,9 +82,7 @@ describe("server addresses", () => {
   test("host:port, IPv6 in brackets, port 0 allowed, at least one listen address", () => {
     const config = load(`[server]\nlisten = ["127.0.0.1:0", "[::1]:8080", "localhost:1"]\n`);
     expect(config.server.listen).toEqual(["127.0.0.1:0", "[::1]:8080", "localhost:1"]);
-    expect(
-      errors(`[server]\nlisten = []\nmetrics_listen = "9100"\n`),
-    ).toEqual([
+    expect(errors(`[server]\nlisten = []\nmetrics_listen = "9100"\n`)).toEqual([
       "quartermaster.toml:2:1: server.listen: at least one listen address is required",
       'quartermaster.toml:3:1: server.metrics_listen: expected "host:port" (IPv6 as "[::1]:8080") or "", got "9100"',
     ]);

@@ -25,7 +25,5 @@ export function issues(text: string, opts: Partial<LoadOptions> = {}): readonly 
 
 /** The formatted lines `qm config check` would print. */
 export function errors(text: string, opts: Partial<LoadOptions> = {}): string[] {
-  return issues(text, opts).map(
-    (i) => new ConfigError([i]).format(),
-  );
+  return issues(text, opts).map((i) => new ConfigError([i]).format());
 }

@@ -56,15 +56,33 @@ export function demoModel(
   };
 }
 
-/** A debug-level logger whose lines land in `lines`, each with the time it was written. */
-export function captureLogger(): { log: Logger; lines: string[]; times: number[] } {
+/**
+ * A debug-level logger whose lines land in `lines`, with the time each was written.
+ * `waitFor(text)` resolves with that time once a line containing `text` is logged.
+ */
+export function captureLogger(): {
+  log: Logger;
+  lines: string[];
+  waitFor(text: string): Promise<number>;
+} {
   const lines: string[] = [];
   const times: number[] = [];
+  const waiters: { text: string; resolve: (t: number) => void }[] = [];
   const log = createLogger("debug", (line) => {
+    const now = performance.now();
     lines.push(line);
-    times.push(performance.now());
+    times.push(now);
+    for (const w of waiters.filter((w) => line.includes(w.text))) {
+      waiters.splice(waiters.indexOf(w), 1);
+      w.resolve(now);
+    }
   });
-  return { log, lines, times };
+  const waitFor = (text: string) => {
+    const i = lines.findIndex((l) => l.includes(text));
+    if (i >= 0) return Promise.resolve(times[i] as number);
+    return new Promise<number>((resolve) => waiters.push({ text, resolve }));
+  };
+  return { log, lines, waitFor };
 }
 
 /**

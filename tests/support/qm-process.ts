@@ -1,0 +1,80 @@
+import { resolve } from "node:path";
+import type { Subprocess } from "bun";
+
+export const ROOT = resolve(import.meta.dir, "../..");
+export const QM = resolve(ROOT, "dist/qm");
+
+/** A free loopback port: bind port 0, read the port, release it. */
+export function freePort(): number {
+  const s = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } });
+  const port = s.port;
+  s.stop(true);
+  return port;
+}
+
+export interface QmServer {
+  proc: Subprocess<"ignore", "pipe", "pipe">;
+  url: string;
+  /** Everything qm wrote to stderr so far. */
+  log(): string;
+  /** SIGTERM, then the exit code. */
+  stop(signal?: NodeJS.Signals): Promise<number>;
+}
+
+/**
+ * Runs the compiled `dist/qm serve` on a config file and waits for its first listener.
+ * `listen` addresses in the config should use port 0; the real URL is read from the log.
+ */
+export async function startQm(
+  configPath: string,
+  env: Record<string, string> = {},
+  opts: { timeoutMs?: number; cwd?: string } = {},
+): Promise<QmServer> {
+  const proc = Bun.spawn([QM, "serve", "-c", configPath], {
+    cwd: opts.cwd ?? ROOT,
+    env: { ...process.env, ...env },
+    stdin: "ignore",
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  let text = "";
+  const decoder = new TextDecoder();
+  let found: (url: string) => void = () => {};
+  const listening = new Promise<string>((r) => {
+    found = r;
+  });
+  void (async () => {
+    for await (const chunk of proc.stderr) {
+      text += decoder.decode(chunk);
+      const m = /listening on (http:\/\/\S+)/.exec(text);
+      if (m) found(m[1]!);
+    }
+  })();
+  void proc.stdout.text();
+  const timeout = new Promise<never>((_, reject) =>
+    setTimeout(() => reject(new Error(`qm did not start:\n${text}`)), opts.timeoutMs ?? 10_000),
+  );
+  const exited = proc.exited.then((code) => {
+    throw new Error(`qm exited with ${code} before listening:\n${text}`);
+  });
+  const url = await Promise.race([listening, timeout, exited]);
+  return {
+    proc,
+    url,
+    log: () => text,
+    async stop(signal = "SIGTERM") {
+      proc.kill(signal);
+      return proc.exited;
+    },
+  };
+}
+
+/** True while a process with this pid exists. */
+export function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}

@@ -35,7 +35,10 @@ export function checkServer(file: ConfigFile, issues: Issues): number[] {
       const parsed = parseHostPort(address);
       const at = ["server", "listen", i];
       if (!parsed) issues.at(at, `${HOST_PORT_HINT}, got ${JSON.stringify(address)}`);
-      else if (listen.indexOf(address) !== i) issues.at(at, `"${address}" is listed twice`);
+      // Port 0 asks the OS for a fresh port each time, so it may appear more than once.
+      else if (parsed.port !== 0 && listen.indexOf(address) !== i) {
+        issues.at(at, `"${address}" is listed twice`);
+      }
       else taken.push(parsed.port);
     });
   }

@@ -47,7 +47,11 @@ export interface Usage {
 }
 
 export function usage(prompt: number, completion: number): Usage {
-  return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion };
+  return {
+    prompt_tokens: prompt,
+    completion_tokens: completion,
+    total_tokens: prompt + completion,
+  };
 }
 
 /**
@@ -112,7 +116,11 @@ export function chatResponse(p: ChatStreamInput): string {
       ? {}
       : {
           tool_calls: [
-            { id: call.id, type: "function", function: { name: call.name, arguments: call.arguments } },
+            {
+              id: call.id,
+              type: "function",
+              function: { name: call.name, arguments: call.arguments },
+            },
           ],
         }),
   };

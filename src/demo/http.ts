@@ -36,7 +36,9 @@ export function pathOf(url: string): { path: string; query: string } {
 }
 
 /** Parses a JSON object body; a string result is the error message for a 400. */
-export async function readJsonObject(req: Request): Promise<[Record<string, unknown>, string] | string> {
+export async function readJsonObject(
+  req: Request,
+): Promise<[Record<string, unknown>, string] | string> {
   const text = await req.text();
   let body: unknown;
   try {

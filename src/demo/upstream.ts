@@ -5,7 +5,7 @@
  */
 import { writeSync } from "node:fs";
 import { DEMO_HELP, type DemoOptions, parseDemoFlags } from "./flags.ts";
-import { startDemoServer } from "./server.ts";
+import { type DemoServer, startDemoServer } from "./server.ts";
 
 /**
  * Runs the demo upstream. Resolves at once after `--help` (exit code 0) or a usage error
@@ -44,14 +44,34 @@ function serve(options: DemoOptions): Promise<void> {
   if (options.crashAtStart) {
     die(`${tag} error: failed to load model (simulated by --crash-at-start)`);
   }
-  let demo: ReturnType<typeof startDemoServer>;
+  const timers: Timer[] = [];
+  let demo: DemoServer | null = null;
+  let stopped: () => void = () => {};
+  const done = new Promise<void>((resolve) => {
+    stopped = resolve;
+  });
+  const shutdown = (signal: string) => {
+    out(`${tag} ${signal}, shutting down`);
+    for (const t of timers) clearTimeout(t);
+    process.off("SIGTERM", onTerm);
+    process.off("SIGINT", onInt);
+    void (demo?.stop() ?? Promise.resolve()).then(stopped);
+  };
+  const onTerm = options.ignoreSigterm
+    ? () => err(`${tag} ignoring SIGTERM (--ignore-sigterm)`)
+    : () => shutdown("SIGTERM");
+  const onInt = () => shutdown("SIGINT");
+  // Handlers go in before the "listening on" line: a supervisor may signal us as soon as
+  // it has read that line or seen /health answer.
+  process.on("SIGTERM", onTerm);
+  process.on("SIGINT", onInt);
+
   try {
     demo = startDemoServer(options, { crash: die });
   } catch (e) {
     die(`${tag} error: cannot listen on ${options.host}:${options.port}: ${(e as Error).message}`);
   }
   out(`listening on ${demo.url}`);
-  const timers: Timer[] = [];
   if (options.loadDelayMs > 0) {
     out(`${tag} loading model (${options.loadDelayMs} ms)`);
     timers.push(setTimeout(() => out(`${tag} model loaded, ready`), options.loadDelayMs));
@@ -62,20 +82,5 @@ function serve(options: DemoOptions): Promise<void> {
     const ms = options.exitAfterMs;
     timers.push(setTimeout(() => die(`${tag} exiting after ${ms} ms (--exit-after-ms)`), ms));
   }
-
-  return new Promise<void>((resolve) => {
-    const shutdown = (signal: string) => {
-      out(`${tag} ${signal}, shutting down`);
-      for (const t of timers) clearTimeout(t);
-      process.off("SIGTERM", onTerm);
-      process.off("SIGINT", onInt);
-      void demo.stop().then(resolve);
-    };
-    const onTerm = options.ignoreSigterm
-      ? () => err(`${tag} ignoring SIGTERM (--ignore-sigterm)`)
-      : () => shutdown("SIGTERM");
-    const onInt = () => shutdown("SIGINT");
-    process.on("SIGTERM", onTerm);
-    process.on("SIGINT", onInt);
-  });
+  return done;
 }

@@ -12,7 +12,8 @@ import { describeExit, describeStatus, formatTail, type ProcessExit } from "./ex
 import { type HealthOutcome, waitHealthy } from "./health.ts";
 import { pumpLines } from "./line-splitter.ts";
 import { signalGroup, trackGroup, untrackGroup, waitGroupGone } from "./process-group.ts";
-import { runStopCommand, STDIO_DRAIN_MS, type StopCommand } from "./stop-command.ts";
+import { STDIO_DRAIN_MS } from "./stop-command.ts";
+import { terminate } from "./terminate.ts";
 
 export type ProcessState = "stopped" | "starting" | "ready" | "stopping";
 
@@ -54,6 +55,8 @@ export class ModelProcess {
   private run: Run | null = null;
   private starting: Promise<void> | null = null;
   private stopping: Promise<void> | null = null;
+  /** An exit nobody asked for, reported (stopped) but still draining output and children. */
+  private draining: Promise<unknown> | null = null;
   private readonly lines: RingBuffer<string>;
   private lastStderr = new RingBuffer<string>(STDERR_TAIL_LINES * 5);
 
@@ -101,6 +104,8 @@ export class ModelProcess {
     if (this._state === "ready") return Promise.resolve();
     if (this.starting !== null) return this.starting;
     if (this.stopping !== null) return this.stopping.then(() => this.start());
+    // The last crash's leftovers may still hold the port; let them go first.
+    if (this.draining !== null) return this.draining.then(() => this.start());
     const started = this.startRun().finally(() => {
       if (this.starting === started) this.starting = null;
     });
@@ -112,7 +117,7 @@ export class ModelProcess {
   stop(): Promise<void> {
     if (this.stopping !== null) return this.stopping;
     const run = this.run;
-    if (run === null) return Promise.resolve();
+    if (run === null) return this.draining?.then(() => {}) ?? Promise.resolve();
     const stopping = this.terminate(run).finally(() => {
       if (this.stopping === stopping) this.stopping = null;
     });
@@ -208,7 +213,7 @@ export class ModelProcess {
       abort: new AbortController(),
       stopRequested: false,
       exited: false,
-      exit: Promise.resolve() as unknown as Promise<ProcessExit>,
+      exit: undefined as unknown as Promise<ProcessExit>, // set below: it needs `run`
     };
     run.exit = proc.exited.then(() => this.onProcessExit(run, pumps));
     this.run = run;
@@ -227,6 +232,7 @@ export class ModelProcess {
     signalGroup(run.pid, "SIGKILL");
     if (current) {
       this.run = null;
+      this.draining = run.exit;
       this.setState("stopped");
     }
     // Pipes close once the group is gone; bounded in case a grandchild escaped the group.
@@ -234,6 +240,7 @@ export class ModelProcess {
       Promise.race([pumps, delay(STDIO_DRAIN_MS)]),
       waitGroupGone(run.pid, GROUP_GONE_MS),
     ]);
+    if (this.draining === run.exit) this.draining = null;
     const { exitCode: code, signalCode } = run.proc;
     const exit: ProcessExit = {
       code,
@@ -254,44 +261,11 @@ export class ModelProcess {
     return exit;
   }
 
-  private async terminate(run: Run): Promise<void> {
+  private terminate(run: Run): Promise<void> {
     run.stopRequested = true;
     run.abort.abort();
     this.setState("stopping");
-    const { model } = run;
-    let stopCmd: StopCommand | null = null;
-    const escalate = setTimeout(
-      () => {
-        this.opts.log.warn(
-          `model "${model.id}" still running ${model.stopTimeoutS} s after the stop request; sending SIGKILL`,
-        );
-        signalGroup(run.pid, "SIGKILL");
-        stopCmd?.kill();
-      },
-      Math.max(0, model.stopTimeoutS * 1000),
-    );
-    try {
-      if (model.cmdStop.trim() === "") {
-        signalGroup(run.pid, "SIGTERM");
-      } else {
-        const onLine = (line: string) => this.onLine(model.id, `[cmd_stop] ${line}`);
-        const started = runStopCommand(model.cmdStop, run.pid, model.env, onLine);
-        if ("error" in started) {
-          this.opts.log.warn(`model "${model.id}": ${started.error}; sending SIGTERM instead`);
-          signalGroup(run.pid, "SIGTERM");
-        } else {
-          stopCmd = started;
-          const ok = await Promise.race([started.done, run.exit.then(() => true)]);
-          if (!ok && !run.exited) {
-            this.opts.log.warn(`model "${model.id}": cmd_stop failed; sending SIGTERM instead`);
-            signalGroup(run.pid, "SIGTERM");
-          }
-        }
-      }
-      await run.exit;
-    } finally {
-      clearTimeout(escalate);
-    }
+    return terminate(run, this.opts.log, (line) => this.onLine(run.model.id, line));
   }
 
   private onLine(id: string, line: string): void {

@@ -28,6 +28,7 @@ export function runStopCommand(
 ): StopCommand | { error: string } {
   let argv: string[];
   try {
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: qm's ${PID} macro, not JS.
     argv = splitCommand(cmdStop.replaceAll("${PID}", String(pid)));
   } catch (err) {
     return { error: `cannot parse cmd_stop: ${err instanceof Error ? err.message : String(err)}` };

@@ -199,7 +199,8 @@ export class Runtime implements Effects, Gateway {
     if (this.wakeTimer) clearTimeout(this.wakeTimer);
     this.wakeTimer = null;
     if (atMs === null) return;
-    const delay = Math.max(0, atMs - this.opts.clock.now());
+    // Timers may fire a fraction of a millisecond early; round up so the deadline has passed.
+    const delay = Math.max(0, Math.ceil(atMs - this.opts.clock.now()));
     this.wakeTimer = setTimeout(() => {
       this.wakeTimer = null;
       this.scheduler.wake();

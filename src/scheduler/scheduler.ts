@@ -170,6 +170,8 @@ export class Scheduler {
         this.onUnload(e.model);
         break;
       case "wake":
+        // The timer that brought us here is spent, even if it fired a little early.
+        this.armedWake = null;
         break;
       case "shutdown":
         this.onShutdown();

@@ -31,7 +31,8 @@ export function demoModel(
   over: Partial<ModelConfig> = {},
 ): ModelConfig {
   const port = freePort();
-  const argv = over.argv ?? demoArgv("--port", String(port), "--name", id, "--token-ms", "0", ...flags);
+  const argv =
+    over.argv ?? demoArgv("--port", String(port), "--name", id, "--token-ms", "0", ...flags);
   return {
     id,
     cmd: argv.join(" "),

@@ -6,6 +6,9 @@ import { ModelProcess } from "../../src/process/model-process.ts";
 import { killAllSync, liveGroups } from "../../src/process/process-group.ts";
 import { alive, captureLogger, deferred, demoArgv, demoModel, freePort } from "./demo-model.ts";
 
+// biome-ignore lint/suspicious/noTemplateCurlyInString: qm's cmd_stop macro, not JS.
+const PID = "${PID}";
+
 const made: ModelProcess[] = [];
 const pids: number[] = [];
 
@@ -61,7 +64,9 @@ describe("stop", () => {
   });
 
   test("a process that ignores SIGTERM is SIGKILLed after stopTimeoutS", async () => {
-    const { proc, lines } = supervise(demoModel("stubborn", ["--ignore-sigterm"], { stopTimeoutS: 0.3 }));
+    const { proc, lines } = supervise(
+      demoModel("stubborn", ["--ignore-sigterm"], { stopTimeoutS: 0.3 }),
+    );
     const pid = await startAndRecord(proc);
     const t0 = performance.now();
     await proc.stop();
@@ -73,8 +78,8 @@ describe("stop", () => {
     expect(lines.some((l) => l.includes("sending SIGKILL"))).toBe(true);
   });
 
-  test("cmd_stop runs with ${PID} instead of SIGTERM", async () => {
-    const { proc } = supervise(demoModel("custom", [], { cmdStop: "kill -s INT ${PID}" }));
+  test("cmd_stop runs with the PID macro instead of SIGTERM", async () => {
+    const { proc } = supervise(demoModel("custom", [], { cmdStop: `kill -s INT ${PID}` }));
     const pid = await startAndRecord(proc);
     await proc.stop();
     expect(alive(pid)).toBe(false);
@@ -83,7 +88,7 @@ describe("stop", () => {
   });
 
   test("a failing cmd_stop falls back to SIGTERM", async () => {
-    const { proc, lines } = supervise(demoModel("fallback", [], { cmdStop: "false ${PID}" }));
+    const { proc, lines } = supervise(demoModel("fallback", [], { cmdStop: `false ${PID}` }));
     const pid = await startAndRecord(proc);
     await proc.stop();
     expect(alive(pid)).toBe(false);
@@ -97,10 +102,19 @@ describe("stop", () => {
     // The shell reports its background child's pid, then becomes the demo (exec).
     const script = `sleep 30 & echo "child $!"; exec ${demo.join(" ")}`;
     const { proc } = supervise(
-      demoModel("tree", [], { argv: ["sh", "-c", script], proxy: `http://127.0.0.1:${port}`, port }),
+      demoModel("tree", [], {
+        argv: ["sh", "-c", script],
+        proxy: `http://127.0.0.1:${port}`,
+        port,
+      }),
     );
     await startAndRecord(proc);
-    const child = Number(proc.logs().find((l) => l.startsWith("child "))?.slice(6));
+    const child = Number(
+      proc
+        .logs()
+        .find((l) => l.startsWith("child "))
+        ?.slice(6),
+    );
     expect(alive(child)).toBe(true);
     await proc.stop();
     expect(alive(child)).toBe(false);
@@ -114,7 +128,9 @@ describe("crash", () => {
     expect(proc.state).toBe("ready");
     const exit = await exited;
     expect(exit).toMatchObject({ code: 1, signal: null, phase: "ready" });
-    expect(exit.stderrTail).toContain("demo-upstream flaky: exiting after 300 ms (--exit-after-ms)");
+    expect(exit.stderrTail).toContain(
+      "demo-upstream flaky: exiting after 300 ms (--exit-after-ms)",
+    );
     expect(proc.state).toBe("stopped");
     expect(proc.pid).toBeNull();
     expect(exits).toHaveLength(1);
@@ -125,10 +141,19 @@ describe("crash", () => {
     const demo = demoArgv("--port", String(port), "--name", "midway", "--token-ms", "0");
     const script = `sleep 30 & echo "child $!"; exec ${demo.map((a) => `'${a}'`).join(" ")} --crash-after-tokens 3`;
     const { proc, exited } = supervise(
-      demoModel("midway", [], { argv: ["sh", "-c", script], proxy: `http://127.0.0.1:${port}`, port }),
+      demoModel("midway", [], {
+        argv: ["sh", "-c", script],
+        proxy: `http://127.0.0.1:${port}`,
+        port,
+      }),
     );
     await startAndRecord(proc);
-    const child = Number(proc.logs().find((l) => l.startsWith("child "))?.slice(6));
+    const child = Number(
+      proc
+        .logs()
+        .find((l) => l.startsWith("child "))
+        ?.slice(6),
+    );
     const res = await fetch(`http://127.0.0.1:${port}/v1/chat/completions`, {
       method: "POST",
       body: JSON.stringify({ model: "midway", messages: [], stream: true }),

@@ -212,12 +212,39 @@ describe("ttl", () => {
     h.sched.wake();
     expect(h.fx.stops).toEqual([]);
     h.clock.advance(1);
+    const armed = h.fx.wakes.length;
     h.sched.wake();
     expect(h.fx.stops).toEqual([["a"]]);
     expect(h.fx.log).toContain("stop [a] ttl");
     h.sched.stopped("a");
     expect(h.state("a")).toBe("stopped");
-    expect(h.fx.wake).toBeNull();
+    expect(h.fx.wakes.slice(armed).filter((w) => w !== null)).toEqual([]); // nothing left to wake for
+  });
+
+  test("a wake that fires early re-arms the same deadline instead of losing it", () => {
+    const h = harness(`[models.a]\ncmd = "x"\nproxy = "http://127.0.0.1:9"\nttl_s = 5\n`);
+    const r1 = h.req("a");
+    h.finishSwap();
+    h.sched.serveDone(r1);
+    const due = h.clock.now() + 5000;
+    expect(h.fx.wakes.at(-1)).toBe(due);
+    const calls = h.fx.wakes.length;
+    h.clock.advance(4999.7);
+    h.sched.wake();
+    expect(h.fx.stops).toEqual([]);
+    expect(h.fx.wakes.length).toBe(calls + 1);
+    expect(h.fx.wakes.at(-1)).toBe(due);
+  });
+
+  test("concurrency-limited waiters draining one by one still arm the ttl", () => {
+    const h = harness(
+      `[models.a]\ncmd = "x"\nproxy = "http://127.0.0.1:9"\nttl_s = 1\nconcurrency_limit = 1\n`,
+    );
+    const ids = [h.req("a"), h.req("a"), h.req("a")];
+    h.finishSwap();
+    for (const id of ids) h.sched.serveDone(id);
+    expect(h.fx.granted).toEqual(ids);
+    expect(h.fx.wake).toBe(h.clock.now() + 1000);
   });
 });
 

@@ -11,6 +11,8 @@ export class FakeEffects implements Effects {
   readonly positions = new Map<number, number[]>();
   readonly states: string[] = [];
   wake: number | null = null;
+  /** Every wakeAt call, in order. */
+  readonly wakes: (number | null)[] = [];
   /** Requests whose callers are gone: grant() returns false for them. */
   readonly gone = new Set<number>();
 
@@ -45,6 +47,7 @@ export class FakeEffects implements Effects {
   }
   wakeAt(atMs: number | null): void {
     this.wake = atMs;
+    this.wakes.push(atMs);
   }
   stateChanged(model: string, state: ModelState): void {
     this.states.push(`${model}:${state}`);

@@ -1,0 +1,149 @@
+/**
+ * The load generator (in the benchmark's own Bun process). Bun's `fetch` keeps connections
+ * alive and pools them per host, so each of N concurrent clients reuses its socket.
+ */
+import { epochMs, percentile, round } from "./util.ts";
+
+export interface Cell {
+  p50_ms: number;
+  p99_ms: number;
+  rps: number;
+  requests: number;
+  errors: number;
+}
+
+const JSON_HEADERS = { "content-type": "application/json" };
+
+/**
+ * Closed loop: `concurrency` clients each send the next request as soon as the previous
+ * response body is fully read, for `durationMs`. Latency = send → last byte of the body.
+ */
+export async function closedLoop(
+  url: string,
+  body: string,
+  concurrency: number,
+  durationMs: number,
+): Promise<Cell> {
+  const latencies: number[] = [];
+  let errors = 0;
+  const start = performance.now();
+  const end = start + durationMs;
+  const client = async () => {
+    while (performance.now() < end) {
+      const t0 = performance.now();
+      try {
+        const res = await fetch(url, { method: "POST", headers: JSON_HEADERS, body });
+        await res.arrayBuffer();
+        if (res.status === 200) latencies.push(performance.now() - t0);
+        else errors++;
+      } catch {
+        errors++;
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: concurrency }, client));
+  const elapsed = (performance.now() - start) / 1000;
+  return {
+    p50_ms: round(percentile(latencies, 50)),
+    p99_ms: round(percentile(latencies, 99)),
+    rps: round(latencies.length / elapsed, 1),
+    requests: latencies.length,
+    errors,
+  };
+}
+
+export interface StreamResult {
+  /** Per stamped chunk: client receive time − upstream send time, ms. */
+  latencies: number[];
+  chunks: number;
+  reads: number;
+  /** Reads that held more than one stamped chunk though the upstream sent them apart. */
+  coalescedReads: number;
+  /** Streams that failed or ended without `[DONE]`, or with fewer chunks than expected. */
+  badStreams: number;
+}
+
+const STAMP = '"sent_ms":';
+
+/**
+ * `streams` concurrent streaming requests; every stamped chunk's one-way latency is the
+ * receive time of the read that completed it minus the `sent_ms` the upstream put in it.
+ */
+export async function streamLoad(
+  url: string,
+  model: string,
+  streams: number,
+  tokens: number,
+): Promise<StreamResult> {
+  // One stamped chunk per token plus the final one carrying finish_reason.
+  const expectedChunks = tokens + 1;
+  const out: StreamResult = {
+    latencies: [],
+    chunks: 0,
+    reads: 0,
+    coalescedReads: 0,
+    badStreams: 0,
+  };
+  const body = JSON.stringify({
+    model,
+    stream: true,
+    max_tokens: tokens,
+    messages: [{ role: "user", content: "stream please" }],
+  });
+  const one = async () => {
+    let seen = 0;
+    let done = false;
+    try {
+      const res = await fetch(url, { method: "POST", headers: JSON_HEADERS, body });
+      if (res.status !== 200 || !res.body) throw new Error(`HTTP ${res.status}`);
+      const decoder = new TextDecoder();
+      let pending = "";
+      for await (const bytes of res.body) {
+        const at = epochMs();
+        out.reads++;
+        pending += decoder.decode(bytes, { stream: true });
+        // Complete events end with a blank line (WHATWG SSE); a partial one waits for more.
+        const cut = pending.lastIndexOf("\n\n");
+        if (cut < 0) continue;
+        const complete = pending.slice(0, cut);
+        pending = pending.slice(cut + 2);
+        let stamped = 0;
+        for (let i = complete.indexOf(STAMP); i >= 0; i = complete.indexOf(STAMP, i + 1)) {
+          const from = i + STAMP.length;
+          const sent = Number.parseFloat(complete.slice(from, from + 24));
+          out.latencies.push(at - sent);
+          stamped++;
+        }
+        if (stamped > 1) out.coalescedReads++;
+        seen += stamped;
+        if (complete.includes("data: [DONE]")) done = true;
+      }
+    } catch {
+      // counted below
+    }
+    out.chunks += seen;
+    if (!done || seen !== expectedChunks) out.badStreams++;
+  };
+  await Promise.all(Array.from({ length: streams }, one));
+  return out;
+}
+
+/**
+ * Checks that the upstream's clock and ours agree: its reading must fall between our send and
+ * receive times. Returns the worst disagreement seen (0 = consistent) and the median offset.
+ */
+export async function clockCheck(
+  clockUrl: string,
+  rounds = 20,
+): Promise<{ offset_ms: number; violation_ms: number }> {
+  const offsets: number[] = [];
+  let violation = 0;
+  for (let i = 0; i < rounds; i++) {
+    const t0 = epochMs();
+    const theirs = Number(await (await fetch(clockUrl)).text());
+    const t1 = epochMs();
+    offsets.push(theirs - (t0 + t1) / 2);
+    violation = Math.max(violation, t0 - theirs, theirs - t1);
+  }
+  return { offset_ms: round(percentile(offsets, 50)), violation_ms: round(Math.max(0, violation)) };
+}

@@ -1,0 +1,145 @@
+/**
+ * Every process the benchmark starts, and the guarantee that none outlives it: on success, on
+ * an error, on Ctrl-C (SIGINT) or SIGTERM. qm starts each model in its own process group
+ * (setsid), so killing qm alone is not enough if qm itself dies hard; the model pids that
+ * /api/status reported are remembered and their groups killed too.
+ */
+import type { Subprocess } from "bun";
+import { log } from "./util.ts";
+
+interface Child {
+  name: string;
+  proc: Subprocess;
+}
+
+const children: Child[] = [];
+/** Process group ids (= pids of setsid leaders) of model servers qm started. */
+const groups = new Set<number>();
+
+export function rememberGroup(pid: number): void {
+  groups.add(pid);
+}
+
+/**
+ * Starts a process and resolves once it printed `listening on http://HOST:PORT` (qm's demo
+ * upstream, the stamp upstream and the bare forwarder all do). Its output is copied to `logPath`.
+ */
+export async function startListening(
+  name: string,
+  argv: string[],
+  logPath: string,
+  timeoutMs = 15_000,
+): Promise<{ proc: Subprocess; url: string }> {
+  const proc = Bun.spawn(argv, { stdin: "ignore", stdout: "pipe", stderr: Bun.file(logPath) });
+  children.push({ name, proc });
+  const sink = Bun.file(`${logPath}.out`).writer();
+  const reader = (proc.stdout as ReadableStream<Uint8Array>).getReader();
+  const decoder = new TextDecoder();
+  let seen = "";
+  const deadline = setTimeout(() => void reader.cancel(), timeoutMs);
+  try {
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      const text = decoder.decode(value, { stream: true });
+      sink.write(text);
+      seen += text;
+      const m = /listening on (http:\/\/\S+)/.exec(seen);
+      if (m) {
+        // Keep draining stdout so the child never blocks on a full pipe.
+        void pump(reader, sink);
+        return { proc, url: m[1] as string };
+      }
+    }
+  } finally {
+    clearTimeout(deadline);
+  }
+  throw new Error(`${name} did not print "listening on" (log: ${logPath})`);
+}
+
+async function pump(
+  reader: ReadableStreamDefaultReader<Uint8Array>,
+  sink: ReturnType<ReturnType<typeof Bun.file>["writer"]>,
+): Promise<void> {
+  try {
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      sink.write(value);
+    }
+  } catch {
+    // the process is gone; nothing more to copy
+  }
+  await sink.end();
+}
+
+/** Starts a process whose readiness the caller checks itself (qm serve). */
+export function startPlain(name: string, argv: string[], logPath: string): Subprocess {
+  const out = Bun.file(logPath);
+  const proc = Bun.spawn(argv, { stdin: "ignore", stdout: out, stderr: out });
+  children.push({ name, proc });
+  return proc;
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+let cleaning: Promise<void> | null = null;
+
+/** SIGTERM everything (qm stops its models itself), wait a little, then SIGKILL what is left. */
+export function cleanup(): Promise<void> {
+  cleaning ??= (async () => {
+    for (const c of children) if (c.proc.exitCode === null) c.proc.kill("SIGTERM");
+    const deadline = Date.now() + 8000;
+    for (const c of children) {
+      const left = deadline - Date.now();
+      await Promise.race([c.proc.exited, Bun.sleep(Math.max(0, left))]);
+    }
+    killSync();
+  })();
+  return cleaning;
+}
+
+/** Last resort, synchronous so it also works from an `exit` handler. */
+function killSync(): void {
+  for (const c of children) {
+    if (c.proc.exitCode === null && c.proc.signalCode === null) {
+      log(`${c.name} did not stop after SIGTERM; killing it`);
+      c.proc.kill("SIGKILL");
+    }
+  }
+  for (const pgid of groups) {
+    if (!alive(pgid)) continue;
+    log(`model process group ${pgid} outlived qm; killing it`);
+    try {
+      process.kill(-pgid, "SIGKILL");
+    } catch {
+      // already gone
+    }
+  }
+}
+
+/** Runs `main`, cleaning up however it ends; exits 130/143 on SIGINT/SIGTERM, 1 on error. */
+export async function withCleanup(main: () => Promise<void>): Promise<void> {
+  const onSignal = (signal: "SIGINT" | "SIGTERM") => {
+    log(`${signal}: stopping everything`);
+    void cleanup().then(() => process.exit(signal === "SIGINT" ? 130 : 143));
+  };
+  process.on("SIGINT", () => onSignal("SIGINT"));
+  process.on("SIGTERM", () => onSignal("SIGTERM"));
+  process.on("exit", killSync);
+  try {
+    await main();
+  } catch (err) {
+    log(`failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
+    process.exitCode = 1;
+  } finally {
+    await cleanup();
+  }
+}

@@ -1,0 +1,69 @@
+import { describe, expect, test } from "bun:test";
+import { DEFAULT_DEMO_OPTIONS, parseDemoFlags } from "../../src/demo/flags.ts";
+
+describe("parseDemoFlags", () => {
+  test("defaults", () => {
+    expect(parseDemoFlags([])).toEqual({ kind: "run", options: DEFAULT_DEMO_OPTIONS });
+  });
+
+  test("every flag, both spellings", () => {
+    const r = parseDemoFlags([
+      "--port=8081",
+      "--host",
+      "0.0.0.0",
+      "--name",
+      "qwen",
+      "--load-delay-ms",
+      "100",
+      "--token-ms=0",
+      "--tokens",
+      "5",
+      "--crash-at-start",
+      "--crash-after-tokens",
+      "3",
+      "--ignore-sigterm",
+      "--hang-health",
+      "--tool-calls",
+      "--exit-after-ms",
+      "900",
+      "--fail-status",
+      "429",
+    ]);
+    expect(r).toEqual({
+      kind: "run",
+      options: {
+        port: 8081,
+        host: "0.0.0.0",
+        name: "qwen",
+        loadDelayMs: 100,
+        tokenMs: 0,
+        tokens: 5,
+        crashAtStart: true,
+        crashAfterTokens: 3,
+        ignoreSigterm: true,
+        hangHealth: true,
+        toolCalls: true,
+        exitAfterMs: 900,
+        failStatus: 429,
+      },
+    });
+  });
+
+  test("help", () => {
+    expect(parseDemoFlags(["--port", "1", "--help"])).toEqual({ kind: "help" });
+    expect(parseDemoFlags(["-h"])).toEqual({ kind: "help" });
+  });
+
+  test.each([
+    [["--bogus"], "unknown option --bogus"],
+    [["--port"], "--port needs a value"],
+    [["--port", "-1"], '--port needs a whole number >= 0, got "-1"'],
+    [["--tokens", "1.5"], '--tokens needs a whole number >= 0, got "1.5"'],
+    [["--port", "70000"], "--port must be <= 65535"],
+    [["--fail-status", "200"], "--fail-status must be an HTTP error status (400-599)"],
+    [["--tool-calls=yes"], "--tool-calls takes no value"],
+    [["--name", ""], "--name must not be empty"],
+  ])("%p is a usage error", (argv, message) => {
+    expect(parseDemoFlags(argv)).toEqual({ kind: "error", message });
+  });
+});

@@ -33,26 +33,44 @@ try {
     headers: { "content-type": "application/json" },
     body: JSON.stringify({ model: "demo-embed", input: "hello" }),
   });
-  check(emb.status === 200 && emb.headers.get("x-qm-model") === "demo-embed", "embeddings load demo-embed");
+  check(
+    emb.status === 200 && emb.headers.get("x-qm-model") === "demo-embed",
+    "embeddings load demo-embed",
+  );
   await emb.json();
 
   const chat = await fetch(`${qm.url}/v1/chat/completions`, {
     method: "POST",
     headers: { "content-type": "application/json" },
-    body: JSON.stringify({ model: "gpt-4o-mini", stream: true, messages: [{ role: "user", content: "hi" }] }),
+    body: JSON.stringify({
+      model: "gpt-4o-mini",
+      stream: true,
+      messages: [{ role: "user", content: "hi" }],
+    }),
   });
   const text = await chat.text();
-  check(chat.status === 200 && text.startsWith(": qm-status:"), "streamed chat shows the wait status first");
+  check(
+    chat.status === 200 && text.startsWith(": qm-status:"),
+    "streamed chat shows the wait status first",
+  );
   check(text.includes("data: [DONE]"), "streamed chat reaches [DONE]");
 
   const status = await run(["status", "--url", qm.url]);
-  check(status.code === 0 && /demo-chat\s+ready/.test(status.out), "qm status shows demo-chat ready");
-  const json = (await (await fetch(`${qm.url}/api/status`)).json()) as { models: { pid: number | null }[] };
+  check(
+    status.code === 0 && /demo-chat\s+ready/.test(status.out),
+    "qm status shows demo-chat ready",
+  );
+  const json = (await (await fetch(`${qm.url}/api/status`)).json()) as {
+    models: { pid: number | null }[];
+  };
   pids = json.models.map((m) => m.pid).filter((p): p is number => p !== null);
   check(pids.length >= 1, `model processes running: ${pids.join(", ")}`);
 } finally {
   const code = await qm.stop("SIGTERM");
   check(code === 0, `SIGTERM → exit ${code}`);
 }
-check(pids.every((p) => !alive(p)), "no model process outlives qm");
+check(
+  pids.every((p) => !alive(p)),
+  "no model process outlives qm",
+);
 process.stderr.write("smoke: passed\n");

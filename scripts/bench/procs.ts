@@ -58,13 +58,13 @@ export async function startListening(
 }
 
 async function pump(
-  reader: ReadableStreamDefaultReader<Uint8Array>,
+  reader: { read(): Promise<{ value?: Uint8Array; done: boolean }> },
   sink: ReturnType<ReturnType<typeof Bun.file>["writer"]>,
 ): Promise<void> {
   try {
     for (;;) {
       const { value, done } = await reader.read();
-      if (done) break;
+      if (done || !value) break;
       sink.write(value);
     }
   } catch {

@@ -48,7 +48,7 @@ export function configToml(listenPort: number, startPort: number, s: QmSetup): s
   const bun = process.execPath;
   const demo = cmd(
     [QM_BIN, "demo-upstream"],
-    "--port ${PORT} --name ${MODEL_ID} --token-ms 0 --tokens 16",
+    `--port \${PORT} --name \${MODEL_ID} --token-ms 0 --tokens 16`,
   );
   const stream = cmd(
     [bun, STAMP],

@@ -39,7 +39,9 @@ async function call(t: Target, method: string, path: string): Promise<unknown> {
     });
   } catch (err) {
     const why = err instanceof Error ? err.message : String(err);
-    throw new Error(`cannot reach qm at ${t.url} (${why}); is 'qm serve' running? (--url to point elsewhere)`);
+    throw new Error(
+      `cannot reach qm at ${t.url} (${why}); is 'qm serve' running? (--url to point elsewhere)`,
+    );
   }
   const text = await res.text();
   let body: unknown = text;
@@ -74,7 +76,11 @@ export async function loadCommand(argv: string[]): Promise<number> {
   }
   if (positionals.length !== 1) throw new UsageError("qm load takes exactly one MODEL");
   const model = positionals[0]!;
-  const out = (await call(target(values), "POST", `/api/models/${encodeURIComponent(model)}/load`)) as {
+  const out = (await call(
+    target(values),
+    "POST",
+    `/api/models/${encodeURIComponent(model)}/load`,
+  )) as {
     model: string;
     wait_ms: number;
   };

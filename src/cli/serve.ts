@@ -38,7 +38,9 @@ export async function serveCommand(argv: string[]): Promise<number> {
         log.warn(`${sig} again: stopping now`);
         process.exit(1); // the exit hook kills every model process group
       }
-      log.info(`${sig}: finishing in-flight requests, then stopping every model (Ctrl-C again to force)`);
+      log.info(
+        `${sig}: finishing in-flight requests, then stopping every model (Ctrl-C again to force)`,
+      );
       server.stop().then(
         () => {
           log.info("stopped");

@@ -9,13 +9,19 @@ export function renderStatus(s: StatusJson): string {
     m.state,
     String(m.inflight),
     String(m.queued),
-    m.held_until_ms && m.held_until_ms > now ? `${Math.ceil((m.held_until_ms - now) / 1000)}s` : "-",
+    m.held_until_ms && m.held_until_ms > now
+      ? `${Math.ceil((m.held_until_ms - now) / 1000)}s`
+      : "-",
     m.est_vram_gb ? m.est_vram_gb.toFixed(1) : "-",
     m.pid === null ? "-" : String(m.pid),
     m.port === null ? "-" : String(m.port),
   ]);
   const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
-  const line = (cells: string[]) => cells.map((c, i) => c.padEnd(widths[i]!)).join("  ").trimEnd();
+  const line = (cells: string[]) =>
+    cells
+      .map((c, i) => c.padEnd(widths[i]!))
+      .join("  ")
+      .trimEnd();
   const out = [line(head), ...rows.map(line)];
   out.push("");
   out.push(`queue: ${s.queue.depth} waiting`);

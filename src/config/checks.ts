@@ -38,8 +38,7 @@ export function checkServer(file: ConfigFile, issues: Issues): number[] {
       // Port 0 asks the OS for a fresh port each time, so it may appear more than once.
       else if (parsed.port !== 0 && listen.indexOf(address) !== i) {
         issues.at(at, `"${address}" is listed twice`);
-      }
-      else taken.push(parsed.port);
+      } else taken.push(parsed.port);
     });
   }
   if (metrics_listen !== "" && !issues.within(["server", "metrics_listen"])) {

@@ -74,7 +74,11 @@ export function upstreamFailure(model: string, error: unknown, tail: string[]): 
 const encoder = new TextEncoder();
 
 /** An OpenAI-style error event; the OpenAI SDKs raise it as an API error. */
-export function sseError(message: string, type = "upstream_error", code = "upstream_failed"): Uint8Array {
+export function sseError(
+  message: string,
+  type = "upstream_error",
+  code = "upstream_failed",
+): Uint8Array {
   const payload = JSON.stringify({ error: { message, type, param: null, code } });
   return encoder.encode(`data: ${payload}\n\n`);
 }

@@ -26,12 +26,20 @@ function connectionListed(headers: Headers): Set<string> {
  * body we send (it may have been rewritten), and the client's credentials for qm are not the
  * upstream's business.
  */
-export function upstreamRequestHeaders(incoming: Headers, extraDrop: readonly string[] = []): Headers {
+export function upstreamRequestHeaders(
+  incoming: Headers,
+  extraDrop: readonly string[] = [],
+): Headers {
   const listed = connectionListed(incoming);
   const out = new Headers();
   incoming.forEach((value, key) => {
     if (HOP_BY_HOP.has(key) || listed.has(key)) return;
-    if (key === "host" || key === "content-length" || key === "authorization" || key === "x-api-key") {
+    if (
+      key === "host" ||
+      key === "content-length" ||
+      key === "authorization" ||
+      key === "x-api-key"
+    ) {
       return;
     }
     if (extraDrop.includes(key)) return;

@@ -15,7 +15,10 @@ export interface RelayOptions {
   onEnd: (end: RelayEnd) => void;
 }
 
-export function relay(source: ReadableStream<Uint8Array>, opts: RelayOptions): ReadableStream<Uint8Array> {
+export function relay(
+  source: ReadableStream<Uint8Array>,
+  opts: RelayOptions,
+): ReadableStream<Uint8Array> {
   const reader = source.getReader();
   let ended = false;
   const end = (e: RelayEnd) => {

@@ -1,10 +1,4 @@
-import type {
-  AcquireHooks,
-  Gateway,
-  Lease,
-  QmEvent,
-  StatusJson,
-} from "../api/gateway.ts";
+import type { AcquireHooks, Gateway, Lease, QmEvent, StatusJson } from "../api/gateway.ts";
 import type { Config, ModelConfig } from "../config/types.ts";
 import { GroupPolicy } from "../policy/group.ts";
 import { ModelProcess, type ProcessExit } from "../process/index.ts";

@@ -263,7 +263,10 @@ export class Scheduler {
     if (!result.ok) {
       if (swap.aborted) {
         this.models.setState(swap.target, "stopped");
-        const err = new QmError("model_unloaded", `model "${swap.target}" was unloaded while it was loading`);
+        const err = new QmError(
+          "model_unloaded",
+          `model "${swap.target}" was unloaded while it was loading`,
+        );
         for (const w of swap.waiters) this.effects.fail(w.spec.id, err);
       } else {
         this.models.setState(swap.target, "failed", result.error.message);
@@ -279,7 +282,10 @@ export class Scheduler {
         this.models.setState(swap.target, "stopping");
         this.stopping.add(swap.target);
       }
-      const err = new QmError("model_unloaded", `model "${swap.target}" was unloaded while it was loading`);
+      const err = new QmError(
+        "model_unloaded",
+        `model "${swap.target}" was unloaded while it was loading`,
+      );
       for (const w of swap.waiters) this.effects.fail(w.spec.id, err);
       return;
     }

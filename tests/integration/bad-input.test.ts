@@ -18,7 +18,7 @@ afterAll(async () => {
   expect(await qm.stop()).toBe(0);
 });
 
-async function post(path: string, body: BodyInit, headers: Record<string, string> = {}) {
+async function post(path: string, body: string, headers: Record<string, string> = {}) {
   const res = await fetch(`${qm.url}${path}`, {
     method: "POST",
     headers: { "content-type": "application/json", ...headers },
@@ -63,7 +63,9 @@ describe("bad input gets a clear OpenAI-shaped error", () => {
     const res = await fetch(`${qm.url}/v1/chat/completions`);
     expect(res.status).toBe(405);
     expect(res.headers.get("allow")).toBe("POST");
-    expect(((await res.json()) as { error: { code: string } }).error.code).toBe("method_not_allowed");
+    expect(((await res.json()) as { error: { code: string } }).error.code).toBe(
+      "method_not_allowed",
+    );
   });
 
   test("unknown route → 404 in the same envelope", async () => {

@@ -56,7 +56,9 @@ describe("upstream failures", () => {
     expect(text.startsWith(": qm-status: loading")).toBe(true);
     const data = text.split("\n").filter((l) => l.startsWith("data: "));
     expect(data).toHaveLength(1);
-    expect(errorOf(JSON.parse(data[0]!.slice(6))).message).toContain("simulated by --crash-at-start");
+    expect(errorOf(JSON.parse(data[0]!.slice(6))).message).toContain(
+      "simulated by --crash-at-start",
+    );
   });
 
   test("a crash mid-stream ends the stream with an error event naming the model; the next request restarts it", async () => {

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
-import { chat, status, until, writeConfig } from "../support/e2e.ts";
+import { chat, type status, until, writeConfig } from "../support/e2e.ts";
 import { alive, type QmServer, startQm } from "../support/qm-process.ts";
 
 // Real processes: loads, stops and TTLs take real time.

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
+import { chat, listenerUrls, serve, status, until } from "../support/e2e.ts";
 import type { QmServer } from "../support/qm-process.ts";
 import { alive } from "../support/qm-process.ts";
-import { chat, listenerUrls, serve, status, until } from "../support/e2e.ts";
 
 // Real processes: loads, stops and TTLs take real time.
 setDefaultTimeout(20_000);
@@ -113,7 +113,9 @@ describe("streaming", () => {
 describe("models list and routes", () => {
   test("GET /v1/models lists models with status and aliases, hides unlisted ones", async () => {
     const res = await fetch(`${a}/v1/models`);
-    const body = (await res.json()) as { data: { id: string; aliases: string[]; status: { value: string } }[] };
+    const body = (await res.json()) as {
+      data: { id: string; aliases: string[]; status: { value: string } }[];
+    };
     expect(body.data.map((m) => m.id).sort()).toEqual(["alpha", "beta"]);
     expect(body.data.find((m) => m.id === "alpha")?.aliases).toEqual(["gpt-4o-mini"]);
     expect(body.data.find((m) => m.id === "alpha")?.status.value).toBe("ready");
@@ -139,7 +141,12 @@ describe("models list and routes", () => {
     });
     expect(res.status).toBe(200);
     expect(res.headers.get("x-qm-model")).toBe("alpha");
-    const echo = (await res.json()) as { method: string; path: string; headers: Record<string, string>; body: string };
+    const echo = (await res.json()) as {
+      method: string;
+      path: string;
+      headers: Record<string, string>;
+      body: string;
+    };
     expect(echo.method).toBe("POST");
     expect(echo.path).toBe("/debug/echo");
     expect(echo.body).toBe("raw body");
@@ -149,7 +156,9 @@ describe("models list and routes", () => {
   });
 
   test("/running lists the models that are not stopped", async () => {
-    const body = (await (await fetch(`${a}/running`)).json()) as { running: { model: string; state: string }[] };
+    const body = (await (await fetch(`${a}/running`)).json()) as {
+      running: { model: string; state: string }[];
+    };
     expect(body.running).toContainEqual({ model: "alpha", state: "ready" });
     expect(body.running.every((r) => r.state !== "stopped")).toBe(true);
   });

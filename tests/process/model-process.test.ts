@@ -133,7 +133,9 @@ describe("start", () => {
   });
 
   test("a health endpoint that never answers times out and the process is stopped", async () => {
-    const { proc } = supervise(demoModel("hung", ["--hang-health"]), { healthCheckTimeoutS: 0.5 });
+    const { proc, exits } = supervise(demoModel("hung", ["--hang-health"]), {
+      healthCheckTimeoutS: 0.5,
+    });
     const starting = proc.start();
     const pid = proc.pid!;
     pids.push(pid);
@@ -145,6 +147,8 @@ describe("start", () => {
     expect(err.message).toContain('model "hung" did not become ready within 0.5 s');
     expect(proc.state).toBe("stopped");
     expect(alive(pid)).toBe(false);
+    // The supervisor stopped it: not a crash.
+    expect(exits).toEqual([]);
   });
 
   test("stop() during start rejects the start with a clear error", async () => {

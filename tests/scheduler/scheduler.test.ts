@@ -105,7 +105,9 @@ ${two}`);
 
 describe("concurrency limit", () => {
   test("over-limit requests wait (never 429) and each released slot re-drains the queue", () => {
-    const h = harness(`[models.a]\ncmd = "x"\nproxy = "http://127.0.0.1:9"\nconcurrency_limit = 2\n`);
+    const h = harness(
+      `[models.a]\ncmd = "x"\nproxy = "http://127.0.0.1:9"\nconcurrency_limit = 2\n`,
+    );
     const ids = [h.req("a"), h.req("a"), h.req("a"), h.req("a")];
     h.finishSwap();
     expect(h.fx.granted).toEqual(ids.slice(0, 2));

@@ -30,7 +30,12 @@ export function listenerUrls(qm: QmServer): string[] {
   return [...qm.log().matchAll(/listening on (http:\/\/\S+)/g)].map((m) => m[1]!);
 }
 
-export function chat(url: string, model: string, extra: Record<string, unknown> = {}, headers = {}) {
+export function chat(
+  url: string,
+  model: string,
+  extra: Record<string, unknown> = {},
+  headers = {},
+) {
   return fetch(`${url}/v1/chat/completions`, {
     method: "POST",
     headers: { "content-type": "application/json", ...headers },
@@ -56,7 +61,8 @@ export async function until<T>(
   for (;;) {
     const v = await probe();
     if (pred(v)) return v;
-    if (Date.now() > deadline) throw new Error(`condition not met in ${timeoutMs} ms: ${JSON.stringify(v)}`);
+    if (Date.now() > deadline)
+      throw new Error(`condition not met in ${timeoutMs} ms: ${JSON.stringify(v)}`);
     await Bun.sleep(25);
   }
 }

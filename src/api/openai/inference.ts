@@ -50,11 +50,7 @@ async function parse(gw: Gateway, request: Request): Promise<Parsed> {
   return { model, stream: obj.stream === true, body };
 }
 
-async function parseMultipart(
-  gw: Gateway,
-  bytes: Uint8Array,
-  type: string,
-): Promise<Parsed> {
+async function parseMultipart(gw: Gateway, bytes: Uint8Array, type: string): Promise<Parsed> {
   const form = await new Response(bytes, { headers: { "content-type": type } })
     .formData()
     .catch(() => null);

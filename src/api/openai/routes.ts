@@ -1,4 +1,5 @@
 import { Elysia } from "elysia";
+import type { ModelConfig } from "../../config/types.ts";
 import { forward } from "../../proxy/forward.ts";
 import { asQmError, QmError } from "../../shared/errors.ts";
 import type { Gateway } from "../gateway.ts";
@@ -81,7 +82,7 @@ async function upstream(gw: Gateway, request: Request, server: Server): Promise<
   const url = new URL(request.url);
   const rest = url.pathname.slice("/upstream/".length);
   const parts = rest.split("/");
-  let model = undefined;
+  let model: ModelConfig | undefined;
   let used = 0;
   for (let n = parts.length; n > 0 && !model; n--) {
     model = gw.resolve(decodeURIComponent(parts.slice(0, n).join("/")));
@@ -89,7 +90,10 @@ async function upstream(gw: Gateway, request: Request, server: Server): Promise<
   }
   if (!model) {
     return openaiError(
-      new QmError("model_not_found", `no model matches /upstream/${rest}; GET /v1/models lists them`),
+      new QmError(
+        "model_not_found",
+        `no model matches /upstream/${rest}; GET /v1/models lists them`,
+      ),
     );
   }
   const path = `/${parts.slice(used).join("/")}${url.search}`;

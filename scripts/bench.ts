@@ -17,7 +17,7 @@
  * (d) qm's own RSS (VmRSS of the qm pid, not its children): idle just after start with no model
  *     loaded, and peak sampled every 25 ms during (b) through qm.
  */
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { cpus, tmpdir } from "node:os";
 import { join } from "node:path";
 import { type Cell, clockCheck, closedLoop, type StreamResult, streamLoad } from "./bench/load.ts";
@@ -33,6 +33,7 @@ const TOKEN_MS = 10;
 const LOAD_DELAY_MS = 250;
 const READINESS_RUNS = 8;
 
+const BARE = join(import.meta.dir, "bench/bare-forwarder.ts");
 const dir = mkdtempSync(join(tmpdir(), "qm-bench-"));
 const readyFile = join(dir, "ready.json");
 
@@ -84,28 +85,37 @@ function streamFigures(r: StreamResult) {
     reads: r.reads,
     coalesced_reads: r.coalescedReads,
     bad_streams: r.badStreams,
+    proxy_cpu_us_per_chunk: undefined as number | undefined,
   };
 }
 
-async function streams(qm: Qm, upstream: string) {
-  const clock = await clockCheck(`${upstream}/clock`);
+async function streams(urls: Urls, pids: { bare: number; qm: number }) {
+  const clock = await clockCheck(`${urls.direct}/clock`);
   log(`clock check against the upstream: ${JSON.stringify(clock)}`);
-  const url = "/v1/chat/completions";
-  // Warm-up with short streams so neither path pays first-use costs in the measured run.
-  await streamLoad(upstream + url, MODELS.stream, STREAMS, 20);
-  await streamLoad(qm.url + url, MODELS.stream, STREAMS, 20);
-  log(`streams direct: ${STREAMS} × ${TOKENS} tokens every ${TOKEN_MS} ms`);
-  const direct = streamFigures(await streamLoad(upstream + url, MODELS.stream, STREAMS, TOKENS));
-  log(`streams direct: p50 ${direct.ms_p50} ms, p99 ${direct.ms_p99} ms`);
+  const path = "/v1/chat/completions";
+  const out = {} as Record<Target, ReturnType<typeof streamFigures>>;
   let peak = 0;
-  const sampler = setInterval(() => {
-    peak = Math.max(peak, rssMb(qm.pid) ?? 0);
-  }, 25);
-  log("streams through qm");
-  const viaQm = streamFigures(await streamLoad(qm.url + url, MODELS.stream, STREAMS, TOKENS));
-  clearInterval(sampler);
-  log(`streams qm: p50 ${viaQm.ms_p50} ms, p99 ${viaQm.ms_p99} ms, peak RSS ${round(peak, 1)} MB`);
-  return { direct, viaQm, clock, peakRss: peak };
+  for (const t of ["direct", "bare", "qm"] as const) {
+    // Warm-up with short streams so no path pays first-use costs in the measured run.
+    await streamLoad(urls[t] + path, MODELS.stream, STREAMS, 20);
+    const pid = t === "direct" ? null : pids[t];
+    const cpu0 = pid === null ? 0 : cpuMs(pid);
+    const sample = () => {
+      peak = Math.max(peak, rssMb(pids.qm) ?? 0);
+    };
+    const sampler = t === "qm" ? setInterval(sample, 25) : null;
+    const figures = streamFigures(await streamLoad(urls[t] + path, MODELS.stream, STREAMS, TOKENS));
+    if (sampler) clearInterval(sampler);
+    out[t] = figures;
+    if (pid !== null) {
+      // CPU the proxy spent per chunk relayed: the cost behind any queueing delay.
+      out[t].proxy_cpu_us_per_chunk = round(((cpuMs(pid) - cpu0) * 1000) / figures.chunks, 1);
+    }
+    log(
+      `streams ${t}: p50 ${figures.ms_p50} ms, p99 ${figures.ms_p99} ms, coalesced ${figures.coalesced_reads}`,
+    );
+  }
+  return { ...out, clock, peakRss: peak };
 }
 
 interface Ready {
@@ -158,7 +168,12 @@ function target(value: number, op: "<=" | ">=", limit: number) {
   return { value, target: `${op} ${limit}`, met };
 }
 
+function loadavg(): number {
+  return Number(readFileSync("/proc/loadavg", "utf8").split(" ")[0]);
+}
+
 async function main(): Promise<void> {
+  const loadStart = loadavg();
   await ensureBuilt();
   const qm = await startQm(dir, {
     tokens: TOKENS,
@@ -193,7 +208,16 @@ async function main(): Promise<void> {
     { bare: bare.proc.pid, qm: qm.pid },
   );
 
-  const b = await streams(qm, await load(qm, MODELS.stream));
+  const streamDirect = await load(qm, MODELS.stream);
+  const bareStream = await startListening(
+    "bare stream forwarder",
+    [process.execPath, BARE, "--port", "0", "--target", streamDirect],
+    join(dir, "bare-stream.log"),
+  );
+  const b = await streams(
+    { direct: streamDirect, bare: bareStream.url, qm: qm.url },
+    { bare: bareStream.proc.pid, qm: qm.pid },
+  );
   const c = await readiness(qm);
   const idleLoaded = rssMb(qm.pid) ?? Number.NaN;
 
@@ -206,6 +230,9 @@ async function main(): Promise<void> {
       cores: cpus().length,
       bun: Bun.version,
       platform: `${process.platform}-${process.arch}`,
+      // Other work on the box skews every figure; the 1-minute load average shows it.
+      loadavg_start: loadStart,
+      loadavg_end: loadavg(),
     },
     nonstream: {
       ...a,
@@ -219,11 +246,12 @@ async function main(): Promise<void> {
       streams: STREAMS,
       tokens: TOKENS,
       token_ms: TOKEN_MS,
-      added_ms_p50: b.viaQm.ms_p50,
-      added_ms_p99: b.viaQm.ms_p99,
-      coalesced_reads: b.viaQm.coalesced_reads,
-      chunks: b.viaQm.chunks,
-      qm: b.viaQm,
+      added_ms_p50: b.qm.ms_p50,
+      added_ms_p99: b.qm.ms_p99,
+      coalesced_reads: b.qm.coalesced_reads,
+      chunks: b.qm.chunks,
+      qm: b.qm,
+      bare: b.bare,
       direct: b.direct,
       clock_check: b.clock,
       method: "per chunk: client receive epoch ms − upstream send epoch ms embedded in the chunk",
@@ -241,8 +269,8 @@ async function main(): Promise<void> {
     targets: {
       qm_vs_bare_rps_c32: target(rpsRatio, ">=", 0.85),
       qm_added_p50_ms_c1: target(added, "<=", 0.5),
-      stream_added_ms_p99: target(b.viaQm.ms_p99, "<=", 2),
-      stream_coalesced_reads: target(b.viaQm.coalesced_reads, "<=", 0),
+      stream_added_ms_p99: target(b.qm.ms_p99, "<=", 2),
+      stream_coalesced_reads: target(b.qm.coalesced_reads, "<=", 0),
       readiness_gap_ms_max: target(c.max, "<=", 30),
       rss_idle_mb: target(round(idle, 1), "<=", 80),
     },

@@ -7,6 +7,7 @@ import type { ModelConfig } from "../config/types.ts";
 import { QmError } from "../shared/errors.ts";
 import type { Logger } from "../shared/log.ts";
 import { RingBuffer } from "../shared/ring-buffer.ts";
+import { missingProgram, withParentDeathSignal } from "./death-signal.ts";
 import { delay } from "./delay.ts";
 import { describeExit, describeStatus, formatTail, type ProcessExit } from "./exit-info.ts";
 import { type HealthOutcome, waitHealthy } from "./health.ts";
@@ -175,11 +176,19 @@ export class ModelProcess {
     if (model.argv.length === 0) {
       throw new QmError("upstream_start_failed", `model "${model.id}" has an empty cmd`);
     }
+    const env = { ...process.env, ...model.env };
+    const missing = missingProgram(model.argv[0]!, env);
+    if (missing) {
+      throw new QmError(
+        "upstream_start_failed",
+        `model "${model.id}" could not be started: ${missing}\ncommand: ${model.cmd}`,
+      );
+    }
     let proc: Bun.Subprocess<"ignore", "pipe", "pipe">;
     try {
       // detached: setsid(2), so the model and all it spawns form one process group.
-      proc = Bun.spawn(model.argv, {
-        env: { ...process.env, ...model.env },
+      proc = Bun.spawn(withParentDeathSignal(model.argv), {
+        env,
         stdin: "ignore",
         stdout: "pipe",
         stderr: "pipe",

@@ -47,7 +47,14 @@ stop_timeout_s = 0.5
     let text = "";
     while (!text.includes("data:")) text += decoder.decode((await reader.read()).value);
     qm.proc.kill("SIGTERM");
-    // The listener stops accepting at once; a new connection is refused or answered 503.
+    // Signals arrive asynchronously: wait until qm says it is shutting down.
+    const health = () =>
+      fetch(`${qm.url}/health`).then(
+        (r) => r.status,
+        () => "refused",
+      );
+    while ((await health()) === 200) await Bun.sleep(10);
+    // New connections are refused; one that reuses a kept-alive connection is answered 503.
     const late = await chat(qm.url, "one").then(
       (r) => r.status,
       () => "refused",
@@ -57,3 +64,28 @@ stop_timeout_s = 0.5
     expect(await qm.proc.exited).toBe(0);
   });
 });
+
+describe("crash of qm itself", () => {
+  test("SIGKILL of qm takes its model processes with it (parent-death signal)", async () => {
+    const qm = await serve(`[models.one]\ncmd = "\${demo}"\n`);
+    await (await chat(qm.url, "one")).json();
+    const pid = (await status(qm.url)).models[0]!.pid!;
+    expect(alive(pid)).toBe(true);
+    qm.proc.kill("SIGKILL");
+    await qm.proc.exited;
+    const deadline = Date.now() + 3000;
+    while (aliveNotZombie(pid) && Date.now() < deadline) await Bun.sleep(20);
+    expect(aliveNotZombie(pid)).toBe(false);
+  });
+});
+
+/** A killed child may linger as a zombie until init reaps it; that is not an orphan. */
+function aliveNotZombie(pid: number): boolean {
+  if (!alive(pid)) return false;
+  try {
+    const stat = require("node:fs").readFileSync(`/proc/${pid}/stat`, "utf8") as string;
+    return stat.slice(stat.lastIndexOf(")") + 2)[0] !== "Z";
+  } catch {
+    return false;
+  }
+}

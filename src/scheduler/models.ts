@@ -15,6 +15,12 @@ export interface ModelEntry {
   generation: number;
   unloadPending: boolean;
   lastError: string | null;
+  /** Clock time until which it may not be evicted (idle-grace hold); 0 = not held. */
+  heldUntil: number;
+  /** Longest hold asked for by requests that finished since it was last idle. */
+  holdCandidateMs: number;
+  /** Set during a drain: a waiter past its patience needs it idle, so it takes no new work. */
+  draining: boolean;
   readonly concurrencyLimit: number;
   readonly ttlMs: number;
 }
@@ -39,6 +45,9 @@ export class ModelTable {
         generation: 0,
         unloadPending: false,
         lastError: null,
+        heldUntil: 0,
+        holdCandidateMs: 0,
+        draining: false,
         concurrencyLimit: m.concurrencyLimit,
         ttlMs: m.ttlS * 1000,
       });
@@ -57,6 +66,11 @@ export class ModelTable {
     const m = this.byId.get(id);
     if (!m || m.state === state) return;
     m.state = state;
+    // A hold protects a running process; once it is gone there is nothing to protect.
+    if (state !== "ready") {
+      m.heldUntil = 0;
+      m.holdCandidateMs = 0;
+    }
     if (state === "failed") m.lastError = detail ?? null;
     else if (state === "ready") m.lastError = null;
     // A model loaded with nothing to serve (an explicit load) is idle from the moment it is ready.
@@ -107,14 +121,24 @@ export class ModelTable {
       .map((m) => m.id);
   }
 
-  nextIdleDeadline(): number | null {
+  /** The earliest TTL or hold expiry still ahead of `now`, or null. */
+  nextDeadline(now: number): number | null {
     let at: number | null = null;
+    const consider = (due: number) => {
+      if (due > now && (at === null || due < at)) at = due;
+    };
     for (const m of this.byId.values()) {
-      if (m.ttlMs <= 0 || m.state !== "ready" || m.inflight > 0) continue;
-      if (m.idleSince === null) continue;
-      const due = m.idleSince + m.ttlMs;
-      if (at === null || due < at) at = due;
+      if (m.state !== "ready") continue;
+      if (m.heldUntil > 0) consider(m.heldUntil);
+      if (m.ttlMs > 0 && m.inflight === 0 && m.idleSince !== null) {
+        consider(m.idleSince + m.ttlMs);
+      }
     }
     return at;
+  }
+
+  held(id: string, now: number): boolean {
+    const m = this.byId.get(id);
+    return !!m && m.heldUntil > now;
   }
 }

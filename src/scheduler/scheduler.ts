@@ -8,6 +8,8 @@ import type { Effects, ModelState, RequestSpec, ServeOutcome, Swap, SwapResult }
 interface Queued {
   spec: RequestSpec;
   arrivedAt: number;
+  holdMs: number;
+  patienceMs: number;
   /** Last position reported through `Effects.position` (0 = none yet). */
   reported: number;
 }
@@ -23,6 +25,7 @@ interface ActiveSwap extends Swap {
 
 interface Grant {
   model: string;
+  holdMs: number;
   /** The model's generation at grant time: a crash starts a new one. */
   generation: number;
 }
@@ -55,12 +58,19 @@ export class Scheduler {
   private readonly pending: Event[] = [];
   private dispatching = false;
 
+  private readonly holdMs: number;
+  private readonly patienceMs: number;
+  private readonly holdOnEveryRequest: boolean;
+
   constructor(
-    config: Pick<Config, "models">,
+    config: Pick<Config, "models" | "scheduler">,
     private readonly policy: EvictionPolicy,
     private readonly effects: Effects,
     private readonly clock: Clock,
   ) {
+    this.holdMs = config.scheduler.holdMs;
+    this.patienceMs = config.scheduler.patienceMs;
+    this.holdOnEveryRequest = config.scheduler.holdOn === "request";
     this.models = new ModelTable(config, clock, (id, state, detail) =>
       this.effects.stateChanged(id, state, detail),
     );
@@ -120,6 +130,7 @@ export class Scheduler {
         queued: queuedFor.get(m.id) ?? 0,
         lastError: m.lastError,
         unloadPending: m.unloadPending,
+        heldUntil: m.heldUntil > this.clock.now() ? m.heldUntil : null,
       })),
       queueDepth: this.queue.length,
       swaps: [...this.swaps.values()].map((s) => ({
@@ -155,7 +166,7 @@ export class Scheduler {
         this.onSwapDone(e.swapId, e.result);
         break;
       case "serveDone":
-        this.onServeDone(e.requestId);
+        this.onServeDone(e.requestId, e.outcome);
         break;
       case "cancel":
         this.onCancel(e.requestId);
@@ -194,7 +205,13 @@ export class Scheduler {
       this.effects.fail(spec.id, new QmError("model_not_found", `model "${spec.model}" not found`));
       return;
     }
-    const q: Queued = { spec, arrivedAt: this.clock.now(), reported: 0 };
+    const q: Queued = {
+      spec,
+      arrivedAt: this.clock.now(),
+      holdMs: spec.holdMs ?? this.holdMs,
+      patienceMs: spec.patienceMs ?? this.patienceMs,
+      reported: 0,
+    };
     if (!this.tryProceed(q)) this.queue.push(q);
   }
 
@@ -207,6 +224,7 @@ export class Scheduler {
     const m = this.models.get(id)!;
     // 2. already being swapped in → join its waiters.
     const joining = this.swapFor(id);
+    if (joining?.aborted) return false; // being stopped: wait for the stop, then start afresh
     if (joining) {
       joining.waiters.push(q);
       this.effects.loading(q.spec.id, id);
@@ -214,7 +232,7 @@ export class Scheduler {
     }
     // 3. ready → serve now, unless at its concurrency limit (then wait, never 429).
     if (m.state === "ready") {
-      if (m.unloadPending || this.stopping.has(id)) return false;
+      if (m.unloadPending || m.draining || this.stopping.has(id)) return false;
       if (!this.models.hasSlot(id)) return false;
       this.deliver(q);
       return true;
@@ -229,6 +247,12 @@ export class Scheduler {
     if (plan.evict.some((v) => this.inTransition(v))) return false;
     // 5. it would evict a model that is still busy → queue.
     if (plan.evict.some((v) => this.models.get(v)!.inflight > 0)) return false;
+    // 5b. it would evict a model under an idle-grace hold → queue, until this waiter's
+    //     patience runs out; then it preempts (and becomes the incumbent itself).
+    const now = this.clock.now();
+    if (!this.patienceSpent(q, now) && plan.evict.some((v) => this.models.held(v, now))) {
+      return false;
+    }
     // 6. start the swap.
     const swap: ActiveSwap = {
       id: this.nextSwapId++,
@@ -250,7 +274,11 @@ export class Scheduler {
   private deliver(q: Queued): void {
     const id = q.spec.model;
     if (!this.effects.grant(q.spec.id, id)) return; // caller left: not in flight, nothing to undo
-    this.grants.set(q.spec.id, { model: id, generation: this.models.get(id)!.generation });
+    this.grants.set(q.spec.id, {
+      model: id,
+      holdMs: q.holdMs,
+      generation: this.models.get(id)!.generation,
+    });
     this.models.touch(id);
     this.models.adjustInflight(id, +1);
   }
@@ -299,14 +327,25 @@ export class Scheduler {
     this.queue.unshift(...overflow);
   }
 
-  private onServeDone(requestId: number): void {
+  private onServeDone(requestId: number, outcome: ServeOutcome): void {
     const g = this.grants.get(requestId);
     if (!g) return;
     this.grants.delete(requestId);
     const m = this.models.get(g.model);
     if (!m || m.generation !== g.generation) return; // the process it ran on is gone
+    // Only a response that can be followed by another round earns a hold (hold_on), and the
+    // window is the one its own request asked for.
+    if (this.holdOnEveryRequest || outcome.toolCalls) {
+      m.holdCandidateMs = Math.max(m.holdCandidateMs, g.holdMs);
+    }
     this.models.adjustInflight(g.model, -1);
-    if (m.inflight === 0 && m.unloadPending) this.stopOutsideSwap([g.model], "unload");
+    if (m.inflight > 0) return;
+    if (m.unloadPending) {
+      this.stopOutsideSwap([g.model], "unload");
+    } else if (m.holdCandidateMs > 0) {
+      m.heldUntil = this.clock.now() + m.holdCandidateMs;
+    }
+    m.holdCandidateMs = 0;
   }
 
   private onCancel(requestId: number): void {
@@ -375,6 +414,7 @@ export class Scheduler {
 
   /** Re-run the decision tree for every queued request, oldest first. */
   private drain(): void {
+    this.markDraining();
     for (let i = 0; i < this.queue.length; ) {
       const q = this.queue[i]!;
       if (this.tryProceed(q)) {
@@ -390,6 +430,43 @@ export class Scheduler {
         this.effects.position(q.spec.id, i + 1);
       }
     });
+    this.reapAbandonedSwaps();
+  }
+
+  /**
+   * A waiter past its patience that is blocked by busy models gets every model it must evict:
+   * none of them takes new work (an idle one included, or it would be busy again by the time
+   * the others drain), so a stream of requests cannot starve another model forever.
+   */
+  private markDraining(): void {
+    for (const m of this.models.all()) m.draining = false;
+    const now = this.clock.now();
+    for (const q of this.queue) {
+      if (!this.patienceSpent(q, now)) continue;
+      const m = this.models.get(q.spec.model)!;
+      if (m.state === "ready" || m.state === "stopping" || this.swapFor(m.id)) continue;
+      const plan = this.policy.evictionFor(m.id, this.models.runningLru());
+      if (!plan.ok || plan.evict.some((v) => this.inTransition(v))) continue;
+      if (!plan.evict.some((v) => this.models.get(v)!.inflight > 0)) continue;
+      for (const v of plan.evict) this.models.get(v)!.draining = true;
+    }
+  }
+
+  /**
+   * A swap whose waiters all left is loading a model nobody wants; when something else is
+   * queued behind it, stop it now rather than finish a load only to evict it.
+   */
+  private reapAbandonedSwaps(): void {
+    if (this.queue.length === 0) return;
+    for (const swap of this.swaps.values()) {
+      if (swap.waiters.length > 0 || swap.aborted) continue;
+      swap.aborted = true;
+      this.effects.stopModels([swap.target], "abandoned");
+    }
+  }
+
+  private patienceSpent(q: Queued, now: number): boolean {
+    return now - q.arrivedAt >= q.patienceMs;
   }
 
   /** TTL: stop ready models idle for longer than their `ttl_s`. */
@@ -410,11 +487,22 @@ export class Scheduler {
   }
 
   private rearm(): void {
-    const at = this.closed ? null : this.models.nextIdleDeadline();
+    const at = this.closed ? null : this.nextDeadline();
     if (at !== this.armedWake) {
       this.armedWake = at;
       this.effects.wakeAt(at);
     }
+  }
+
+  /** Earliest TTL, hold expiry or patience deadline still ahead: when the queue may unblock. */
+  private nextDeadline(): number | null {
+    const now = this.clock.now();
+    let at = this.models.nextDeadline(now);
+    for (const q of this.queue) {
+      const due = q.arrivedAt + q.patienceMs;
+      if (due > now && (at === null || due < at)) at = due;
+    }
+    return at;
   }
 
   private swapFor(target: string): ActiveSwap | undefined {

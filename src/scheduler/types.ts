@@ -6,6 +6,10 @@ export type ModelState = "stopped" | "starting" | "ready" | "stopping" | "failed
 export interface RequestSpec {
   id: number;
   model: string;
+  /** Idle-grace hold this request asks for once it drains (`X-QM-Hold-Ms`); default `hold_ms`. */
+  holdMs?: number;
+  /** How long this request honours other models' holds (`X-QM-Patience-Ms`); default `patience_ms`. */
+  patienceMs?: number;
 }
 
 /** A swap: stop `evict` (in parallel), start `target`, wait until it is ready. */

@@ -1,0 +1,286 @@
+import { describe, expect, test } from "bun:test";
+import fc from "fast-check";
+import { GroupPolicy } from "../../src/policy/group.ts";
+import { Scheduler } from "../../src/scheduler/scheduler.ts";
+import type { Swap } from "../../src/scheduler/types.ts";
+import { QmError } from "../../src/shared/errors.ts";
+import { FakeClock } from "../support/fake-clock.ts";
+import { FakeEffects } from "../support/fake-effects.ts";
+import { config } from "../support/harness.ts";
+
+const TOML = `
+[scheduler]
+hold_ms = 5000
+patience_ms = 20000
+hold_on = "tool_calls"
+
+[groups.big]
+members = ["a", "b"]
+[groups.side]
+members = ["c"]
+exclusive = false
+[groups.pinned]
+members = ["p"]
+swap = false
+exclusive = false
+persistent = true
+
+[models.a]
+cmd = "x"
+proxy = "http://127.0.0.1:9"
+ttl_s = 30
+[models.b]
+cmd = "x"
+proxy = "http://127.0.0.1:9"
+concurrency_limit = 1
+[models.c]
+cmd = "x"
+proxy = "http://127.0.0.1:9"
+[models.d]
+cmd = "x"
+proxy = "http://127.0.0.1:9"
+concurrency_limit = 2
+[models.p]
+cmd = "x"
+proxy = "http://127.0.0.1:9"
+`;
+const MODELS = ["a", "b", "c", "d", "p"];
+
+type Op =
+  | { t: "req"; model: number; holdMs: number | null; patienceMs: number | null }
+  | { t: "swapDone"; pick: number; ok: boolean }
+  | { t: "serveDone"; pick: number; toolCalls: boolean }
+  | { t: "cancel"; pick: number }
+  | { t: "gone"; pick: number }
+  | { t: "stopped"; pick: number }
+  | { t: "crash"; model: number }
+  | { t: "unload"; model: number | null }
+  | { t: "advance"; ms: number };
+
+const op: fc.Arbitrary<Op> = fc.oneof(
+  {
+    arbitrary: fc.record({
+      t: fc.constant("req" as const),
+      model: fc.nat(MODELS.length - 1),
+      holdMs: fc.option(fc.constantFrom(0, 1000, 8000), { nil: null }),
+      patienceMs: fc.option(fc.constantFrom(0, 3000, 60_000), { nil: null }),
+    }),
+    weight: 6,
+  },
+  {
+    arbitrary: fc.record({ t: fc.constant("swapDone" as const), pick: fc.nat(), ok: fc.boolean() }),
+    weight: 4,
+  },
+  {
+    arbitrary: fc.record({
+      t: fc.constant("serveDone" as const),
+      pick: fc.nat(),
+      toolCalls: fc.boolean(),
+    }),
+    weight: 5,
+  },
+  { arbitrary: fc.record({ t: fc.constant("cancel" as const), pick: fc.nat() }), weight: 2 },
+  { arbitrary: fc.record({ t: fc.constant("gone" as const), pick: fc.nat() }), weight: 1 },
+  { arbitrary: fc.record({ t: fc.constant("stopped" as const), pick: fc.nat() }), weight: 3 },
+  {
+    arbitrary: fc.record({ t: fc.constant("crash" as const), model: fc.nat(MODELS.length - 1) }),
+    weight: 1,
+  },
+  {
+    arbitrary: fc.record({
+      t: fc.constant("unload" as const),
+      model: fc.option(fc.nat(MODELS.length - 1), { nil: null }),
+    }),
+    weight: 1,
+  },
+  {
+    arbitrary: fc.record({
+      t: fc.constant("advance" as const),
+      ms: fc.constantFrom(1, 500, 4000, 30_000),
+    }),
+    weight: 3,
+  },
+);
+
+/** Effects that also check, at the moment of every stop, that nothing busy is stopped. */
+class CheckingEffects extends FakeEffects {
+  sched!: Scheduler;
+  readonly pendingSwaps: Swap[] = [];
+  readonly pendingStops: string[] = [];
+  readonly violations: string[] = [];
+
+  private checkIdle(models: string[], why: string) {
+    const snap = this.sched.snapshot();
+    for (const id of models) {
+      const m = snap.models.find((x) => x.id === id)!;
+      if (m.inflight > 0)
+        this.violations.push(`${why} stopped busy ${id} (${m.inflight} in flight)`);
+    }
+  }
+  override startSwap(swap: Swap): void {
+    super.startSwap(swap);
+    this.checkIdle(swap.evict, `swap ${swap.id}`);
+    this.pendingSwaps.push(swap);
+  }
+  override stopModels(models: string[], reason: string): void {
+    super.stopModels(models, reason);
+    this.checkIdle(models, `stop (${reason})`);
+    this.pendingStops.push(...models);
+  }
+}
+
+function run(ops: Op[]) {
+  const cfg = config(TOML);
+  const clock = new FakeClock(0);
+  const fx = new CheckingEffects();
+  const sched = new Scheduler(cfg, new GroupPolicy(cfg), fx, clock);
+  fx.sched = sched;
+  let nextId = 1;
+  const asked: number[] = [];
+  const cancelled = new Set<number>();
+  const done = new Set<number>();
+  const outcomes = new Map<number, number>();
+  const count = (id: number) => outcomes.set(id, (outcomes.get(id) ?? 0) + 1);
+  const originalGrant = fx.grant.bind(fx);
+  fx.grant = (id, model) => {
+    count(id);
+    return originalGrant(id, model);
+  };
+  const originalFail = fx.fail.bind(fx);
+  fx.fail = (id, err) => {
+    count(id);
+    originalFail(id, err);
+  };
+  const live = () => fx.granted.filter((id) => !done.has(id));
+  const waiting = () => asked.filter((id) => !outcomes.has(id) && !cancelled.has(id));
+  const pick = <T>(list: T[], n: number) => (list.length ? list[n % list.length] : undefined);
+
+  const wakeIfDue = () => {
+    if (fx.wake !== null && fx.wake <= clock.now()) sched.wake();
+  };
+  const apply = (o: Op) => {
+    switch (o.t) {
+      case "req": {
+        const id = nextId++;
+        asked.push(id);
+        sched.request({
+          id,
+          model: MODELS[o.model]!,
+          ...(o.holdMs === null ? {} : { holdMs: o.holdMs }),
+          ...(o.patienceMs === null ? {} : { patienceMs: o.patienceMs }),
+        });
+        break;
+      }
+      case "swapDone": {
+        const s = pick(fx.pendingSwaps, o.pick);
+        if (!s) break;
+        fx.pendingSwaps.splice(fx.pendingSwaps.indexOf(s), 1);
+        sched.swapDone(
+          s.id,
+          o.ok ? { ok: true } : { ok: false, error: new QmError("upstream_start_failed", "x") },
+        );
+        break;
+      }
+      case "serveDone": {
+        const id = pick(live(), o.pick);
+        if (id === undefined) break;
+        done.add(id);
+        sched.serveDone(id, { toolCalls: o.toolCalls });
+        break;
+      }
+      case "cancel": {
+        const id = pick(waiting(), o.pick);
+        if (id === undefined) break;
+        cancelled.add(id);
+        sched.cancel(id);
+        break;
+      }
+      case "gone": {
+        const id = pick(waiting(), o.pick);
+        if (id !== undefined) fx.gone.add(id);
+        break;
+      }
+      case "stopped": {
+        const m = pick(fx.pendingStops, o.pick);
+        if (!m) break;
+        fx.pendingStops.splice(fx.pendingStops.indexOf(m), 1);
+        sched.stopped(m);
+        break;
+      }
+      case "crash":
+        sched.exited(MODELS[o.model]!, new QmError("upstream_crashed", "x"));
+        break;
+      case "unload":
+        sched.unload(o.model === null ? null : MODELS[o.model]!);
+        break;
+      case "advance":
+        clock.advance(o.ms);
+        wakeIfDue();
+        break;
+    }
+  };
+
+  const check = () => {
+    expect(fx.violations).toEqual([]);
+    for (const [id, n] of outcomes) if (n > 1) throw new Error(`request ${id} ended ${n} times`);
+    const snap = sched.snapshot();
+    for (const m of snap.models) expect(m.inflight).toBeGreaterThanOrEqual(0);
+    expect(snap.inflight).toBe(live().length);
+  };
+
+  for (const o of ops) {
+    apply(o);
+    check();
+  }
+  // Pressure: every round, fresh requests keep each ready model busy while older ones finish
+  // and time passes. Whatever was asked before must still end: no waiter is starved by a
+  // stream of requests to the model it needs evicted.
+  const before = [...asked];
+  for (let round = 0; round < 40; round++) {
+    const ready = sched.snapshot().models.filter((m) => m.state === "ready");
+    const older = live();
+    for (const m of ready)
+      apply({ t: "req", model: MODELS.indexOf(m.id), holdMs: 0, patienceMs: null });
+    for (const id of older) {
+      done.add(id);
+      sched.serveDone(id, { toolCalls: false });
+    }
+    while (fx.pendingSwaps.length) apply({ t: "swapDone", pick: 0, ok: true });
+    while (fx.pendingStops.length) apply({ t: "stopped", pick: 0 });
+    apply({ t: "advance", ms: 100_000 });
+    check();
+  }
+  const starved = before.filter((id) => !outcomes.has(id) && !cancelled.has(id));
+  expect(starved).toEqual([]);
+  // Quiesce: finish everything that is running, let every deadline pass.
+  for (let round = 0; round < 200; round++) {
+    const busy = fx.pendingSwaps.length + fx.pendingStops.length + live().length;
+    if (busy === 0 && waiting().length === 0) break;
+    while (fx.pendingSwaps.length) apply({ t: "swapDone", pick: 0, ok: true });
+    while (fx.pendingStops.length) apply({ t: "stopped", pick: 0 });
+    while (live().length) apply({ t: "serveDone", pick: 0, toolCalls: false });
+    apply({ t: "advance", ms: 100_000 });
+    check();
+  }
+  // Every request ended in exactly one outcome (or was cancelled by its client).
+  for (const id of asked) {
+    const n = outcomes.get(id) ?? 0;
+    if (cancelled.has(id)) expect(n).toBeLessThanOrEqual(1);
+    else expect(n).toBe(1);
+  }
+  const snap = sched.snapshot();
+  expect(snap.queueDepth).toBe(0);
+  expect(snap.swaps).toEqual([]);
+  for (const m of snap.models) expect(m.inflight).toBe(0);
+}
+
+describe("scheduler properties under random interleavings", () => {
+  test("no busy model is stopped, every request ends once, counts return to zero, nobody waits forever", () => {
+    fc.assert(
+      fc.property(fc.array(op, { minLength: 1, maxLength: 120 }), (ops) => {
+        run(ops);
+      }),
+      { numRuns: 2000 },
+    );
+  });
+});

@@ -11,6 +11,10 @@ export interface Lease {
 export interface AcquireHooks {
   onPosition?(position: number): void;
   onLoading?(): void;
+  /** Idle-grace hold this request asks for (`X-QM-Hold-Ms`); default `scheduler.hold_ms`. */
+  holdMs?: number;
+  /** How long it honours other models' holds (`X-QM-Patience-Ms`); default `scheduler.patience_ms`. */
+  patienceMs?: number;
 }
 
 export interface QmEvent {
@@ -35,6 +39,7 @@ export interface ModelStatusJson {
   state: ModelState;
   inflight: number;
   queued: number;
+  /** Wall-clock epoch ms until which the model is held, or null. */
   held_until_ms: number | null;
   est_vram_gb: number;
   est_ram_gb: number;

@@ -42,6 +42,7 @@ export function upstreamRequestHeaders(
     ) {
       return;
     }
+    if (key.startsWith("x-qm-")) return; // qm's own request controls are not the upstream's
     if (extraDrop.includes(key)) return;
     out.append(key, value);
   });

@@ -99,7 +99,12 @@ export class Runtime implements Effects, Gateway {
         reject,
         detach: () => signal.removeEventListener("abort", onAbort),
       });
-      this.scheduler.request({ id, model: model.id });
+      this.scheduler.request({
+        id,
+        model: model.id,
+        ...(hooks.holdMs === undefined ? {} : { holdMs: hooks.holdMs }),
+        ...(hooks.patienceMs === undefined ? {} : { patienceMs: hooks.patienceMs }),
+      });
     });
   }
 
@@ -108,7 +113,15 @@ export class Runtime implements Effects, Gateway {
   }
 
   status(): StatusJson {
-    return buildStatus(this.config, this.scheduler.snapshot(), this.processes, this.startedAt);
+    // The scheduler's clock is monotonic; status shows holds as wall-clock times.
+    const toEpoch = (t: number) => Math.round(Date.now() + (t - this.opts.clock.now()));
+    return buildStatus(
+      this.config,
+      this.scheduler.snapshot(),
+      this.processes,
+      this.startedAt,
+      toEpoch,
+    );
   }
 
   unload(id: string | null): void {

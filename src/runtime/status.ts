@@ -10,6 +10,7 @@ export function buildStatus(
   snap: ReturnType<Scheduler["snapshot"]>,
   processes: ReadonlyMap<string, ModelProcess>,
   startedAt: number,
+  toEpoch: (clockMs: number) => number,
 ): StatusJson {
   let used = 0;
   let ramUsed = 0;
@@ -24,7 +25,7 @@ export function buildStatus(
       state: s.state,
       inflight: s.inflight,
       queued: s.queued,
-      held_until_ms: null,
+      held_until_ms: s.heldUntil === null ? null : toEpoch(s.heldUntil),
       est_vram_gb: m.estVramGb,
       est_ram_gb: m.estRamGb,
       pid: processes.get(s.id)?.pid ?? null,

@@ -1,8 +1,9 @@
 import type { ModelConfig } from "../../config/types.ts";
 import { forward } from "../../proxy/forward.ts";
+import { ToolCallWatcher } from "../../proxy/tool-calls.ts";
 import { placeholderStream } from "../../proxy/wait-status.ts";
 import { asQmError, QmError } from "../../shared/errors.ts";
-import type { Gateway, Lease } from "../gateway.ts";
+import type { AcquireHooks, Gateway, Lease } from "../gateway.ts";
 import { readBody } from "./body.ts";
 import { badRequest, openaiError } from "./errors.ts";
 
@@ -86,12 +87,35 @@ function resolveModel(gw: Gateway, name: unknown): ModelConfig {
   return model;
 }
 
+/** A non-negative whole number of milliseconds from a request header, if present. */
+function msHeader(headers: Headers, name: string): number | undefined {
+  const raw = headers.get(name);
+  if (raw === null) return undefined;
+  const n = Number(raw.trim());
+  if (raw.trim() === "" || !Number.isInteger(n) || n < 0) {
+    throw badRequest(`${name} must be a whole number of milliseconds (0 or more), got "${raw}"`);
+  }
+  return n;
+}
+
+/** Per-request scheduling asks: `X-QM-Hold-Ms` and `X-QM-Patience-Ms`. */
+export function schedulingHeaders(headers: Headers): Pick<AcquireHooks, "holdMs" | "patienceMs"> {
+  const holdMs = msHeader(headers, "x-qm-hold-ms");
+  const patienceMs = msHeader(headers, "x-qm-patience-ms");
+  return {
+    ...(holdMs === undefined ? {} : { holdMs }),
+    ...(patienceMs === undefined ? {} : { patienceMs }),
+  };
+}
+
 /** Handles one OpenAI inference request end to end; always returns a Response. */
 export async function handleInference(req: InferenceRequest): Promise<Response> {
   const { gw, request } = req;
   let parsed: Parsed;
+  let asks: Pick<AcquireHooks, "holdMs" | "patienceMs">;
   try {
     if (gw.shuttingDown) throw new QmError("shutting_down", "qm is shutting down");
+    asks = schedulingHeaders(request.headers);
     parsed = await parse(gw, request);
   } catch (err) {
     return openaiError(asQmError(err));
@@ -109,6 +133,13 @@ export async function handleInference(req: InferenceRequest): Promise<Response> 
     upstreamHeaders = new Headers(request.headers);
     upstreamHeaders.set("content-type", parsed.contentType);
   }
+  // The hold after a tool-call answer needs to know how the answer ended; watch for it only
+  // when it can matter.
+  const sched = gw.config.scheduler;
+  const watcher =
+    sched.holdOn === "tool_calls" && (asks.holdMs ?? sched.holdMs) > 0
+      ? new ToolCallWatcher()
+      : null;
   const send = (lease: Lease) =>
     forward({
       base: model.proxy,
@@ -119,16 +150,18 @@ export async function handleInference(req: InferenceRequest): Promise<Response> 
       signal: aborter.signal,
       model: model.id,
       stderrTail: () => gw.stderrTail(model.id),
+      ...(watcher ? { onChunk: (c: Uint8Array) => watcher.feed(c) } : {}),
       onEnd: () => {
         request.signal.removeEventListener("abort", onClientGone);
-        lease.release();
+        lease.release({ toolCalls: watcher?.sawToolCalls ?? false });
       },
     });
 
   if (parsed.stream && !loaded && model.sendLoadingState) {
     const body = placeholderStream({
       model: model.id,
-      start: async (progress) => send(await gw.acquire(model, aborter.signal, progress)),
+      start: async (progress) =>
+        send(await gw.acquire(model, aborter.signal, { ...progress, ...asks })),
       onCancel: () => aborter.abort(),
     });
     headers.set("content-type", "text/event-stream");
@@ -137,7 +170,7 @@ export async function handleInference(req: InferenceRequest): Promise<Response> 
   }
 
   try {
-    const lease = await gw.acquire(model, aborter.signal);
+    const lease = await gw.acquire(model, aborter.signal, asks);
     headers.set("x-qm-wait-ms", String(lease.waitedMs));
     const res = await send(lease);
     for (const [k, v] of headers) res.headers.set(k, v);

@@ -1,0 +1,171 @@
+/**
+ * Anthropic's error envelope, `{"type":"error","error":{"type","message"},"request_id"}`, and
+ * the status → type table of https://docs.anthropic.com/en/api/errors. The SDKs pick the
+ * exception class from the status and expose `error.type`; Claude Code's recovery matches on
+ * the wording of some messages (its gateway docs ask gateways not to rewrap them), so the
+ * context-overflow message below uses Anthropic's own phrasing.
+ */
+import { QmError } from "../../shared/errors.ts";
+import { requestId } from "./ids.ts";
+
+export type AnthropicErrorType =
+  | "invalid_request_error"
+  | "authentication_error"
+  | "billing_error"
+  | "permission_error"
+  | "not_found_error"
+  | "request_too_large"
+  | "rate_limit_error"
+  | "api_error"
+  | "timeout_error"
+  | "overloaded_error";
+
+export interface AnthropicFailure {
+  status: number;
+  type: AnthropicErrorType;
+  message: string;
+  /** Extra response headers (`retry-after`, `x-should-retry`). */
+  headers?: Record<string, string>;
+}
+
+export function typeForStatus(status: number): AnthropicErrorType {
+  switch (status) {
+    case 401:
+      return "authentication_error";
+    case 402:
+      return "billing_error";
+    case 403:
+      return "permission_error";
+    case 404:
+      return "not_found_error";
+    case 413:
+      return "request_too_large";
+    case 429:
+      return "rate_limit_error";
+    case 504:
+      return "timeout_error";
+    case 503:
+    case 529:
+      return "overloaded_error";
+  }
+  return status >= 500 ? "api_error" : "invalid_request_error";
+}
+
+/** qm's own failures keep qm's status codes (DESIGN.md) and get the matching Anthropic type. */
+export function fromQmError(err: QmError): AnthropicFailure {
+  const failure: AnthropicFailure = {
+    status: err.status,
+    type: typeForStatus(err.status),
+    message: err.message,
+  };
+  if (err.status === 503) failure.headers = { "retry-after": "5" };
+  return failure;
+}
+
+export function errorBody(type: AnthropicErrorType, message: string, id = requestId()): string {
+  return JSON.stringify({ type: "error", error: { type, message }, request_id: id });
+}
+
+export function anthropicError(
+  failure: AnthropicFailure | QmError,
+  headers?: Headers | Record<string, string>,
+): Response {
+  const f = failure instanceof QmError ? fromQmError(failure) : failure;
+  const h = new Headers(headers);
+  const id = h.get("request-id") ?? requestId();
+  h.set("content-type", "application/json");
+  h.set("request-id", id);
+  for (const [k, v] of Object.entries(f.headers ?? {})) h.set(k, v);
+  return new Response(errorBody(f.type, f.message, id), { status: f.status, headers: h });
+}
+
+/**
+ * A streamed error (https://docs.anthropic.com/en/docs/build-with-claude/streaming#error-events).
+ * The `event:` line is required: the TS SDK ignores events that only have `data:`.
+ */
+export function errorEvent(type: AnthropicErrorType, message: string): string {
+  return `event: error\ndata: ${JSON.stringify({ type: "error", error: { type, message } })}\n\n`;
+}
+
+interface UpstreamErrorJson {
+  message?: unknown;
+  type?: unknown;
+  code?: unknown;
+  n_prompt_tokens?: unknown;
+  n_ctx?: unknown;
+}
+
+/**
+ * The inner error object of an OpenAI-style upstream error: `{"error":{…}}` (OpenAI, llama.cpp,
+ * vLLM ≥ 0.10.1), `{"object":"error","message",…}` (older vLLM), or `{"error":"text"}`.
+ */
+export function upstreamErrorObject(body: unknown): UpstreamErrorJson | null {
+  if (typeof body !== "object" || body === null) return null;
+  const o = body as Record<string, unknown>;
+  if (typeof o.error === "string") return { message: o.error };
+  if (typeof o.error === "object" && o.error !== null) return o.error as UpstreamErrorJson;
+  if (typeof o.message === "string") return o as UpstreamErrorJson;
+  return null;
+}
+
+function isContextOverflow(e: UpstreamErrorJson): boolean {
+  if (e.type === "exceed_context_size_error" || e.code === "context_length_exceeded") return true;
+  return (
+    typeof e.message === "string" &&
+    /context (size|length|window)|maximum context|prompt is too long/i.test(e.message)
+  );
+}
+
+/**
+ * Maps an upstream (OpenAI-API) error to Anthropic's. Status is kept where Anthropic has a
+ * type for it; 503 (llama-server "Loading model", vLLM busy) becomes 529 overloaded with
+ * `retry-after`, which the SDKs retry.
+ */
+export function fromUpstream(
+  status: number,
+  bodyText: string,
+  model: string,
+  retryAfter?: string | null,
+): AnthropicFailure {
+  let parsed: unknown = null;
+  try {
+    parsed = JSON.parse(bodyText);
+  } catch {
+    // not JSON: the raw text is the message
+  }
+  const e = upstreamErrorObject(parsed) ?? {};
+  const raw = typeof e.message === "string" ? e.message : bodyText.slice(0, 500);
+  const message = raw || `model "${model}" answered HTTP ${status}`;
+  if (status === 503) {
+    return {
+      status: 529,
+      type: "overloaded_error",
+      message: `model "${model}" is busy or still loading: ${message}`,
+      headers: { "retry-after": retryAfter ?? "5" },
+    };
+  }
+  if (isContextOverflow(e)) {
+    // Anthropic: "prompt is too long: 205429 tokens > 200000 maximum".
+    const n = e.n_prompt_tokens;
+    const ctx = e.n_ctx;
+    const text =
+      typeof n === "number" && typeof ctx === "number"
+        ? `prompt is too long: ${n} tokens > ${ctx} maximum`
+        : `prompt is too long: ${message}`;
+    return { status: 400, type: "invalid_request_error", message: text };
+  }
+  const failure: AnthropicFailure = { status, type: typeForStatus(status), message };
+  if (status === 429 && retryAfter) failure.headers = { "retry-after": retryAfter };
+  // A grammar the upstream cannot compile fails the same way every time: SDKs must not retry.
+  if (status >= 500 && /grammar/i.test(message)) failure.headers = { "x-should-retry": "false" };
+  return failure;
+}
+
+/** The error type for an error that arrives inside an upstream stream (`data: {"error":…}`). */
+export function streamErrorType(e: UpstreamErrorJson): AnthropicErrorType {
+  if (isContextOverflow(e)) return "invalid_request_error";
+  const code = typeof e.code === "number" ? e.code : null;
+  if (code === 503 || e.type === "unavailable_error") return "overloaded_error";
+  if (code !== null && code >= 400 && code < 500) return typeForStatus(code);
+  return "api_error";
+}

@@ -13,3 +13,16 @@ export interface EvictionPolicy {
    */
   evictionFor(target: string, running: readonly string[]): Eviction;
 }
+
+/**
+ * The memory limits in force right now, read on every decision. The runtime's live VRAM ceiling
+ * (nvidia-smi) tightens `vramGb`; without a reading it is the static budget. 0 = no budget.
+ */
+export interface BudgetView {
+  vramGb(): number;
+  ramGb(): number;
+}
+
+export function staticBudget(resources: { vramBudgetGb: number; ramBudgetGb: number }): BudgetView {
+  return { vramGb: () => resources.vramBudgetGb, ramGb: () => resources.ramBudgetGb };
+}

@@ -17,6 +17,12 @@ export interface AcquireHooks {
   patienceMs?: number;
 }
 
+export interface LeaseInfo {
+  lease: string;
+  model: string;
+  expires_in_s: number;
+}
+
 export interface QmEvent {
   type: string;
   [key: string]: unknown;
@@ -31,6 +37,10 @@ export interface Gateway {
   stderrTail(id: string, lines?: number): string[];
   status(): StatusJson;
   unload(id: string | null): void;
+  /** Holds `model` busy until released or `ttlMs` passes without a renewal. */
+  lease(model: ModelConfig, signal: AbortSignal, ttlMs: number): Promise<LeaseInfo>;
+  renewLease(model: string, lease: string, ttlMs?: number): LeaseInfo;
+  releaseLease(model: string, lease: string): void;
   subscribe(fn: (e: QmEvent) => void): () => void;
 }
 
@@ -38,6 +48,7 @@ export interface ModelStatusJson {
   id: string;
   state: ModelState;
   inflight: number;
+  leases: number;
   queued: number;
   /** Wall-clock epoch ms until which the model is held, or null. */
   held_until_ms: number | null;

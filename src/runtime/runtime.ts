@@ -1,6 +1,15 @@
-import type { AcquireHooks, Gateway, Lease, QmEvent, StatusJson } from "../api/gateway.ts";
+import type {
+  AcquireHooks,
+  Gateway,
+  Lease,
+  LeaseInfo,
+  QmEvent,
+  StatusJson,
+} from "../api/gateway.ts";
 import type { Config, ModelConfig } from "../config/types.ts";
 import { GroupPolicy } from "../policy/group.ts";
+import { MatrixPolicy } from "../policy/matrix.ts";
+import type { BudgetView, EvictionPolicy } from "../policy/types.ts";
 import { ModelProcess, type ProcessExit } from "../process/index.ts";
 import { Scheduler } from "../scheduler/scheduler.ts";
 import type { Effects, ModelState, Swap } from "../scheduler/types.ts";
@@ -8,6 +17,8 @@ import type { Clock } from "../shared/clock.ts";
 import { asQmError, QmError } from "../shared/errors.ts";
 import type { Logger } from "../shared/log.ts";
 import { EventHub } from "./event-hub.ts";
+import { LeaseBook } from "./leases.ts";
+import { LiveBudget } from "./live-budget.ts";
 import { buildStatus } from "./status.ts";
 
 interface Pending {
@@ -39,12 +50,17 @@ export class Runtime implements Effects, Gateway {
   private nextRequestId = 1;
   private wakeTimer: ReturnType<typeof setTimeout> | null = null;
   private closing = false;
+  /** Memory limits in force: the static budgets, tightened by the live GPU ceiling. */
+  readonly budget: LiveBudget;
+  readonly leases: LeaseBook;
   private readonly startedAt = Date.now();
 
   constructor(
     readonly config: Config,
     private readonly opts: RuntimeOptions,
   ) {
+    this.budget = new LiveBudget(config.resources);
+    this.leases = new LeaseBook(opts.log);
     for (const model of Object.values(config.models)) {
       const onExit = (exit: ProcessExit) => this.onProcessExit(model.id, exit);
       const proc = opts.makeProcess
@@ -56,7 +72,7 @@ export class Runtime implements Effects, Gateway {
           });
       this.processes.set(model.id, proc);
     }
-    this.scheduler = new Scheduler(config, new GroupPolicy(config), this, opts.clock);
+    this.scheduler = new Scheduler(config, makePolicy(config, this.budget), this, opts.clock);
   }
 
   /** Model id for a name a client sent (id or alias), or undefined. */
@@ -121,11 +137,30 @@ export class Runtime implements Effects, Gateway {
       this.processes,
       this.startedAt,
       toEpoch,
+      this.budget,
+      (id) => this.leases.count(id),
     );
   }
 
   unload(id: string | null): void {
     this.scheduler.unload(id);
+  }
+
+  async lease(model: ModelConfig, signal: AbortSignal, ttlMs: number): Promise<LeaseInfo> {
+    const lease = await this.acquire(model, signal, { holdMs: 0 });
+    if (signal.aborted) {
+      lease.release();
+      throw cancelled(model.id);
+    }
+    return this.leases.add(lease, ttlMs);
+  }
+
+  renewLease(model: string, lease: string, ttlMs?: number): LeaseInfo {
+    return this.leases.renew(model, lease, ttlMs);
+  }
+
+  releaseLease(model: string, lease: string): void {
+    this.leases.release(model, lease);
   }
 
   subscribe(fn: (e: QmEvent) => void): () => void {
@@ -247,8 +282,15 @@ export class Runtime implements Effects, Gateway {
 
   /** Stops every model process; resolves when all are gone. */
   async stopAll(): Promise<void> {
+    this.leases.releaseAll();
     await Promise.all([...this.processes.values()].map((p) => p.stop()));
   }
+}
+
+function makePolicy(config: Config, budget: BudgetView): EvictionPolicy {
+  return config.router.policy === "matrix"
+    ? new MatrixPolicy(config)
+    : new GroupPolicy(config, budget);
 }
 
 function cancelled(model: string): QmError {

@@ -3,6 +3,7 @@ import type { Config } from "../config/types.ts";
 import type { ModelProcess } from "../process/index.ts";
 import type { Scheduler } from "../scheduler/scheduler.ts";
 import { VERSION } from "../version.ts";
+import type { LiveBudget } from "./live-budget.ts";
 
 /** `/api/status`: the scheduler's view joined with each process's pid and port. */
 export function buildStatus(
@@ -11,6 +12,8 @@ export function buildStatus(
   processes: ReadonlyMap<string, ModelProcess>,
   startedAt: number,
   toEpoch: (clockMs: number) => number,
+  budgetView: LiveBudget,
+  leasesOf: (id: string) => number,
 ): StatusJson {
   let used = 0;
   let ramUsed = 0;
@@ -24,6 +27,7 @@ export function buildStatus(
       id: s.id,
       state: s.state,
       inflight: s.inflight,
+      leases: leasesOf(s.id),
       queued: s.queued,
       held_until_ms: s.heldUntil === null ? null : toEpoch(s.heldUntil),
       est_vram_gb: m.estVramGb,
@@ -39,6 +43,7 @@ export function buildStatus(
     };
   });
   const budget = config.resources.vramBudgetGb;
+  const live = budgetView;
   return {
     version: VERSION,
     uptime_s: Math.round((Date.now() - startedAt) / 1000),
@@ -47,11 +52,11 @@ export function buildStatus(
     swaps: snap.swaps.map(({ target, evict, waiters }) => ({ target, evict, waiters })),
     resources: {
       vram_budget_gb: budget,
-      vram_ceiling_gb: budget,
+      vram_ceiling_gb: round(live.vramGb()),
       vram_used_gb: round(used),
       ram_budget_gb: config.resources.ramBudgetGb,
       ram_used_gb: round(ramUsed),
-      probe: "off: live GPU readings are not implemented yet; static budgets apply",
+      probe: live.note,
     },
   };
 }

@@ -42,12 +42,75 @@ export function controlRoutes(gw: Gateway) {
       gw.unload(model.id);
       return { model: model.id, state: gw.modelState(model.id) };
     })
+    .post(
+      "/api/models/:id/lease",
+      async ({ params, request, server }) => {
+        const model = gw.resolve(params.id);
+        if (!model) return unknownModel(params.id);
+        try {
+          const ttlMs = await leaseTtl(request, DEFAULT_LEASE_TTL_MS);
+          (server as Server)?.timeout(request, 0);
+          return await gw.lease(model, request.signal, ttlMs!);
+        } catch (err) {
+          return openaiError(asQmError(err));
+        }
+      },
+      { parse: "none" },
+    )
+    .post(
+      "/api/models/:id/lease/:lease",
+      async ({ params, request }) => {
+        try {
+          const model = gw.resolve(params.id)?.id ?? params.id;
+          const ttlMs = await leaseTtl(request, undefined);
+          return gw.renewLease(model, params.lease, ttlMs);
+        } catch (err) {
+          return openaiError(asQmError(err));
+        }
+      },
+      { parse: "none" },
+    )
+    .delete("/api/models/:id/lease/:lease", ({ params }) => {
+      try {
+        const model = gw.resolve(params.id)?.id ?? params.id;
+        gw.releaseLease(model, params.lease);
+        return { released: params.lease, model };
+      } catch (err) {
+        return openaiError(asQmError(err));
+      }
+    })
     .get("/api/events", ({ request, server }) => {
       (server as Server)?.timeout(request, 0);
       return new Response(eventStream(gw, request.signal), {
         headers: { "content-type": "text/event-stream", "cache-control": "no-cache" },
       });
     });
+}
+
+/** A lease lives this long unless renewed: a holder that vanished must not pin a model forever. */
+const DEFAULT_LEASE_TTL_MS = 10 * 60 * 1000;
+
+/** `{"ttl_s": N}` from an optional JSON body. */
+async function leaseTtl(
+  request: Request,
+  fallback: number | undefined,
+): Promise<number | undefined> {
+  const text = await request.text();
+  if (text.trim() === "") return fallback;
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    throw new QmError("bad_request", 'lease body must be JSON like {"ttl_s": 600}');
+  }
+  const ttl = (body as { ttl_s?: unknown } | null)?.ttl_s;
+  if (ttl === undefined) return fallback;
+  if (typeof ttl !== "number" || !(ttl > 0) || ttl > 7 * 24 * 3600) {
+    throw new QmError("bad_request", "ttl_s must be a number of seconds between 0 and 604800", {
+      param: "ttl_s",
+    });
+  }
+  return ttl * 1000;
 }
 
 function unknownModel(name: string): Response {

@@ -1,0 +1,45 @@
+import type { Config } from "../config/types.ts";
+import type { Eviction, EvictionPolicy } from "./types.ts";
+
+/**
+ * The matrix policy (`router.policy = "matrix"`): `matrix.sets` lists the model sets allowed to
+ * be resident together. To run a target, pick among the sets that contain it the one whose
+ * residents-to-evict cost least in total (`matrix.evict_cost`, default 1 per model); ties go to
+ * the set listed first. A model in no set runs alone. Pure, and linear in sets × residents.
+ */
+export class MatrixPolicy implements EvictionPolicy {
+  private readonly setsOf = new Map<string, ReadonlySet<string>[]>();
+  private readonly cost: (id: string) => number;
+
+  constructor(config: Pick<Config, "matrix">) {
+    for (const members of config.matrix.sets) {
+      const set: ReadonlySet<string> = new Set(members);
+      for (const id of set) {
+        const list = this.setsOf.get(id) ?? [];
+        list.push(set);
+        this.setsOf.set(id, list);
+      }
+    }
+    const costs = config.matrix.evictCost;
+    this.cost = (id) => (Object.hasOwn(costs, id) ? costs[id]! : 1);
+  }
+
+  evictionFor(target: string, running: readonly string[]): Eviction {
+    const others = running.filter((id) => id !== target);
+    const sets = this.setsOf.get(target);
+    if (!sets) return { ok: true, evict: others };
+    let best: ReadonlySet<string> | null = null;
+    let bestCost = Number.POSITIVE_INFINITY;
+    for (const set of sets) {
+      let c = 0;
+      for (const id of others) if (!set.has(id)) c += this.cost(id);
+      if (c < bestCost) {
+        best = set;
+        bestCost = c;
+        if (c === 0) break;
+      }
+    }
+    const keep = best!;
+    return { ok: true, evict: others.filter((id) => !keep.has(id)) };
+  }
+}

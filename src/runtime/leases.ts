@@ -1,0 +1,93 @@
+import type { Lease } from "../api/gateway.ts";
+import { QmError } from "../shared/errors.ts";
+import type { Logger } from "../shared/log.ts";
+
+export interface LeaseInfo {
+  lease: string;
+  model: string;
+  expires_in_s: number;
+}
+
+interface Held {
+  lease: Lease;
+  ttlMs: number;
+  expiresAt: number;
+  timer: ReturnType<typeof setTimeout>;
+}
+
+/**
+ * Leases: a model held busy for work that outlives its HTTP request (async image or video jobs).
+ * A lease is an ordinary granted request that is released later, so every scheduling rule that
+ * respects in-flight work respects it too. It is released exactly once: by its holder, or when
+ * its TTL passes without a renewal (the holder went away).
+ */
+export class LeaseBook {
+  private readonly held = new Map<string, Held>();
+
+  constructor(private readonly log: Logger) {}
+
+  add(lease: Lease, ttlMs: number): LeaseInfo {
+    const id = crypto.randomUUID();
+    const entry: Held = { lease, ttlMs, expiresAt: 0, timer: setTimeout(() => {}, 0) };
+    this.held.set(id, entry);
+    this.arm(id, entry);
+    return this.info(id, entry);
+  }
+
+  renew(model: string, id: string, ttlMs?: number): LeaseInfo {
+    const entry = this.find(model, id);
+    if (ttlMs !== undefined) entry.ttlMs = ttlMs;
+    this.arm(id, entry);
+    return this.info(id, entry);
+  }
+
+  release(model: string, id: string): void {
+    const entry = this.find(model, id);
+    clearTimeout(entry.timer);
+    this.held.delete(id);
+    entry.lease.release();
+  }
+
+  /** Releases every lease (shutdown). */
+  releaseAll(): void {
+    for (const [id, entry] of this.held) {
+      clearTimeout(entry.timer);
+      this.held.delete(id);
+      entry.lease.release();
+    }
+  }
+
+  count(model: string): number {
+    let n = 0;
+    for (const e of this.held.values()) if (e.lease.model.id === model) n++;
+    return n;
+  }
+
+  private find(model: string, id: string): Held {
+    const entry = this.held.get(id);
+    if (!entry || entry.lease.model.id !== model) {
+      throw new QmError("not_found", `no lease "${id}" on model "${model}" (released or expired)`);
+    }
+    return entry;
+  }
+
+  private arm(id: string, entry: Held): void {
+    clearTimeout(entry.timer);
+    entry.expiresAt = Date.now() + entry.ttlMs;
+    entry.timer = setTimeout(() => {
+      if (!this.held.delete(id)) return;
+      this.log.warn(
+        `lease ${id} on "${entry.lease.model.id}" expired after ${entry.ttlMs / 1000} s without renewal; released`,
+      );
+      entry.lease.release();
+    }, entry.ttlMs);
+  }
+
+  private info(id: string, entry: Held): LeaseInfo {
+    return {
+      lease: id,
+      model: entry.lease.model.id,
+      expires_in_s: Math.round((entry.expiresAt - Date.now()) / 1000),
+    };
+  }
+}

@@ -46,7 +46,22 @@ export function chat(
 export async function status(url: string) {
   const res = await fetch(`${url}/api/status`);
   return (await res.json()) as {
-    models: { id: string; state: string; inflight: number; queued: number; pid: number | null }[];
+    models: {
+      id: string;
+      state: string;
+      inflight: number;
+      leases: number;
+      queued: number;
+      pid: number | null;
+      held_until_ms: number | null;
+      est_vram_gb: number;
+    }[];
+    resources: {
+      vram_budget_gb: number;
+      vram_ceiling_gb: number;
+      vram_used_gb: number;
+      probe: string;
+    };
     queue: { depth: number };
   };
 }

@@ -46,6 +46,15 @@ proxy = "http://127.0.0.1:9"
 `;
 const MODELS = ["a", "b", "c", "d", "p"];
 
+/** The same models with every estimate known and a VRAM budget that fits two or three at once. */
+const BUDGET_TOML = TOML.replace(
+  "[groups.big]",
+  "[resources]\nvram_budget_gb = 20\n\n[groups.big]",
+).replace(/\[models\.(\w)\]\n/g, (_m, id: string) => {
+  const gb = { a: 9, b: 6, c: 4, d: 7, p: 3 }[id]!;
+  return `[models.${id}]\nest_vram_gb = ${gb}\n`;
+});
+
 type Op =
   | { t: "req"; model: number; holdMs: number | null; patienceMs: number | null }
   | { t: "swapDone"; pick: number; ok: boolean }
@@ -108,6 +117,8 @@ class CheckingEffects extends FakeEffects {
   readonly pendingSwaps: Swap[] = [];
   readonly pendingStops: string[] = [];
   readonly violations: string[] = [];
+  /** With budgets: the VRAM limit and estimates, to check every admission against. */
+  budget: { limit: number; est: (id: string) => number } | null = null;
 
   private checkIdle(models: string[], why: string) {
     const snap = this.sched.snapshot();
@@ -120,6 +131,20 @@ class CheckingEffects extends FakeEffects {
   override startSwap(swap: Swap): void {
     super.startSwap(swap);
     this.checkIdle(swap.evict, `swap ${swap.id}`);
+    if (this.budget) {
+      const { limit, est } = this.budget;
+      const gone = new Set(swap.evict);
+      const resident = this.sched
+        .snapshot()
+        .models.filter((m) => ["starting", "ready", "stopping"].includes(m.state))
+        .map((m) => m.id)
+        .filter((id) => !gone.has(id));
+      const sum = resident.reduce((t, id) => t + est(id), 0);
+      if (sum > limit)
+        this.violations.push(
+          `swap ${swap.id} admits ${resident.join("+")} = ${sum} GB > ${limit} GB`,
+        );
+    }
     this.pendingSwaps.push(swap);
   }
   override stopModels(models: string[], reason: string): void {
@@ -129,11 +154,14 @@ class CheckingEffects extends FakeEffects {
   }
 }
 
-function run(ops: Op[]) {
-  const cfg = config(TOML);
+function run(ops: Op[], toml = TOML) {
+  const cfg = config(toml);
   const clock = new FakeClock(0);
   const fx = new CheckingEffects();
   const sched = new Scheduler(cfg, new GroupPolicy(cfg), fx, clock);
+  if (cfg.resources.vramBudgetGb > 0) {
+    fx.budget = { limit: cfg.resources.vramBudgetGb, est: (id) => cfg.models[id]!.estVramGb };
+  }
   fx.sched = sched;
   let nextId = 1;
   const asked: number[] = [];
@@ -282,5 +310,14 @@ describe("scheduler properties under random interleavings", () => {
       }),
       { numRuns: 2000 },
     );
-  });
+  }, 60_000);
+
+  test("with VRAM budgets and every estimate known, admitted residents never exceed the ceiling", () => {
+    fc.assert(
+      fc.property(fc.array(op, { minLength: 1, maxLength: 120 }), (ops) => {
+        run(ops, BUDGET_TOML);
+      }),
+      { numRuns: 1000 },
+    );
+  }, 60_000);
 });

@@ -39,6 +39,7 @@ type Event =
   | { kind: "exited"; model: string; error: QmError }
   | { kind: "unload"; model: string | null }
   | { kind: "wake" }
+  | { kind: "shed"; vramLimitGb: number }
   | { kind: "shutdown" };
 
 /**
@@ -58,12 +59,13 @@ export class Scheduler {
   private readonly pending: Event[] = [];
   private dispatching = false;
 
+  private readonly config: Pick<Config, "models" | "groups">;
   private readonly holdMs: number;
   private readonly patienceMs: number;
   private readonly holdOnEveryRequest: boolean;
 
   constructor(
-    config: Pick<Config, "models" | "scheduler">,
+    config: Pick<Config, "models" | "scheduler" | "groups">,
     private readonly policy: EvictionPolicy,
     private readonly effects: Effects,
     private readonly clock: Clock,
@@ -71,6 +73,7 @@ export class Scheduler {
     this.holdMs = config.scheduler.holdMs;
     this.patienceMs = config.scheduler.patienceMs;
     this.holdOnEveryRequest = config.scheduler.holdOn === "request";
+    this.config = config;
     this.models = new ModelTable(config, clock, (id, state, detail) =>
       this.effects.stateChanged(id, state, detail),
     );
@@ -105,6 +108,13 @@ export class Scheduler {
   }
   wake(): void {
     this.dispatch({ kind: "wake" });
+  }
+  /**
+   * The live VRAM ceiling dropped below what the residents are estimated to use (another
+   * program took GPU memory): stop idle models, least-recently-used first, until they fit.
+   */
+  shed(vramLimitGb: number): void {
+    this.dispatch({ kind: "shed", vramLimitGb });
   }
   /** Refuse new work and fail everything not yet granted. */
   shutdown(): void {
@@ -186,6 +196,9 @@ export class Scheduler {
         break;
       case "shutdown":
         this.onShutdown();
+        break;
+      case "shed":
+        this.onShed(e.vramLimitGb);
         break;
     }
     if (!this.closed) {
@@ -399,6 +412,43 @@ export class Scheduler {
       }
     }
     this.stopOutsideSwap(now, "unload");
+  }
+
+  private onShed(limitGb: number): void {
+    const groups = this.config.groups;
+    const cfg = this.config.models;
+    const onGpu = this.models
+      .runningLru()
+      .filter((id) => groups[cfg[id]!.group]?.pool !== "ram" && !this.stopping.has(id));
+    const est = (id: string) => cfg[id]!.estVramGb;
+    let used = onGpu.reduce((sum, id) => sum + est(id), 0);
+    const unknown = onGpu.some((id) => est(id) <= 0);
+    if (used <= limitGb && !unknown) return;
+    const now = this.clock.now();
+    const idle = (id: string) => {
+      const m = this.models.get(id)!;
+      return (
+        m.state === "ready" &&
+        m.inflight === 0 &&
+        !this.inTransition(id) &&
+        !groups[cfg[id]!.group]?.persistent
+      );
+    };
+    // Unknown footprints first (they cannot be accounted for), then idle models LRU-first,
+    // those under a hold last. Busy and leased models are never touched.
+    const order = [
+      ...onGpu.filter((id) => est(id) <= 0),
+      ...onGpu.filter((id) => est(id) > 0 && !this.models.held(id, now)),
+      ...onGpu.filter((id) => est(id) > 0 && this.models.held(id, now)),
+    ];
+    const victims: string[] = [];
+    for (const id of order) {
+      if (used <= limitGb && est(id) > 0) break;
+      if (!idle(id)) continue;
+      victims.push(id);
+      used -= est(id);
+    }
+    this.stopOutsideSwap(victims, "GPU memory pressure");
   }
 
   private onShutdown(): void {

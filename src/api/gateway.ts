@@ -76,6 +76,16 @@ export interface StatusJson {
     vram_used_gb: number;
     ram_budget_gb: number;
     ram_used_gb: number;
+    /** Why the ceiling is what it is, or why the static budget applies. */
     probe: string;
+    /** The latest trusted nvidia-smi reading, or null. */
+    gpu: {
+      total_gb: number;
+      used_gb: number;
+      free_gb: number;
+      ours_gb: number;
+      foreign_gb: number;
+      foreign_baseline_gb: number | null;
+    } | null;
   };
 }

@@ -9,6 +9,7 @@ Commands:
   load MODEL               load a model on a running server (waits until it is ready)
   unload [MODEL]           unload one model, or every model
   config check [-c FILE]   validate a config file; errors as FILE:LINE:COL: message
+  scan DIR [--ctx N]       read GGUF headers, print model entries with VRAM estimates
   demo-upstream --port N --name X
                            a small OpenAI-compatible demo model server (see --help)
   version                  print qm's and Bun's versions

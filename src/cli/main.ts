@@ -1,5 +1,6 @@
 #!/usr/bin/env bun
 import { runDemoUpstream } from "../demo/index.ts";
+import { scanCommand } from "../gpu/gguf/index.ts";
 import { VERSION } from "../version.ts";
 import { parse, UsageError } from "./args.ts";
 import { loadCommand, statusCommand, unloadCommand } from "./client.ts";
@@ -62,6 +63,8 @@ async function main(argv: string[]): Promise<number> {
     case "version":
     case "--version":
       return versionCommand(rest);
+    case "scan":
+      return scanCommand(rest);
     case "demo-upstream":
       await runDemoUpstream(rest);
       return typeof process.exitCode === "number" ? process.exitCode : 0;

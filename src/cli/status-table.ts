@@ -32,9 +32,19 @@ export function renderStatus(s: StatusJson): string {
   const r = s.resources;
   out.push(
     r.vram_budget_gb > 0
-      ? `vram: ${r.vram_used_gb} of ${r.vram_ceiling_gb} GB (budget ${r.vram_budget_gb} GB)`
+      ? `vram: ${r.vram_used_gb} GB estimated in use of a ${r.vram_ceiling_gb} GB ceiling (budget ${r.vram_budget_gb} GB)`
       : `vram: no budget set (static group policy); estimated use ${r.vram_used_gb} GB`,
   );
+  if (r.gpu) {
+    const base =
+      r.gpu.foreign_baseline_gb === null ? "not learned yet" : `${r.gpu.foreign_baseline_gb} GB`;
+    out.push(
+      `gpu: ${r.gpu.used_gb} of ${r.gpu.total_gb} GB used (qm's models ${r.gpu.ours_gb} GB, other programs ${r.gpu.foreign_gb} GB, idle baseline ${base})`,
+    );
+  }
+  out.push(`probe: ${r.probe}`);
+  if (r.ram_budget_gb > 0)
+    out.push(`ram: ${r.ram_used_gb} GB estimated in use of ${r.ram_budget_gb} GB`);
   for (const m of s.models) {
     if (m.last_error) out.push(`${m.id} failed: ${m.last_error.split("\n")[0]}`);
   }

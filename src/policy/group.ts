@@ -39,6 +39,8 @@ export class GroupPolicy implements EvictionPolicy {
     const own = this.groupOf.get(target);
     const model = this.models[target];
     if (!own || !model) return { ok: false, reason: `model "${target}" belongs to no group` };
+    const refused = this.budget.refusal?.(target);
+    if (refused) return { ok: false, reason: refused };
     // A resident we know nothing about (removed from config) cannot be accounted for.
     const strangers = running.filter((id) => id !== target && !this.groupOf.has(id));
     const residents: Resident[] = running

@@ -21,6 +21,8 @@ export interface EvictionPolicy {
 export interface BudgetView {
   vramGb(): number;
   ramGb(): number;
+  /** Why `model` may not start at all right now (a remembered spawn-guard refusal), or null. */
+  refusal?(model: string): string | null;
 }
 
 export function staticBudget(resources: { vramBudgetGb: number; ramBudgetGb: number }): BudgetView {

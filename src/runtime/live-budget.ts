@@ -22,6 +22,13 @@ export class LiveBudget implements BudgetView {
     return this.resources.ramBudgetGb;
   }
 
+  /** Set by the GPU watch: remembered spawn-guard refusals. */
+  refusalOf: (model: string) => string | null = () => null;
+
+  refusal(model: string): string | null {
+    return this.refusalOf(model);
+  }
+
   /** A trustworthy reading's ceiling, or null to fall back to the static budget. */
   setCeiling(gb: number | null, note: string): void {
     this.ceiling = gb;

@@ -17,6 +17,7 @@ import type { Clock } from "../shared/clock.ts";
 import { asQmError, QmError } from "../shared/errors.ts";
 import type { Logger } from "../shared/log.ts";
 import { EventHub } from "./event-hub.ts";
+import { GpuWatch } from "./gpu-watch.ts";
 import { LeaseBook } from "./leases.ts";
 import { LiveBudget } from "./live-budget.ts";
 import { buildStatus } from "./status.ts";
@@ -53,6 +54,7 @@ export class Runtime implements Effects, Gateway {
   /** Memory limits in force: the static budgets, tightened by the live GPU ceiling. */
   readonly budget: LiveBudget;
   readonly leases: LeaseBook;
+  readonly gpu: GpuWatch;
   private readonly startedAt = Date.now();
 
   constructor(
@@ -73,6 +75,19 @@ export class Runtime implements Effects, Gateway {
       this.processes.set(model.id, proc);
     }
     this.scheduler = new Scheduler(config, makePolicy(config, this.budget), this, opts.clock);
+    this.gpu = new GpuWatch({
+      resources: config.resources,
+      budget: this.budget,
+      log: opts.log,
+      readyPids: () =>
+        [...this.processes.values()]
+          .filter((p) => p.state === "ready" && p.pid !== null)
+          .map((p) => p.pid!),
+      idle: () => [...this.processes.values()].every((p) => p.state === "stopped"),
+      inTransition: () => this.scheduler.snapshot().swaps.length > 0,
+      shed: (gb) => this.scheduler.shed(gb),
+    });
+    this.budget.refusalOf = (model) => this.gpu.refusal(model);
   }
 
   /** Model id for a name a client sent (id or alias), or undefined. */
@@ -131,15 +146,17 @@ export class Runtime implements Effects, Gateway {
   status(): StatusJson {
     // The scheduler's clock is monotonic; status shows holds as wall-clock times.
     const toEpoch = (t: number) => Math.round(Date.now() + (t - this.opts.clock.now()));
-    return buildStatus(
-      this.config,
-      this.scheduler.snapshot(),
-      this.processes,
-      this.startedAt,
+    return buildStatus({
+      config: this.config,
+      snap: this.scheduler.snapshot(),
+      processes: this.processes,
+      startedAt: this.startedAt,
       toEpoch,
-      this.budget,
-      (id) => this.leases.count(id),
-    );
+      budget: this.budget,
+      leasesOf: (id) => this.leases.count(id),
+      gpu: this.gpu.last,
+      foreignBaselineGb: this.gpu.foreignBaselineGb,
+    });
   }
 
   unload(id: string | null): void {
@@ -213,6 +230,12 @@ export class Runtime implements Effects, Gateway {
     void (async () => {
       try {
         await Promise.all(evicted.map((p) => p.stop()));
+        // The spawn guard: with what the card really has free now, can the target load?
+        const verdict = await this.gpu.guard(
+          swap.target,
+          this.config.models[swap.target]!.estVramGb,
+        );
+        if (!verdict.ok) throw new QmError("cannot_fit", verdict.message);
         await target.start();
         this.scheduler.swapDone(swap.id, { ok: true });
       } catch (err) {
@@ -267,10 +290,16 @@ export class Runtime implements Effects, Gateway {
     );
   }
 
+  /** Starts background work (the GPU probe). */
+  start(): void {
+    this.gpu.start();
+  }
+
   /** Refuse new work; in-flight requests keep running until `stopAll`. */
   beginShutdown(): void {
     if (this.closing) return;
     this.closing = true;
+    this.gpu.stop();
     this.scheduler.shutdown();
     if (this.wakeTimer) clearTimeout(this.wakeTimer);
     this.wakeTimer = null;

@@ -19,6 +19,7 @@ type Listener = { stop(closeActive?: boolean): Promise<void> | void; port: numbe
 /** Starts every listener on one shared runtime (one scheduler for all ports). */
 export function startServer(config: Config, log: Logger): RunningServer {
   const runtime = new Runtime(config, { clock: systemClock, log });
+  runtime.start();
   const servers: Listener[] = [];
   const urls: string[] = [];
   // Bun would answer an oversized body with its own bare 413; let ours, in the API's envelope,

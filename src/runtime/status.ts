@@ -1,20 +1,27 @@
 import type { StatusJson } from "../api/gateway.ts";
 import type { Config } from "../config/types.ts";
+import type { GpuReading } from "../gpu/index.ts";
 import type { ModelProcess } from "../process/index.ts";
 import type { Scheduler } from "../scheduler/scheduler.ts";
 import { VERSION } from "../version.ts";
 import type { LiveBudget } from "./live-budget.ts";
 
 /** `/api/status`: the scheduler's view joined with each process's pid and port. */
-export function buildStatus(
-  config: Config,
-  snap: ReturnType<Scheduler["snapshot"]>,
-  processes: ReadonlyMap<string, ModelProcess>,
-  startedAt: number,
-  toEpoch: (clockMs: number) => number,
-  budgetView: LiveBudget,
-  leasesOf: (id: string) => number,
-): StatusJson {
+export interface StatusInputs {
+  config: Config;
+  snap: ReturnType<Scheduler["snapshot"]>;
+  processes: ReadonlyMap<string, ModelProcess>;
+  startedAt: number;
+  /** Scheduler clock time → wall-clock epoch ms. */
+  toEpoch: (clockMs: number) => number;
+  budget: LiveBudget;
+  leasesOf: (id: string) => number;
+  gpu: GpuReading | null;
+  foreignBaselineGb: number | null;
+}
+
+export function buildStatus(inputs: StatusInputs): StatusJson {
+  const { config, snap, processes, startedAt, toEpoch, leasesOf, gpu } = inputs;
   let used = 0;
   let ramUsed = 0;
   const models = snap.models.map((s) => {
@@ -43,7 +50,7 @@ export function buildStatus(
     };
   });
   const budget = config.resources.vramBudgetGb;
-  const live = budgetView;
+  const live = inputs.budget;
   return {
     version: VERSION,
     uptime_s: Math.round((Date.now() - startedAt) / 1000),
@@ -57,6 +64,15 @@ export function buildStatus(
       ram_budget_gb: config.resources.ramBudgetGb,
       ram_used_gb: round(ramUsed),
       probe: live.note,
+      gpu: gpu && {
+        total_gb: round(gpu.totalGb),
+        used_gb: round(gpu.usedGb),
+        free_gb: round(gpu.freeGb),
+        ours_gb: round(gpu.oursGb),
+        foreign_gb: round(gpu.foreignGb),
+        foreign_baseline_gb:
+          inputs.foreignBaselineGb === null ? null : round(inputs.foreignBaselineGb),
+      },
     },
   };
 }

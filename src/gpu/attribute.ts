@@ -1,0 +1,80 @@
+/**
+ * Splits GPU memory into "ours" (processes qm started, and their descendants) and
+ * "foreign" (everything else). Pure: the process tree was walked by the caller.
+ *
+ *   ours    = Σ used_memory of compute apps whose pid is in one of qm's trees
+ *   foreign = memory.used − ours, per GPU, never below 0, summed
+ *
+ * The reading cannot be trusted — and the static budget stands — when qm has models
+ * on the GPU but the per-process figures can't see them:
+ * - one of our processes is listed with `[N/A]`/`[Not Supported]` memory (WDDM, WSL), or
+ * - none of our processes is listed at all (WSL lists none; inside a container with its
+ *   own PID namespace nvidia-smi shows host pids, which never match ours).
+ * With no model of ours on the GPU nothing needs attributing: foreign = used, whatever
+ * the per-process column says, so the idle baseline can still be learned on WSL.
+ */
+
+import type { ComputeApp, GpuInfo, GpuReading, Parsed } from "./types.ts";
+import { mibToGb } from "./units.ts";
+
+export interface AttributionInput {
+  gpus: GpuInfo[];
+  apps: ComputeApp[];
+  /** qm's model processes and all their descendants. */
+  ours: ReadonlySet<number>;
+  /** True when qm believes it has a model on the GPU (the roots of `ours` are GPU models). */
+  expectOurs: boolean;
+}
+
+export function attribute(input: AttributionInput): Parsed<GpuReading> {
+  const { gpus, ours, expectOurs } = input;
+  const known = new Set(gpus.map((g) => g.uuid));
+  const apps = input.apps.filter((a) => known.has(a.gpuUuid));
+  const mine = apps.filter((a) => ours.has(a.pid));
+  if (expectOurs) {
+    if (mine.some((a) => a.usedMib === null)) {
+      return {
+        ok: false,
+        reason: "per-process memory not reported by this driver (WDDM/WSL?)",
+      };
+    }
+    if (mine.length === 0) {
+      return {
+        ok: false,
+        reason:
+          "nvidia-smi lists none of qm's model processes (WSL, or a container with its own PID namespace?)",
+      };
+    }
+  }
+  let totalMib = 0;
+  let usedMib = 0;
+  let freeMib = 0;
+  let oursMib = 0;
+  let foreignMib = 0;
+  for (const gpu of gpus) {
+    const onThis = mine
+      .filter((a) => a.gpuUuid === gpu.uuid)
+      .reduce((sum, a) => sum + (a.usedMib ?? 0), 0);
+    totalMib += gpu.totalMib;
+    usedMib += gpu.usedMib;
+    freeMib += gpu.freeMib;
+    oursMib += onThis;
+    // used_memory per process and memory.used are sampled a moment apart; a process that
+    // just freed memory can make ours exceed used. Clamp rather than report negative.
+    foreignMib += Math.max(0, gpu.usedMib - onThis);
+  }
+  const ourPidsOnGpu = [...new Set(mine.map((a) => a.pid))].sort((a, b) => a - b);
+  return {
+    ok: true,
+    value: {
+      gpus,
+      apps,
+      totalGb: mibToGb(totalMib),
+      usedGb: mibToGb(usedMib),
+      freeGb: mibToGb(freeMib),
+      oursGb: mibToGb(oursMib),
+      foreignGb: mibToGb(foreignMib),
+      ourPidsOnGpu,
+    },
+  };
+}

@@ -93,6 +93,7 @@ export function loadConfigText(text: string, opts: LoadOptions): Config {
       ramBudgetGb: resources.ram_budget_gb,
       oomGuardReserveGb: resources.oom_guard_reserve_gb,
       gpuProbe: resources.gpu_probe,
+      gpuProbeIntervalMs: resources.gpu_probe_interval_ms,
     },
     router: { policy: file.router.policy },
     groups,

@@ -48,6 +48,8 @@ export const ResourcesSchema = Type.Object(
     ram_budget_gb: nonNegative(0),
     oom_guard_reserve_gb: nonNegative(1.0),
     gpu_probe: Type.String({ default: "nvidia-smi" }),
+    /** How often the GPU probe samples memory (the watchdog's reaction time). */
+    gpu_probe_interval_ms: Type.Integer({ minimum: 100, default: 2000 }),
   },
   closed,
 );

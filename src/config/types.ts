@@ -31,6 +31,8 @@ export interface ResourcesConfig {
   oomGuardReserveGb: number;
   /** Command used to read GPU memory, or "off". */
   gpuProbe: string;
+  /** Milliseconds between GPU memory samples. */
+  gpuProbeIntervalMs: number;
 }
 
 export interface GroupConfig {

@@ -22,7 +22,6 @@ export interface GpuWatchDeps {
   inTransition(): boolean;
   /** The ceiling dropped: shed idle models to fit. */
   shed(vramLimitGb: number): void;
-  intervalMs?: number;
 }
 
 const round = (n: number) => Math.round(n * 100) / 100;
@@ -64,7 +63,7 @@ export class GpuWatch {
     const notFound = await this.sample();
     if (this.stopped) return;
     // A box without nvidia-smi will not grow one soon: look again rarely.
-    const every = notFound ? 60_000 : (this.deps.intervalMs ?? 2000);
+    const every = notFound ? 60_000 : this.deps.resources.gpuProbeIntervalMs;
     this.timer = setTimeout(() => void this.loop(), every);
   }
 
@@ -81,6 +80,7 @@ export class GpuWatch {
     this.last = r;
     this.baseline.observe(r.foreignGb, this.deps.idle());
     const base = this.baseline.gb ?? 0;
+    this.forgetStaleRefusals();
     if (resources.vramBudgetGb <= 0) {
       budget.setCeiling(
         null,
@@ -100,7 +100,6 @@ export class GpuWatch {
       `live: ${round(r.foreignGb)} GB used by other programs (idle baseline ${round(base)} GB), ` +
         `${resources.oomGuardReserveGb} GB reserve → ceiling ${round(ceiling)} GB`,
     );
-    this.forgetStaleRefusals();
     if (budget.vramGb() < before) {
       this.deps.log.warn(
         `GPU memory: other programs now use ${round(r.foreignGb)} GB; VRAM ceiling ${round(before)} → ${round(budget.vramGb())} GB`,

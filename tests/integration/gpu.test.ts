@@ -1,0 +1,188 @@
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
+import { chmodSync, mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { chat, serve, status, until } from "../support/e2e.ts";
+import type { QmServer } from "../support/qm-process.ts";
+
+// Real processes and a real probe loop (every 100 ms here).
+setDefaultTimeout(30_000);
+
+/**
+ * A fake nvidia-smi: answers the two CSV queries qm makes (the exact format of
+ * `--format=csv,noheader,nounits`) from files this test rewrites while qm runs. Like the real
+ * one, it lists a process only while it is alive, and the card's used memory follows.
+ */
+const UUID = "GPU-5f6c4c1e-0000-4000-8000-000000000001";
+const TOTAL = 24576;
+
+function fakeSmi() {
+  const dir = mkdtempSync(join(tmpdir(), "qm-fake-smi-"));
+  const smi = join(dir, "nvidia-smi");
+  const ours = join(dir, "ours.txt");
+  const foreign = join(dir, "foreign.txt");
+  writeFileSync(
+    smi,
+    `#!/bin/sh
+rows=""; used=0
+while read -r pid mib; do
+  [ -n "$pid" ] || continue
+  if kill -0 "$pid" 2>/dev/null; then
+    rows="$rows$pid, ${UUID}, $mib\n"; used=$((used + mib))
+  fi
+done < "${ours}"
+f=$(cat "${foreign}")
+if [ "$f" -gt 0 ]; then rows="$rows"'999999, ${UUID}, '"$f\n"; used=$((used + f)); fi
+for a in "$@"; do
+  case "$a" in
+    --query-gpu=*) echo "0, ${UUID}, NVIDIA GeForce RTX 4090, ${TOTAL}, $used, $((${TOTAL} - used))"; exit 0 ;;
+    --query-compute-apps=*) printf "$rows"; exit 0 ;;
+  esac
+done
+echo "fake nvidia-smi: unexpected arguments: $*" >&2
+exit 2
+`,
+  );
+  chmodSync(smi, 0o755);
+  /** qm's models (pid → MiB; listed only while alive) and what other programs use. */
+  const card = (models: Record<number, number>, foreignMib: number) => {
+    writeFileSync(
+      ours,
+      Object.entries(models)
+        .map(([pid, mib]) => `${pid} ${mib}\n`)
+        .join(""),
+    );
+    writeFileSync(foreign, String(foreignMib));
+  };
+  card({}, 0);
+  return { smi, card };
+}
+
+const { smi, card } = fakeSmi();
+
+let qm: QmServer;
+
+beforeAll(async () => {
+  card({}, 0);
+  qm = await serve(`
+[resources]
+vram_budget_gb = 24
+oom_guard_reserve_gb = 1
+gpu_probe = "${smi}"
+gpu_probe_interval_ms = 100
+
+[groups.gpu]
+members = ["a", "b", "c"]
+
+[models.a]
+cmd = "\${demo}"
+est_vram_gb = 8
+[models.b]
+cmd = "\${demo}"
+est_vram_gb = 8
+[models.c]
+cmd = "\${demo}"
+est_vram_gb = 8
+[models.huge]
+cmd = "\${demo}"
+est_vram_gb = 30
+`);
+});
+
+afterAll(async () => {
+  expect(await qm.stop()).toBe(0);
+});
+
+const onCard: Record<number, number> = {};
+/** Puts a loaded model's process on the fake card with `mib` of memory. */
+async function track(id: string, mib = 8192): Promise<void> {
+  const pid = (await status(qm.url)).models.find((m) => m.id === id)!.pid!;
+  onCard[pid] = mib;
+}
+
+describe("live VRAM ceiling from nvidia-smi", () => {
+  test("an idle card: baseline learned, ceiling = budget − reserve, status says so", async () => {
+    const s = await until(
+      () => status(qm.url),
+      (v) => v.resources.probe.startsWith("live:"),
+    );
+    expect(s.resources.vram_ceiling_gb).toBe(23);
+    expect(s.models.find((m) => m.id === "a")?.est_vram_gb).toBe(8);
+  });
+
+  test("two models fit beside each other under the budget", async () => {
+    await (await chat(qm.url, "a")).json();
+    await track("a");
+    card(onCard, 0);
+    await (await chat(qm.url, "b")).json();
+    await track("b");
+    card(onCard, 0);
+    const s = await status(qm.url);
+    expect(s.models.filter((m) => m.state === "ready").map((m) => m.id)).toEqual(["a", "b"]);
+    expect(s.resources.vram_used_gb).toBe(16);
+  });
+
+  test("another program takes 8 GB: the ceiling tightens and the idle LRU model is shed", async () => {
+    card(onCard, 8192);
+    const s = await until(
+      () => status(qm.url),
+      (v) => v.models.find((m) => m.id === "a")?.state === "stopped",
+    );
+    expect(s.resources.vram_ceiling_gb).toBe(15);
+    expect(s.resources.gpu?.foreign_gb).toBe(8);
+    expect(s.models.find((m) => m.id === "b")?.state).toBe("ready");
+    expect(qm.log()).toContain("GPU memory pressure");
+  });
+
+  test("admission uses the tightened ceiling: loading c evicts b instead of overcommitting", async () => {
+    const res = await chat(qm.url, "c");
+    expect(res.status).toBe(200);
+    await res.json();
+    const s = await status(qm.url);
+    expect(s.models.find((m) => m.id === "b")?.state).toBe("stopped");
+    expect(s.models.find((m) => m.id === "c")?.state).toBe("ready");
+  });
+
+  test("a model that cannot fit even alone gets 503 naming the numbers", async () => {
+    const res = await chat(qm.url, "huge");
+    expect(res.status).toBe(503);
+    const err = ((await res.json()) as { error: { message: string; code: string } }).error;
+    expect(err.code).toBe("cannot_fit");
+    expect(err.message).toContain("30 GB");
+  });
+});
+
+describe("spawn guard", () => {
+  test("refuses a load the card cannot hold, remembers it until memory changes, then loads", async () => {
+    // Without a budget admission is static, so only the guard stands between a load and an OOM.
+    const guard = fakeSmi();
+    const other = await serve(`
+[resources]
+gpu_probe = "${guard.smi}"
+gpu_probe_interval_ms = 100
+
+[models.big]
+cmd = "\${demo}"
+est_vram_gb = 10
+`);
+    try {
+      guard.card({}, 20_000); // a game holds 19.5 GB of 24
+      const first = await chat(other.url, "big");
+      expect(first.status).toBe(503);
+      const msg = ((await first.json()) as { error: { message: string } }).error.message;
+      expect(msg).toContain("nvidia-smi reports 4.5 GB free of 24.0 GB");
+      const second = await chat(other.url, "big");
+      expect(second.status).toBe(503);
+      expect(((await second.json()) as { error: { message: string } }).error.message).toBe(msg);
+      expect((await status(other.url)).models[0]?.pid).toBeNull(); // never spawned
+      guard.card({}, 0); // the game quit
+      await until(
+        async () => (await chat(other.url, "big")).status,
+        (code) => code === 200,
+        5000,
+      );
+    } finally {
+      expect(await other.stop()).toBe(0);
+    }
+  });
+});

@@ -25,6 +25,7 @@ describe("defaults", () => {
       ramBudgetGb: 0,
       oomGuardReserveGb: 1.0,
       gpuProbe: "nvidia-smi",
+      gpuProbeIntervalMs: 2000,
     });
     expect(config.router).toEqual({ policy: "group" });
     expect(config.groups).toEqual({});
@@ -114,6 +115,7 @@ vram_budget_gb = 24
 ram_budget_gb = 64
 oom_guard_reserve_gb = 0.5
 gpu_probe = "off"
+gpu_probe_interval_ms = 500
 
 [router]
 policy = "matrix"
@@ -178,6 +180,7 @@ models_dir = "/models"
       ramBudgetGb: 64,
       oomGuardReserveGb: 0.5,
       gpuProbe: "off",
+      gpuProbeIntervalMs: 500,
     });
     expect(config.router.policy).toBe("matrix");
     expect(config.groups.gpu).toEqual({

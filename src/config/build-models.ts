@@ -77,6 +77,9 @@ function buildModel(ctx: BuildContext, id: string, m: ModelFile, ports: PortAllo
   const fill = (macro: Deferred) =>
     macro === "PORT" ? String(port) : macro === "MODEL_ID" ? id : `\${PID}`;
   const text = (e: Expansion) => render(e.segments, fill);
+  // Everything but ${PORT}, ${MODEL_ID} and ${PID} resolved: what `model?ctx=N` variants are
+  // minted from at run time.
+  const raw = (e: Expansion) => render(e.segments, (macro) => `\${${macro}}`);
 
   const cmd = text(fields.cmd);
   let argv: string[] = [];
@@ -118,6 +121,14 @@ function buildModel(ctx: BuildContext, id: string, m: ModelFile, ports: PortAllo
     anthropicNative: m.anthropic_native,
     stopTimeoutS: m.stop_timeout_s,
     group: "", // set once groups are known
+    template: {
+      cmd: raw(fields.cmd),
+      proxy: raw(fields.proxy),
+      checkEndpoint: raw(fields.checkEndpoint),
+      cmdStop: raw(fields.cmdStop),
+      useModelName: raw(fields.useModelName),
+      env: Object.fromEntries(env.map(([name, e]) => [name, raw(e)])),
+    },
   };
   return config;
 }

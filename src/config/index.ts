@@ -4,3 +4,11 @@ export { ConfigError, type ConfigIssue, formatIssue } from "./errors.ts";
 export { type LoadOptions, loadConfigFile, loadConfigText } from "./load.ts";
 export { isPortFreeOnLoopback } from "./ports.ts";
 export * from "./types.ts";
+export {
+  MAX_CTX,
+  MIN_CTX,
+  mintVariant,
+  modelPath,
+  parseVariantName,
+  withContextSize,
+} from "./variant.ts";

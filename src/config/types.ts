@@ -76,6 +76,20 @@ export interface ModelConfig {
   stopTimeoutS: number;
   /** The group it belongs to; ungrouped models belong to the implicit default group. */
   group: string;
+  /**
+   * The model's strings with every macro resolved except `${PORT}`, `${MODEL_ID}` (and
+   * `${PID}`): what a `model?ctx=N` variant is minted from, with a port of its own.
+   */
+  template: {
+    cmd: string;
+    proxy: string;
+    checkEndpoint: string;
+    cmdStop: string;
+    useModelName: string;
+    env: Record<string, string>;
+  };
+  /** Set on a `model?ctx=N` variant: the model it was minted from and its context size. */
+  variantOf?: { base: string; ctx: number };
 }
 
 export interface PeerConfig {

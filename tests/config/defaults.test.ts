@@ -58,6 +58,14 @@ describe("defaults", () => {
       anthropicNative: false,
       stopTimeoutS: 10,
       group: DEFAULT_GROUP,
+      template: {
+        cmd: "server",
+        proxy: "http://127.0.0.1:${PORT}",
+        checkEndpoint: "/health",
+        cmdStop: "",
+        useModelName: "",
+        env: {},
+      },
     });
     expect(config.groups).toEqual({
       [DEFAULT_GROUP]: {
@@ -216,6 +224,14 @@ models_dir = "/models"
       anthropicNative: true,
       stopTimeoutS: 2,
       group: "gpu",
+      template: {
+        cmd: "llama-server --port ${PORT} -m /models/qwen.gguf",
+        proxy: "http://localhost:${PORT}/",
+        checkEndpoint: "none",
+        cmdStop: "kill -TERM ${PID}",
+        useModelName: "qwen",
+        env: { CUDA_VISIBLE_DEVICES: "0" },
+      },
     });
     expect(config.models.embed?.port).toBeNull();
     expect(config.models.embed?.proxy).toBe("https://embed.local:8443");

@@ -53,6 +53,14 @@ export function demoModel(
     anthropicNative: false,
     stopTimeoutS: 5,
     group: "(default)",
+    template: {
+      cmd: argv.join(" "),
+      proxy: `http://127.0.0.1:${port}`,
+      checkEndpoint: "/health",
+      cmdStop: "",
+      useModelName: "",
+      env: {},
+    },
     ...over,
   };
 }

@@ -1,0 +1,74 @@
+import { splitCommand } from "./argv.ts";
+import type { ModelConfig } from "./types.ts";
+
+/** `name?ctx=N`: a request for a model at another context size. */
+const VARIANT = /^(.+)\?ctx=(\d+)$/;
+export const MIN_CTX = 256;
+export const MAX_CTX = 10_000_000;
+
+export function parseVariantName(name: string): { base: string; ctx: number } | null {
+  const m = VARIANT.exec(name);
+  return m ? { base: m[1]!, ctx: Number(m[2]) } : null;
+}
+
+/** Flags llama.cpp (and servers that copy it) read the context size from. */
+const CTX_FLAGS = new Set(["--ctx-size", "-c", "--ctx_size"]);
+
+/** argv with the context size set to `ctx`: an existing flag is rewritten, else one is added. */
+export function withContextSize(argv: readonly string[], ctx: number): string[] {
+  const out = [...argv];
+  for (let i = 0; i < out.length; i++) {
+    const arg = out[i]!;
+    if (CTX_FLAGS.has(arg) && i + 1 < out.length) {
+      out[i + 1] = String(ctx);
+      return out;
+    }
+    const eq = arg.indexOf("=");
+    if (eq > 0 && CTX_FLAGS.has(arg.slice(0, eq))) {
+      out[i] = `${arg.slice(0, eq)}=${ctx}`;
+      return out;
+    }
+  }
+  return [...out, "--ctx-size", String(ctx)];
+}
+
+/** The model file a llama-server-style command loads (`-m PATH` / `--model PATH`), if any. */
+export function modelPath(argv: readonly string[]): string | null {
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    if ((arg === "-m" || arg === "--model") && i + 1 < argv.length) return argv[i + 1]!;
+    if (arg.startsWith("--model=")) return arg.slice("--model=".length);
+  }
+  return null;
+}
+
+/**
+ * Mints `base?ctx=N`: the base model's command with its own port and the context size set,
+ * in the base's group, with the given VRAM estimate (0 = unknown). Pure.
+ */
+export function mintVariant(
+  base: ModelConfig,
+  opts: { ctx: number; port: number; estVramGb: number },
+): ModelConfig {
+  const fill = (s: string) =>
+    s.replaceAll("${PORT}", String(opts.port)).replaceAll("${MODEL_ID}", base.id);
+  const t = base.template;
+  const argv = withContextSize(splitCommand(fill(t.cmd)), opts.ctx);
+  const check = fill(t.checkEndpoint);
+  return {
+    ...base,
+    id: `${base.id}?ctx=${opts.ctx}`,
+    cmd: argv.join(" "),
+    argv,
+    proxy: fill(t.proxy).replace(/\/+$/, ""),
+    port: t.cmd.includes("${PORT}") || t.proxy.includes("${PORT}") ? opts.port : null,
+    checkEndpoint: check === "none" ? null : check,
+    cmdStop: fill(t.cmdStop),
+    useModelName: fill(t.useModelName),
+    env: Object.fromEntries(Object.entries(t.env).map(([k, v]) => [k, fill(v)])),
+    aliases: [],
+    unlisted: true,
+    estVramGb: opts.estVramGb,
+    variantOf: { base: base.id, ctx: opts.ctx },
+  };
+}

@@ -1,5 +1,7 @@
 import { Elysia } from "elysia";
 import { QmError } from "../shared/errors.ts";
+import { anthropicError } from "./anthropic/errors.ts";
+import { anthropicRoutes, isAnthropicPath } from "./anthropic/routes.ts";
 import { controlRoutes } from "./control/routes.ts";
 import type { Gateway } from "./gateway.ts";
 import { openaiError } from "./openai/errors.ts";
@@ -18,7 +20,9 @@ export function buildApp(gw: Gateway) {
       if (path === "/health") return;
       const key = presentedKey(request.headers);
       if (key && keys.has(key)) return;
-      return openaiError(
+      // Each API answers in its own envelope: the Anthropic SDKs read `error.type`.
+      const render = isAnthropicPath(path) ? anthropicError : openaiError;
+      return render(
         new QmError(
           "unauthorized",
           key
@@ -29,13 +33,15 @@ export function buildApp(gw: Gateway) {
     })
     .use(controlRoutes(gw))
     .use(openaiRoutes(gw))
+    .use(anthropicRoutes(gw))
     .onError(({ code, request, error }) => {
+      const path = new URL(request.url).pathname;
+      const render = isAnthropicPath(path) ? anthropicError : openaiError;
       if (code === "NOT_FOUND") {
-        const path = new URL(request.url).pathname;
-        return openaiError(new QmError("not_found", `no route for ${request.method} ${path}`));
+        return render(new QmError("not_found", `no route for ${request.method} ${path}`));
       }
       const message = error instanceof Error ? error.message : String(error);
-      return openaiError(new QmError("internal", message));
+      return render(new QmError("internal", message));
     });
 }
 

@@ -32,6 +32,8 @@ export interface Gateway {
   readonly config: Config;
   readonly shuttingDown: boolean;
   resolve(name: string): ModelConfig | undefined;
+  /** `resolve`, plus `model?ctx=N` variants minted on first use (throws QmError if malformed). */
+  resolveModel(name: string): Promise<ModelConfig | undefined>;
   acquire(model: ModelConfig, signal: AbortSignal, hooks?: AcquireHooks): Promise<Lease>;
   modelState(id: string): ModelState;
   stderrTail(id: string, lines?: number): string[];

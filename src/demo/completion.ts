@@ -24,6 +24,17 @@ export function buildTokens(name: string, count: number): TokenTable {
   return { text, json: text.map((t) => JSON.stringify(t)) };
 }
 
+/** What `--reasoning N` "thinks" before answering, cut into word tokens like the answer. */
+export function buildReasoning(count: number): TokenTable {
+  const words = "Let me think about this request step by step before I answer.".split(" ");
+  const text: string[] = [];
+  for (let i = 0; i < count; i++) {
+    const word = words[i % words.length] as string;
+    text.push(i === 0 ? word : ` ${word}`);
+  }
+  return { text, json: text.map((t) => JSON.stringify(t)) };
+}
+
 /** The tool call every `--tool-calls` completion ends with. */
 export interface DemoToolCall {
   id: string;
@@ -44,14 +55,18 @@ export interface Usage {
   prompt_tokens: number;
   completion_tokens: number;
   total_tokens: number;
+  prompt_tokens_details?: { cached_tokens: number };
 }
 
-export function usage(prompt: number, completion: number): Usage {
-  return {
+/** `cached` (`--cached-tokens`) adds OpenAI's `prompt_tokens_details.cached_tokens`. */
+export function usage(prompt: number, completion: number, cached?: number): Usage {
+  const u: Usage = {
     prompt_tokens: prompt,
     completion_tokens: completion,
     total_tokens: prompt + completion,
   };
+  if (cached !== undefined) u.prompt_tokens_details = { cached_tokens: Math.min(cached, prompt) };
+  return u;
 }
 
 /**
@@ -74,6 +89,8 @@ export interface ChatStreamInput {
   finishReason: "stop" | "length" | "tool_calls";
   toolCall: DemoToolCall | null;
   usage: Usage | null;
+  /** `--reasoning`: streamed as `reasoning_content` before the answer (llama.cpp's field). */
+  reasoning?: TokenTable;
 }
 
 const DONE = "data: [DONE]\n\n";
@@ -82,6 +99,7 @@ export function chatStreamPlan(p: ChatStreamInput): StreamPlan {
   const head = `data: {"id":${JSON.stringify(p.id)},"object":"chat.completion.chunk","created":${p.created},"model":${JSON.stringify(p.model)},"system_fingerprint":"qm-demo","choices":[{"index":0,"delta":`;
   const open = `,"logprobs":null,"finish_reason":null}]}\n\n`;
   const tokens: string[] = [];
+  for (const r of p.reasoning?.json ?? []) tokens.push(`${head}{"reasoning_content":${r}}${open}`);
   for (let i = 0; i < p.count; i++) tokens.push(`${head}{"content":${p.table.json[i]}}${open}`);
   const call = p.toolCall;
   if (call !== null) {
@@ -112,6 +130,7 @@ export function chatResponse(p: ChatStreamInput): string {
     role: "assistant",
     content: p.count > 0 || call === null ? p.table.text.slice(0, p.count).join("") : null,
     refusal: null,
+    ...(p.reasoning ? { reasoning_content: p.reasoning.text.join("") } : {}),
     ...(call === null
       ? {}
       : {

@@ -24,6 +24,15 @@ export interface DemoOptions {
   exitAfterMs: number | null;
   /** Every inference request answers this HTTP status with an OpenAI error body. */
   failStatus: number | null;
+  // The options below are absent unless given (they feature in the Anthropic tests).
+  /** Chat answers first "think" this many tokens, sent as `reasoning_content`. */
+  reasoningTokens?: number;
+  /** Usage reports this many prompt tokens as read from cache (`prompt_tokens_details`). */
+  cachedTokens?: number;
+  /** Streams pause this long after the role chunk, before the first token (a long prefill). */
+  firstTokenMs?: number;
+  /** Context size: `GET /props` reports it, and prompt + max_tokens beyond it answer 400. */
+  ctxSize?: number;
 }
 
 export const DEFAULT_DEMO_OPTIONS: DemoOptions = {
@@ -46,7 +55,8 @@ export const DEMO_HELP = `Usage: qm demo-upstream [options]
 
 A fake OpenAI-compatible model server for demos, tests and benchmarks.
 Routes: GET /health, GET /v1/models, POST /v1/chat/completions, POST /v1/completions,
-POST /v1/embeddings, ANY /debug/echo.
+POST /v1/embeddings, ANY /debug/echo, and llama-server's POST /tokenize, POST /apply-template
+and GET /props (with --ctx-size).
 
 Options:
   --port N                 port to listen on; 0 = any free port (default 0)
@@ -57,6 +67,11 @@ Options:
   --tokens N               completion length in tokens (default 32)
   --tool-calls             chat completions end with a tool call (finish_reason "tool_calls")
   --fail-status N          every inference request answers HTTP N with an OpenAI error
+  --reasoning N            chat answers think N tokens first (streamed as reasoning_content)
+  --cached-tokens N        usage reports N prompt tokens as cached (prompt_tokens_details)
+  --first-token-ms N       streams pause N ms before the first token, as a long prefill does
+  --ctx-size N             context size: GET /props reports it; prompt + max_tokens over it
+                           answers 400 (like vLLM)
   --crash-at-start         print an error to stderr and exit 1 before listening
   --crash-after-tokens N   exit 1 mid-response after N tokens
   --exit-after-ms N        exit 1 by itself N ms after start (a crash of a ready model)
@@ -75,6 +90,7 @@ export type DemoFlagsResult =
 type IntKey = "port" | "loadDelayMs" | "tokenMs" | "tokens";
 type NullableIntKey = "crashAfterTokens" | "exitAfterMs" | "failStatus";
 type BoolKey = "crashAtStart" | "ignoreSigterm" | "hangHealth" | "toolCalls";
+type OptionalIntKey = "reasoningTokens" | "cachedTokens" | "firstTokenMs" | "ctxSize";
 
 const INT_FLAGS: Record<string, IntKey> = {
   "--port": "port",
@@ -86,6 +102,12 @@ const NULLABLE_INT_FLAGS: Record<string, NullableIntKey> = {
   "--crash-after-tokens": "crashAfterTokens",
   "--exit-after-ms": "exitAfterMs",
   "--fail-status": "failStatus",
+};
+const OPTIONAL_INT_FLAGS: Record<string, OptionalIntKey> = {
+  "--reasoning": "reasoningTokens",
+  "--cached-tokens": "cachedTokens",
+  "--first-token-ms": "firstTokenMs",
+  "--ctx-size": "ctxSize",
 };
 const BOOL_FLAGS: Record<string, BoolKey> = {
   "--crash-at-start": "crashAtStart",
@@ -110,7 +132,7 @@ export function parseDemoFlags(argv: readonly string[]): DemoFlagsResult {
       continue;
     }
     const known = flag === "--host" || flag === "--name" || flag in INT_FLAGS;
-    if (!known && !(flag in NULLABLE_INT_FLAGS)) {
+    if (!known && !(flag in NULLABLE_INT_FLAGS) && !(flag in OPTIONAL_INT_FLAGS)) {
       return { kind: "error", message: `unknown option ${flag}` };
     }
     const value = inline ?? argv[++i];
@@ -125,7 +147,9 @@ export function parseDemoFlags(argv: readonly string[]): DemoFlagsResult {
       return { kind: "error", message: `${flag} needs a whole number >= 0, got "${value}"` };
     }
     const intKey = INT_FLAGS[flag];
+    const optionalKey = OPTIONAL_INT_FLAGS[flag];
     if (intKey !== undefined) options[intKey] = n;
+    else if (optionalKey !== undefined) options[optionalKey] = n;
     else options[NULLABLE_INT_FLAGS[flag] as NullableIntKey] = n;
   }
   if (options.port > 65535) return { kind: "error", message: `--port must be <= 65535` };

@@ -4,6 +4,7 @@
  * queueing) and flushes it at once, so a proxy sees tokens exactly when they are made.
  */
 import {
+  buildReasoning,
   buildToolCall,
   chatResponse,
   chatStreamPlan,
@@ -17,6 +18,7 @@ import {
 } from "./completion.ts";
 import type { DemoOptions } from "./flags.ts";
 import { json, jsonText, openAiError, readJsonObject, sse } from "./http.ts";
+import { contextOverflow } from "./llama-extras.ts";
 
 export interface DemoContext {
   options: DemoOptions;
@@ -75,10 +77,15 @@ export async function chatCompletions(ctx: DemoContext, req: Request): Promise<R
   if (!Array.isArray(c.body.messages)) {
     return openAiError(400, "'messages' must be an array", "invalid_request_error", "messages");
   }
+  const overflow = contextOverflow(ctx.options, c.body);
+  if (overflow) return overflow;
   const toolCall = ctx.options.toolCalls
     ? buildToolCall(toolName(c.body), `call_demo_${c.id}`)
     : null;
-  const completionTokens = c.count + (toolCall === null ? 0 : toolCall.pieces.length + 1);
+  const thinking = ctx.options.reasoningTokens;
+  const reasoning = thinking ? buildReasoning(thinking) : undefined;
+  const completionTokens =
+    c.count + (toolCall === null ? 0 : toolCall.pieces.length + 1) + (thinking ?? 0);
   const input = {
     id: `chatcmpl-demo-${c.id}`,
     created: c.created,
@@ -87,8 +94,9 @@ export async function chatCompletions(ctx: DemoContext, req: Request): Promise<R
     count: c.count,
     finishReason: toolCall === null ? c.finish : ("tool_calls" as const),
     toolCall,
+    ...(reasoning ? { reasoning } : {}),
   };
-  const use = usage(c.promptTokens, completionTokens);
+  const use = usage(c.promptTokens, completionTokens, ctx.options.cachedTokens);
   if (c.stream) {
     return streamPlan(ctx, req, chatStreamPlan({ ...input, usage: c.includeUsage ? use : null }));
   }
@@ -157,7 +165,8 @@ function isEmbeddable(x: unknown): boolean {
 
 /** Non-streamed responses take as long as their tokens would have taken to stream. */
 async function generateWhole(ctx: DemoContext, tokens: number): Promise<void> {
-  const { crashAfterTokens: crashAt, tokenMs } = ctx.options;
+  const { crashAfterTokens: crashAt, tokenMs, firstTokenMs } = ctx.options;
+  if (firstTokenMs) await Bun.sleep(firstTokenMs);
   if (crashAt !== null && crashAt < tokens) {
     if (tokenMs > 0 && crashAt > 0) await Bun.sleep(crashAt * tokenMs);
     ctx.crash(crashMessage(ctx, crashAt));
@@ -172,11 +181,17 @@ function crashMessage(ctx: DemoContext, n: number): string {
 }
 
 function streamPlan(ctx: DemoContext, req: Request, plan: StreamPlan): Response {
-  const { tokenMs, crashAfterTokens: crashAt } = ctx.options;
+  const { tokenMs, crashAfterTokens: crashAt, firstTokenMs } = ctx.options;
   const stream = new ReadableStream({
     type: "direct",
     async pull(controller) {
       for (const frame of plan.lead) controller.write(frame);
+      if (firstTokenMs) {
+        // A long prefill: headers and the role chunk are out, then silence.
+        controller.flush();
+        await Bun.sleep(firstTokenMs);
+        if (req.signal.aborted) return controller.close();
+      }
       for (let i = 0; i < plan.tokens.length; i++) {
         if (crashAt !== null && i === crashAt) {
           // Let the tokens already made reach the client, as a real crash mid-stream would.

@@ -8,6 +8,7 @@ import { buildTokens } from "./completion.ts";
 import type { DemoOptions } from "./flags.ts";
 import { json, jsonText, openAiError, pathOf } from "./http.ts";
 import { chatCompletions, completions, type DemoContext, embeddings } from "./inference.ts";
+import { applyTemplate, props, tokenize } from "./llama-extras.ts";
 
 export interface DemoServerHooks {
   /** A simulated crash (`--crash-after-tokens`): must end the process with exit code 1. */
@@ -64,6 +65,9 @@ export function startDemoServer(options: DemoOptions, hooks: DemoServerHooks): D
     if (path === "/v1/models") {
       return method === "GET" ? jsonText(modelsBody) : notAllowed(method, path);
     }
+    if (path === "/props") return method === "GET" ? props(options) : notAllowed(method, path);
+    const helper = HELPERS[path];
+    if (helper !== undefined) return method === "POST" ? helper(req) : notAllowed(method, path);
     const handler = INFERENCE[path];
     if (handler === undefined) return openAiError(404, `no route ${method} ${path}`);
     if (method !== "POST") return notAllowed(method, path);
@@ -97,6 +101,12 @@ const INFERENCE: Record<string, (ctx: DemoContext, req: Request) => Promise<Resp
   "/v1/chat/completions": chatCompletions,
   "/v1/completions": completions,
   "/v1/embeddings": embeddings,
+};
+
+/** llama-server's template and tokenizer routes (no model needed, answered while loading too). */
+const HELPERS: Record<string, (req: Request) => Promise<Response>> = {
+  "/apply-template": applyTemplate,
+  "/tokenize": tokenize,
 };
 
 function notAllowed(method: string, path: string): Response {

@@ -35,6 +35,11 @@ export class GroupPolicy implements EvictionPolicy {
     }
   }
 
+  addVariant(variant: string, base: string): void {
+    const group = this.groupOf.get(base);
+    if (group) this.groupOf.set(variant, group);
+  }
+
   evictionFor(target: string, running: readonly string[]): Eviction {
     const own = this.groupOf.get(target);
     const model = this.models[target];

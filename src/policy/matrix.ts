@@ -24,6 +24,15 @@ export class MatrixPolicy implements EvictionPolicy {
     this.cost = (id) => (Object.hasOwn(costs, id) ? costs[id]! : 1);
   }
 
+  addVariant(variant: string, base: string): void {
+    // A variant may sit wherever its base may; the sets it shares keep listing the base, so
+    // the variant is added to each of them.
+    const sets = this.setsOf.get(base);
+    if (!sets) return;
+    const widened = sets.map((s) => new Set([...s, variant]));
+    this.setsOf.set(variant, widened);
+  }
+
   evictionFor(target: string, running: readonly string[]): Eviction {
     const others = running.filter((id) => id !== target);
     const sets = this.setsOf.get(target);

@@ -12,6 +12,8 @@ export interface EvictionPolicy {
    *                (a monotonic use counter, ties by id, never-served first)
    */
   evictionFor(target: string, running: readonly string[]): Eviction;
+  /** A `?ctx=` variant was minted: it belongs wherever its base model does. */
+  addVariant(variant: string, base: string): void;
 }
 
 /**

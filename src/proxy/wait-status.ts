@@ -23,6 +23,11 @@ export interface PlaceholderOptions {
   /** Timer injection for tests; returns a canceller. */
   every?: (ms: number, fn: () => void) => () => void;
   now?: () => number;
+  /**
+   * Renders a failure as the API's own stream error (default: an OpenAI `data: {"error":…}`
+   * frame). The Anthropic routes pass their `event: error`, which their SDKs understand.
+   */
+  renderError?: (error: unknown) => Uint8Array;
 }
 
 const encoder = new TextEncoder();
@@ -98,7 +103,9 @@ export function placeholderStream(opts: PlaceholderOptions): ReadableStream<Uint
           if (reader) {
             const step = await reader.read().catch((error) => ({ error }));
             if ("error" in step) {
-              controller.enqueue(sseError(errorMessage(step.error)));
+              controller.enqueue(
+                opts.renderError?.(step.error) ?? sseError(errorMessage(step.error)),
+              );
               controller.close();
               finish();
             } else if (step.done) {
@@ -114,7 +121,9 @@ export function placeholderStream(opts: PlaceholderOptions): ReadableStream<Uint
             if (!outcome.ok) {
               const err = outcome.error;
               const code = err instanceof QmError ? err.code : "upstream_failed";
-              controller.enqueue(sseError(errorMessage(err), "qm_error", code));
+              controller.enqueue(
+                opts.renderError?.(err) ?? sseError(errorMessage(err), "qm_error", code),
+              );
               controller.close();
               finish();
               return;
@@ -123,7 +132,8 @@ export function placeholderStream(opts: PlaceholderOptions): ReadableStream<Uint
             if (res.status >= 400 || !res.body) {
               // Headers said 200 long ago; the upstream's refusal becomes an error event.
               const text = res.body ? await res.text() : "";
-              controller.enqueue(sseError(upstreamErrorText(res.status, text)));
+              const message = upstreamErrorText(res.status, text);
+              controller.enqueue(opts.renderError?.(new Error(message)) ?? sseError(message));
               controller.close();
               finish();
               return;

@@ -6,6 +6,7 @@ import type {
   QmEvent,
   StatusJson,
 } from "../api/gateway.ts";
+import { parseVariantName } from "../config/index.ts";
 import type { Config, ModelConfig } from "../config/types.ts";
 import { GroupPolicy } from "../policy/group.ts";
 import { MatrixPolicy } from "../policy/matrix.ts";
@@ -21,6 +22,7 @@ import { GpuWatch } from "./gpu-watch.ts";
 import { LeaseBook } from "./leases.ts";
 import { LiveBudget } from "./live-budget.ts";
 import { buildStatus } from "./status.ts";
+import { Variants } from "./variants.ts";
 
 interface Pending {
   model: ModelConfig;
@@ -55,6 +57,7 @@ export class Runtime implements Effects, Gateway {
   readonly budget: LiveBudget;
   readonly leases: LeaseBook;
   readonly gpu: GpuWatch;
+  private readonly variants: Variants;
   private readonly startedAt = Date.now();
 
   constructor(
@@ -63,17 +66,7 @@ export class Runtime implements Effects, Gateway {
   ) {
     this.budget = new LiveBudget(config.resources);
     this.leases = new LeaseBook(opts.log);
-    for (const model of Object.values(config.models)) {
-      const onExit = (exit: ProcessExit) => this.onProcessExit(model.id, exit);
-      const proc = opts.makeProcess
-        ? opts.makeProcess(model, onExit)
-        : new ModelProcess(model, {
-            healthCheckTimeoutS: config.server.healthCheckTimeoutS,
-            log: opts.log,
-            onExit,
-          });
-      this.processes.set(model.id, proc);
-    }
+    for (const model of Object.values(config.models)) this.addProcess(model);
     this.scheduler = new Scheduler(config, makePolicy(config, this.budget), this, opts.clock);
     this.gpu = new GpuWatch({
       resources: config.resources,
@@ -88,6 +81,36 @@ export class Runtime implements Effects, Gateway {
       shed: (gb) => this.scheduler.shed(gb),
     });
     this.budget.refusalOf = (model) => this.gpu.refusal(model);
+    this.variants = new Variants(config, opts.log, (variant) => {
+      this.config.models[variant.id] = variant;
+      this.addProcess(variant);
+      this.scheduler.addModel(variant);
+    });
+  }
+
+  private addProcess(model: ModelConfig): void {
+    const onExit = (exit: ProcessExit) => this.onProcessExit(model.id, exit);
+    const proc = this.opts.makeProcess
+      ? this.opts.makeProcess(model, onExit)
+      : new ModelProcess(model, {
+          healthCheckTimeoutS: this.config.server.healthCheckTimeoutS,
+          log: this.opts.log,
+          onExit,
+        });
+    this.processes.set(model.id, proc);
+  }
+
+  /**
+   * Like `resolve`, and also mints `model?ctx=N` variants on first use. Throws a QmError for
+   * a malformed variant request.
+   */
+  async resolveModel(name: string): Promise<ModelConfig | undefined> {
+    const direct = this.resolve(name);
+    if (direct) return direct;
+    const v = parseVariantName(name);
+    if (!v) return undefined;
+    const base = this.resolve(v.base);
+    return base ? this.variants.get(base, v.ctx) : undefined;
   }
 
   /** Model id for a name a client sent (id or alias), or undefined. */

@@ -1,4 +1,4 @@
-import type { Config } from "../config/types.ts";
+import type { Config, ModelConfig } from "../config/types.ts";
 import type { Clock } from "../shared/clock.ts";
 import type { ModelState } from "./types.ts";
 
@@ -35,23 +35,26 @@ export class ModelTable {
     private readonly clock: Clock,
     private readonly onState: (id: string, state: ModelState, detail?: string) => void,
   ) {
-    for (const m of Object.values(config.models)) {
-      this.byId.set(m.id, {
-        id: m.id,
-        state: "stopped",
-        inflight: 0,
-        lastUse: 0,
-        idleSince: null,
-        generation: 0,
-        unloadPending: false,
-        lastError: null,
-        heldUntil: 0,
-        holdCandidateMs: 0,
-        draining: false,
-        concurrencyLimit: m.concurrencyLimit,
-        ttlMs: m.ttlS * 1000,
-      });
-    }
+    for (const m of Object.values(config.models)) this.add(m);
+  }
+
+  add(m: Pick<ModelConfig, "id" | "concurrencyLimit" | "ttlS">): void {
+    if (this.byId.has(m.id)) return;
+    this.byId.set(m.id, {
+      id: m.id,
+      state: "stopped",
+      inflight: 0,
+      lastUse: 0,
+      idleSince: null,
+      generation: 0,
+      unloadPending: false,
+      lastError: null,
+      heldUntil: 0,
+      holdCandidateMs: 0,
+      draining: false,
+      concurrencyLimit: m.concurrencyLimit,
+      ttlMs: m.ttlS * 1000,
+    });
   }
 
   get(id: string): ModelEntry | undefined {

@@ -1,4 +1,4 @@
-import type { Config } from "../config/types.ts";
+import type { Config, ModelConfig } from "../config/types.ts";
 import type { EvictionPolicy } from "../policy/types.ts";
 import type { Clock } from "../shared/clock.ts";
 import { QmError } from "../shared/errors.ts";
@@ -116,6 +116,12 @@ export class Scheduler {
   shed(vramLimitGb: number): void {
     this.dispatch({ kind: "shed", vramLimitGb });
   }
+  /** A `?ctx=` variant was minted: schedule it like any configured model. */
+  addModel(model: ModelConfig): void {
+    this.models.add(model);
+    if (model.variantOf) this.policy.addVariant(model.id, model.variantOf.base);
+  }
+
   /** Refuse new work and fail everything not yet granted. */
   shutdown(): void {
     this.dispatch({ kind: "shutdown" });

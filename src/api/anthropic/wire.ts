@@ -23,7 +23,18 @@ const Message = Type.Object(
   open,
 );
 
-const Tool = Type.Object({ name: Type.String() }, open);
+const Tool = Type.Object(
+  {
+    name: Type.String(),
+    // Absent or "custom" for client tools; a dated name (`web_search_20250305`) for server tools.
+    type: Type.Optional(Type.String()),
+    description: Type.Optional(Type.String()),
+    input_schema: Type.Optional(Type.Unknown()),
+  },
+  open,
+);
+
+const Format = Type.Object({ type: Type.String(), schema: Type.Optional(Type.Unknown()) }, open);
 
 const ToolChoice = Type.Object(
   {
@@ -42,7 +53,7 @@ const Thinking = Type.Object(
 const OutputConfig = Type.Object(
   {
     effort: Type.Optional(Type.String()),
-    format: Type.Optional(Type.Object({ type: Type.String() }, open)),
+    format: Type.Optional(Format),
   },
   open,
 );
@@ -55,7 +66,7 @@ const common = {
   tool_choice: Type.Optional(ToolChoice),
   thinking: Type.Optional(Thinking),
   output_config: Type.Optional(OutputConfig),
-  output_format: Type.Optional(Type.Object({ type: Type.String() }, open)),
+  output_format: Type.Optional(Format),
 };
 
 export const MessagesRequestSchema = Type.Object(

@@ -42,7 +42,7 @@ async function parse(gw: Gateway, request: Request): Promise<Parsed> {
     throw badRequest("request body must be a JSON object");
   }
   const obj = json as Record<string, unknown>;
-  const model = resolveModel(gw, obj.model);
+  const model = await resolveModel(gw, obj.model);
   let body = bytes;
   if (model.useModelName) {
     obj.model = model.useModelName;
@@ -56,7 +56,7 @@ async function parseMultipart(gw: Gateway, bytes: Uint8Array, type: string): Pro
     .formData()
     .catch(() => null);
   if (!form) throw badRequest("request body is not valid multipart/form-data");
-  const model = resolveModel(gw, form.get("model"));
+  const model = await resolveModel(gw, form.get("model"));
   if (!model.useModelName) {
     return { model, stream: form.get("stream") === "true", body: bytes };
   }
@@ -71,12 +71,12 @@ async function parseMultipart(gw: Gateway, bytes: Uint8Array, type: string): Pro
   };
 }
 
-function resolveModel(gw: Gateway, name: unknown): ModelConfig {
+async function resolveModel(gw: Gateway, name: unknown): Promise<ModelConfig> {
   if (name === undefined || name === null || name === "") {
     throw badRequest('the request has no "model" field', "model");
   }
   if (typeof name !== "string") throw badRequest('"model" must be a string', "model");
-  const model = gw.resolve(name);
+  const model = await gw.resolveModel(name);
   if (!model) {
     throw new QmError(
       "model_not_found",

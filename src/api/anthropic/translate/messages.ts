@@ -162,9 +162,10 @@ function assistantTurn(t: Turns, content: WireContent, path: string): void {
     for (const field of reasoningFields(t.profile)) msg[field] = reasoning.join("\n");
   }
   if (calls.length > 0) msg.tool_calls = calls;
-  let target = t.out.at(-1);
-  if (target?.role === "assistant") merge(target, msg);
-  else t.out.push((target = msg));
+  const last = t.out.at(-1);
+  const target = last?.role === "assistant" ? last : msg;
+  if (target === msg) t.out.push(msg);
+  else merge(target, msg);
   t.open = new Set((target.tool_calls ?? []).map((c) => c.id));
 }
 

@@ -56,9 +56,10 @@ export function repair(text: string): unknown {
     else if (ch === "{" || ch === "[") stack.push(ch);
     else if (ch === "}" || ch === "]") stack.pop();
   }
-  let body = text.trimEnd();
-  if (inString) body = (escaped ? body.slice(0, -1) : body) + '"';
+  let body = text;
+  if (inString) body = `${escaped ? body.slice(0, -1) : body}"`;
   else {
+    body = body.trimEnd();
     const m = /[a-z]+$/.exec(body);
     const word = m?.[0];
     const full = word ? LITERALS.find((l) => l.startsWith(word)) : undefined;

@@ -64,12 +64,12 @@ export function translateTools(
     }
     default:
       throw badRequest(
-        `tool_choice.type: "${choice.type}" is not one of auto, any, tool, none`,
+        `tool_choice.type: "${choice?.type}" is not one of auto, any, tool, none`,
         "tool_choice",
       );
   }
   // Anthropic: "the model will output exactly one tool use" (at most one for auto).
-  if (choice?.disable_parallel_tool_use === true && choice.type !== "none") {
+  if (choice && choice.disable_parallel_tool_use === true && choice.type !== "none") {
     fields.parallel_tool_calls = false;
   }
   return fields;

@@ -1,0 +1,47 @@
+/**
+ * Reads and checks an Anthropic request body once: size limit (413), JSON (400), the loose wire
+ * schema (400, Anthropic's `field: message` wording), then the model (404).
+ */
+import type { TSchema } from "@sinclair/typebox";
+import type { ModelConfig } from "../../config/types.ts";
+import { QmError } from "../../shared/errors.ts";
+import type { Gateway } from "../gateway.ts";
+import { readBody } from "../openai/body.ts";
+import { badRequest } from "../openai/errors.ts";
+import { checkWire } from "./wire.ts";
+
+export interface ParsedRequest<T> {
+  model: ModelConfig;
+  body: T;
+}
+
+const decoder = new TextDecoder();
+
+export async function readRequest<T>(
+  gw: Gateway,
+  request: Request,
+  schema: TSchema,
+): Promise<ParsedRequest<T>> {
+  const bytes = await readBody(request, gw.config.server.maxBodyBytes);
+  let json: unknown;
+  try {
+    json = JSON.parse(decoder.decode(bytes));
+  } catch {
+    throw badRequest("request body is not valid JSON");
+  }
+  if (typeof json !== "object" || json === null || Array.isArray(json)) {
+    throw badRequest("request body must be a JSON object");
+  }
+  const problem = checkWire(schema, json);
+  if (problem) throw badRequest(problem);
+  const name = (json as { model: string }).model;
+  const model = gw.resolve(name);
+  if (!model) {
+    throw new QmError(
+      "model_not_found",
+      `model: "${name}" not found; GET /v1/models lists the models this server has`,
+      { param: "model" },
+    );
+  }
+  return { model, body: json as T };
+}

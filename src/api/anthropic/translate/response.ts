@@ -1,0 +1,104 @@
+/**
+ * OpenAI `chat.completion` → Anthropic `Message` (ANTHROPIC.md §2). Blocks go in Anthropic's
+ * order, thinking → text → tool_use. Reasoning is read from `reasoning_content` (llama.cpp,
+ * mistral.rs) or `reasoning` (vLLM since the rename, vllm #50624). Every thinking block carries
+ * a `signature` string: a local model has none to give, and a missing one crashes clients.
+ * An answer with nothing at all is `content: []`, never an empty text block, which would come
+ * back in the history and be rejected ("text content blocks must be non-empty").
+ */
+import { QmError } from "../../../shared/errors.ts";
+import { sanitizeToolId } from "../ids.ts";
+import type { ResponseBlock, ResponseMessage } from "../wire.ts";
+import { anthropicUsage, ending, estimateOutput } from "./finish.ts";
+import type { OaiToolCallDelta, OaiUsage } from "./openai-types.ts";
+import { type ToolInput, toolInput } from "./tool-json.ts";
+
+export interface ResponseOptions {
+  id: string;
+  /** The model name the client asked for (echoed back, as Anthropic does). */
+  model: string;
+  stopSequences: readonly string[];
+  /** Prompt tokens to report when the server sent no usage. */
+  inputEstimate: number;
+  /** Told about tool arguments that had to be repaired or replaced (for the log). */
+  onToolInput?: (name: string, how: ToolInput["how"]) => void;
+}
+
+interface OaiChoice {
+  message?: {
+    content?: unknown;
+    reasoning_content?: unknown;
+    reasoning?: unknown;
+    tool_calls?: OaiToolCallDelta[] | null;
+    function_call?: { name?: unknown; arguments?: unknown } | null;
+  };
+  finish_reason?: string | null;
+  stop_reason?: unknown;
+}
+
+interface OaiCompletion {
+  choices?: OaiChoice[];
+  usage?: OaiUsage | null;
+  timings?: { cache_n?: unknown };
+}
+
+/** `content` as a string, or the text parts of a content array concatenated. */
+export function contentText(content: unknown): string {
+  if (typeof content === "string") return content;
+  if (!Array.isArray(content)) return "";
+  return content
+    .map((p) => (p && typeof p === "object" && typeof p.text === "string" ? p.text : ""))
+    .join("");
+}
+
+export function fromOpenAI(body: unknown, opts: ResponseOptions): ResponseMessage {
+  const completion = (body ?? {}) as OaiCompletion;
+  const choice = Array.isArray(completion.choices) ? completion.choices[0] : undefined;
+  if (!choice) {
+    throw new QmError("upstream_failed", `model "${opts.model}" answered without any choices`);
+  }
+  const msg = choice.message ?? {};
+  const content: ResponseBlock[] = [];
+  let chars = 0;
+  const reasoning = contentText(msg.reasoning_content) || contentText(msg.reasoning);
+  if (reasoning !== "") {
+    content.push({ type: "thinking", thinking: reasoning, signature: "" });
+    chars += reasoning.length;
+  }
+  const text = contentText(msg.content);
+  if (text !== "") {
+    content.push({ type: "text", text });
+    chars += text.length;
+  }
+  const calls: OaiToolCallDelta[] = [...(msg.tool_calls ?? [])];
+  if (msg.function_call)
+    calls.push({ function: msg.function_call as OaiToolCallDelta["function"] });
+  for (const call of calls) {
+    const name = call.function?.name;
+    if (typeof name !== "string" || name === "") continue;
+    const args = call.function?.arguments;
+    const parsed = toolInput(args);
+    if (parsed.how !== "ok") opts.onToolInput?.(name, parsed.how);
+    chars += typeof args === "string" ? args.length : 0;
+    content.push({ type: "tool_use", id: sanitizeToolId(call.id), name, input: parsed.input });
+  }
+  const hasTools = content.some((b) => b.type === "tool_use");
+  const end = ending(
+    choice.finish_reason ?? null,
+    choice.stop_reason,
+    opts.stopSequences,
+    hasTools,
+  );
+  return {
+    id: opts.id,
+    type: "message",
+    role: "assistant",
+    model: opts.model,
+    content,
+    ...end,
+    usage: anthropicUsage(completion.usage, completion.timings?.cache_n, {
+      input: opts.inputEstimate,
+      output: estimateOutput(chars),
+    }),
+  };
+}

@@ -1,0 +1,176 @@
+/**
+ * What qm asks a running upstream besides chat completions: its context size (to clamp
+ * `max_tokens`) and the exact token count of a prompt (count_tokens, the clamp). Both are
+ * best effort — a server that cannot answer gets `null` and the caller falls back — and
+ * neither may hang a request: each call has its own deadline.
+ *
+ * - llama-server: `GET /props` → `default_generation_settings.n_ctx` (the per-slot context),
+ *   `POST /apply-template` {messages, tools} → {prompt}, `POST /tokenize` {content} → {tokens}.
+ * - vLLM: `GET /v1/models` → `data[].max_model_len`, `POST /tokenize` {model, messages, tools}
+ *   → {count} (vLLM's TokenizeChatRequest).
+ */
+import type { ModelConfig } from "../../config/types.ts";
+import { badRequest } from "../openai/errors.ts";
+import { estimatePrompt, promptUpperBound } from "./translate/estimate.ts";
+import type { Profile } from "./translate/profile.ts";
+import type { Prompt } from "./translate/request.ts";
+
+const DEADLINE_MS = 10_000;
+
+type Json = Record<string, unknown>;
+
+async function call(
+  model: ModelConfig,
+  path: string,
+  signal: AbortSignal,
+  body?: unknown,
+): Promise<{ status: number; json: Json | null }> {
+  const res = await fetch(model.proxy + path, {
+    method: body === undefined ? "GET" : "POST",
+    headers: body === undefined ? {} : { "content-type": "application/json" },
+    body: body === undefined ? null : JSON.stringify(body),
+    signal: AbortSignal.any([signal, AbortSignal.timeout(DEADLINE_MS)]),
+    // A loopback upstream must never go through an HTTP proxy from the environment.
+    proxy: false,
+  } as RequestInit);
+  const text = await res.text();
+  let json: Json | null = null;
+  try {
+    const parsed = JSON.parse(text);
+    if (typeof parsed === "object" && parsed !== null) json = parsed as Json;
+  } catch {
+    // not JSON: the caller treats it as "cannot answer"
+  }
+  return { status: res.status, json };
+}
+
+const num = (v: unknown): number | null =>
+  typeof v === "number" && Number.isFinite(v) && v > 0 ? v : null;
+
+/** Keyed by what determines the answer: the same command serves the same context. */
+const contexts = new Map<string, number | null>();
+const countWays = new Map<string, "llama" | "vllm" | "none">();
+const keyOf = (m: ModelConfig) => `${m.id}\u0000${m.cmd}\u0000${m.proxy}`;
+
+/** The upstream's context size in tokens, or null when it does not say. Cached per command. */
+export async function contextSize(model: ModelConfig, signal: AbortSignal): Promise<number | null> {
+  const key = keyOf(model);
+  if (contexts.has(key)) return contexts.get(key) ?? null;
+  let size: number | null = null;
+  try {
+    const props = await call(model, "/props", signal);
+    const dgs = props.json?.default_generation_settings as Json | undefined;
+    size = props.status === 200 ? (num(dgs?.n_ctx) ?? num(props.json?.n_ctx)) : null;
+    if (size === null) {
+      const models = await call(model, "/v1/models", signal);
+      const data = Array.isArray(models.json?.data) ? (models.json.data as Json[]) : [];
+      size = data.map((d) => num(d.max_model_len)).find((n) => n !== null) ?? null;
+    }
+  } catch {
+    return null; // unreachable now: ask again next time
+  }
+  contexts.set(key, size);
+  return size;
+}
+
+/**
+ * Exact prompt tokens as the upstream's own template and tokenizer see them, or null. The way
+ * that worked is remembered per model; a server with neither way is not asked again.
+ */
+export async function countPromptTokens(
+  model: ModelConfig,
+  profile: Profile,
+  prompt: Prompt,
+  signal: AbortSignal,
+): Promise<number | null> {
+  const key = keyOf(model);
+  const known = countWays.get(key);
+  if (known === "none") return null;
+  const order: ("llama" | "vllm")[] = known
+    ? [known]
+    : profile === "vllm"
+      ? ["vllm", "llama"]
+      : ["llama", "vllm"];
+  let missing = 0;
+  try {
+    for (const way of order) {
+      const n =
+        way === "llama"
+          ? await llamaCount(model, prompt, signal)
+          : await vllmCount(model, prompt, signal);
+      if (n === MISSING) missing++;
+      else if (n !== null) {
+        countWays.set(key, way);
+        return n;
+      }
+    }
+  } catch {
+    return null; // unreachable or too slow now: not a verdict on the server
+  }
+  // Only a server without the routes is never asked again; one prompt's failure is no verdict.
+  if (missing === order.length && !known) countWays.set(key, "none");
+  return null;
+}
+
+const MISSING = -1;
+const missingRoute = (status: number) => status === 404 || status === 405;
+
+async function llamaCount(
+  model: ModelConfig,
+  prompt: Prompt,
+  signal: AbortSignal,
+): Promise<number | null> {
+  const templ = await call(model, "/apply-template", signal, {
+    messages: prompt.messages,
+    ...(prompt.tools.tools ? { tools: prompt.tools.tools } : {}),
+  });
+  if (missingRoute(templ.status)) return MISSING;
+  const text = templ.json?.prompt;
+  if (templ.status !== 200 || typeof text !== "string") return null;
+  const tok = await call(model, "/tokenize", signal, { content: text });
+  const tokens = tok.json?.tokens;
+  return tok.status === 200 && Array.isArray(tokens) ? tokens.length : null;
+}
+
+async function vllmCount(
+  model: ModelConfig,
+  prompt: Prompt,
+  signal: AbortSignal,
+): Promise<number | null> {
+  const res = await call(model, "/tokenize", signal, {
+    model: model.useModelName || model.id,
+    messages: prompt.messages,
+    add_generation_prompt: true,
+    ...(prompt.tools.tools ? { tools: prompt.tools.tools } : {}),
+  });
+  if (missingRoute(res.status)) return MISSING;
+  const n = res.json?.count;
+  return res.status === 200 && typeof n === "number" ? n : null;
+}
+
+/**
+ * The most `max_tokens` the upstream's context leaves for the answer, or null for "send as
+ * asked". Claude Code asks for 20–32k tokens whatever the model; vLLM refuses prompt +
+ * max_tokens > max_model_len. Counting costs two small calls, so it is skipped when even an
+ * upper bound of the prompt leaves room. A prompt that alone fills the context is refused in
+ * Anthropic's wording ("prompt is too long: N tokens > M maximum"), which Claude Code answers
+ * by compacting.
+ */
+export async function answerCap(
+  model: ModelConfig,
+  profile: Profile,
+  prompt: Prompt,
+  maxTokens: number,
+  signal: AbortSignal,
+): Promise<number | null> {
+  const ctx = await contextSize(model, signal);
+  if (ctx === null || promptUpperBound(prompt) + maxTokens <= ctx) return null;
+  const counted = await countPromptTokens(model, profile, prompt, signal);
+  if (counted === null) {
+    // Only an estimate: clamp by it, but leave a refusal to the upstream, which can count.
+    const est = estimatePrompt(prompt);
+    return est < ctx ? ctx - est : null;
+  }
+  if (counted >= ctx) throw badRequest(`prompt is too long: ${counted} tokens > ${ctx} maximum`);
+  return ctx - counted;
+}

@@ -37,6 +37,8 @@ export interface Gateway {
   acquire(model: ModelConfig, signal: AbortSignal, hooks?: AcquireHooks): Promise<Lease>;
   modelState(id: string): ModelState;
   stderrTail(id: string, lines?: number): string[];
+  /** Recent stdout and stderr lines of a model's process (bounded ring buffer). */
+  logs(id: string): string[];
   status(): StatusJson;
   unload(id: string | null): void;
   /** Holds `model` busy until released or `ttlMs` passes without a renewal. */

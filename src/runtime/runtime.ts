@@ -207,6 +207,10 @@ export class Runtime implements Effects, Gateway {
     return this.events.subscribe(fn);
   }
 
+  logs(id: string): string[] {
+    return this.processes.get(id)?.logs() ?? [];
+  }
+
   /** Last lines of a model's stderr, for error messages. */
   stderrTail(id: string, lines = 5): string[] {
     return this.processes.get(id)?.stderrTail(lines) ?? [];

@@ -155,6 +155,13 @@ describe("models list and routes", () => {
     expect(echo.headers.authorization).toBeUndefined();
   });
 
+  test("GET /api/models/{id}/logs shows the model's own output", async () => {
+    const res = await fetch(`${a}/api/models/alpha/logs`);
+    expect(res.status).toBe(200);
+    expect(await res.text()).toContain("listening on http://127.0.0.1:");
+    expect((await fetch(`${a}/api/models/nope/logs`)).status).toBe(404);
+  });
+
   test("/running lists the models that are not stopped", async () => {
     const body = (await (await fetch(`${a}/running`)).json()) as {
       running: { model: string; state: string }[];

@@ -20,15 +20,23 @@ export function controlRoutes(gw: Gateway) {
         .models.filter((m) => m.state !== "stopped")
         .map((m) => ({ model: m.id, state: m.state })),
     }))
+    .get("/api/models/:id/logs", ({ params }) => {
+      const model = gw.resolve(params.id);
+      if (!model) return unknownModel(params.id);
+      const lines = gw.logs(model.id);
+      return new Response(lines.length ? `${lines.join("\n")}\n` : "", {
+        headers: { "content-type": "text/plain; charset=utf-8" },
+      });
+    })
     .post("/api/models/unload", () => {
       gw.unload(null);
       return { unloaded: "all" };
     })
     .post("/api/models/:id/load", async ({ params, request, server }) => {
-      const model = gw.resolve(params.id);
-      if (!model) return unknownModel(params.id);
       (server as Server)?.timeout(request, 0);
       try {
+        const model = await gw.resolveModel(params.id);
+        if (!model) return unknownModel(params.id);
         const lease = await gw.acquire(model, request.signal);
         lease.release();
         return { model: model.id, state: gw.modelState(model.id), wait_ms: lease.waitedMs };

@@ -4,26 +4,25 @@
  */
 import { epochMs, percentile, round } from "./util.ts";
 
-export interface Cell {
-  p50_ms: number;
-  p99_ms: number;
-  rps: number;
-  requests: number;
+export interface LoopResult {
+  /** Send → last byte of the body, ms, of every 200 response. */
+  latencies: number[];
   errors: number;
+  seconds: number;
 }
 
 const JSON_HEADERS = { "content-type": "application/json" };
 
 /**
  * Closed loop: `concurrency` clients each send the next request as soon as the previous
- * response body is fully read, for `durationMs`. Latency = send → last byte of the body.
+ * response body is fully read, for `durationMs`.
  */
 export async function closedLoop(
   url: string,
   body: string,
   concurrency: number,
   durationMs: number,
-): Promise<Cell> {
+): Promise<LoopResult> {
   const latencies: number[] = [];
   let errors = 0;
   const start = performance.now();
@@ -42,14 +41,7 @@ export async function closedLoop(
     }
   };
   await Promise.all(Array.from({ length: concurrency }, client));
-  const elapsed = (performance.now() - start) / 1000;
-  return {
-    p50_ms: round(percentile(latencies, 50)),
-    p99_ms: round(percentile(latencies, 99)),
-    rps: round(latencies.length / elapsed, 1),
-    requests: latencies.length,
-    errors,
-  };
+  return { latencies, errors, seconds: (performance.now() - start) / 1000 };
 }
 
 export interface StreamResult {

@@ -125,11 +125,17 @@ function killSync(): void {
   }
 }
 
-/** Runs `main`, cleaning up however it ends; exits 130/143 on SIGINT/SIGTERM, 1 on error. */
-export async function withCleanup(main: () => Promise<void>): Promise<void> {
+/**
+ * Runs `main`, cleaning up however it ends (then `after`, e.g. removing the temp dir); exits
+ * 130/143 on SIGINT/SIGTERM, sets exit code 1 on error.
+ */
+export async function withCleanup(main: () => Promise<void>, after: () => void): Promise<void> {
   const onSignal = (signal: "SIGINT" | "SIGTERM") => {
     log(`${signal}: stopping everything`);
-    void cleanup().then(() => process.exit(signal === "SIGINT" ? 130 : 143));
+    void cleanup().then(() => {
+      after();
+      process.exit(signal === "SIGINT" ? 130 : 143);
+    });
   };
   process.on("SIGINT", () => onSignal("SIGINT"));
   process.on("SIGTERM", () => onSignal("SIGTERM"));
@@ -141,5 +147,6 @@ export async function withCleanup(main: () => Promise<void>): Promise<void> {
     process.exitCode = 1;
   } finally {
     await cleanup();
+    after();
   }
 }

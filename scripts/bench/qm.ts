@@ -2,7 +2,7 @@
  * qm under test: the compiled binary (`dist/qm`, built when missing), a generated config with
  * the three benchmark models, and the few control-API calls the benchmark needs.
  */
-import { existsSync } from "node:fs";
+import { existsSync, readdirSync, statSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { rememberGroup, startPlain } from "./procs.ts";
 import { freePort, log, shellQuote } from "./util.ts";
@@ -28,8 +28,27 @@ export interface QmSetup {
   readyFile: string;
 }
 
-export async function ensureBuilt(): Promise<void> {
-  if (existsSync(QM_BIN)) return;
+/** Newest modification time of any file under `dir`, ms. */
+function newestMtime(dir: string): number {
+  let newest = 0;
+  for (const entry of readdirSync(dir, { recursive: true, withFileTypes: true })) {
+    if (entry.isFile())
+      newest = Math.max(newest, statSync(join(entry.parentPath, entry.name)).mtimeMs);
+  }
+  return newest;
+}
+
+/**
+ * Builds dist/qm when it is missing. A binary older than src/ is measured as it is (others may
+ * be running it; rebuilding under them would fail with ETXTBSY or change their tests), but the
+ * report says so: returns true when it is stale.
+ */
+export async function ensureBuilt(): Promise<boolean> {
+  if (existsSync(QM_BIN)) {
+    const stale = statSync(QM_BIN).mtimeMs < newestMtime(join(ROOT, "src"));
+    if (stale) log("warning: dist/qm is older than src/; run `bun run build` to measure the code");
+    return stale;
+  }
   log("dist/qm is missing; building it (bun run build)");
   const proc = Bun.spawn([process.execPath, "run", "build"], {
     cwd: ROOT,
@@ -37,6 +56,7 @@ export async function ensureBuilt(): Promise<void> {
     stderr: "inherit",
   });
   if ((await proc.exited) !== 0) throw new Error("bun run build failed");
+  return false;
 }
 
 function cmd(words: string[], template: string): string {
@@ -117,6 +137,16 @@ interface StatusModel {
   port: number | null;
 }
 
+/** The commit measured, with `+dirty` when the working tree has changes. */
+export function revision(): string {
+  const git = (args: string[]) =>
+    Bun.spawnSync(["git", ...args], { cwd: ROOT })
+      .stdout.toString()
+      .trim();
+  const head = git(["rev-parse", "--short", "HEAD"]) || "unknown";
+  return git(["status", "--porcelain", "--", "src"]) ? `${head}+dirty` : head;
+}
+
 export async function modelStatus(qm: Qm, id: string): Promise<StatusModel> {
   const status = (await (await fetch(`${qm.url}/api/status`)).json()) as { models: StatusModel[] };
   const m = status.models.find((x) => x.id === id);
@@ -125,13 +155,15 @@ export async function modelStatus(qm: Qm, id: string): Promise<StatusModel> {
   return m;
 }
 
-/** Loads a model and returns its upstream URL (so it can also be called directly). */
-export async function load(qm: Qm, id: string): Promise<string> {
+/** Loads a model; returns its upstream's URL (to call it directly too) and pid. */
+export async function load(qm: Qm, id: string): Promise<{ url: string; pid: number }> {
   const res = await fetch(`${qm.url}/api/models/${id}/load`, { method: "POST" });
   if (!res.ok) throw new Error(`loading ${id}: HTTP ${res.status} ${await res.text()}`);
   const m = await modelStatus(qm, id);
-  if (m.state !== "ready" || m.port === null) throw new Error(`${id} is ${m.state} after load`);
-  return `http://127.0.0.1:${m.port}`;
+  if (m.state !== "ready" || m.port === null || m.pid === null) {
+    throw new Error(`${id} is ${m.state} after load`);
+  }
+  return { url: `http://127.0.0.1:${m.port}`, pid: m.pid };
 }
 
 /** Unloads a model and waits until its process has stopped. */

@@ -3,6 +3,7 @@
  * and what /proc says about a process.
  */
 import { readFileSync } from "node:fs";
+import { cpus } from "node:os";
 
 /**
  * Wall-clock epoch milliseconds with sub-millisecond precision, comparable across processes
@@ -68,6 +69,31 @@ export function cpuMs(pid: number): number {
   } catch {
     return Number.NaN;
   }
+}
+
+/** Busy CPU time of the whole machine so far, in ms (all cores; steal excluded). */
+function machineBusyMs(): number {
+  const line = readFileSync("/proc/stat", "utf8").split("\n", 1)[0] as string;
+  // cpu user nice system idle iowait irq softirq steal …
+  const f = line.trim().split(/\s+/).slice(1).map(Number);
+  return ((f[0] ?? 0) + (f[1] ?? 0) + (f[2] ?? 0) + (f[5] ?? 0) + (f[6] ?? 0)) * TICK_MS;
+}
+
+/**
+ * Starts watching how much CPU processes other than `ours` used; the returned function gives
+ * their share of the whole machine, in %, since the start. Anything well above 0 means
+ * something else on the box competed with the measurement and the figures are skewed.
+ */
+export function othersCpu(ours: () => number[]): () => number {
+  const sum = () => ours().reduce((n, pid) => n + (cpuMs(pid) || 0), 0);
+  const busy0 = machineBusyMs();
+  const ours0 = sum();
+  const t0 = performance.now();
+  return () => {
+    const others = machineBusyMs() - busy0 - (sum() - ours0);
+    const capacity = (performance.now() - t0) * cpus().length;
+    return round(Math.max(0, (100 * others) / capacity), 1);
+  };
 }
 
 export function log(message: string): void {

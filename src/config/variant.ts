@@ -11,6 +11,10 @@ export function parseVariantName(name: string): { base: string; ctx: number } | 
   return m ? { base: m[1]!, ctx: Number(m[2]) } : null;
 }
 
+// The two macros a template still holds (spelled out: they are literal text, not templates).
+const PORT = "$" + "{PORT}";
+const MODEL_ID = "$" + "{MODEL_ID}";
+
 /** Flags llama.cpp (and servers that copy it) read the context size from. */
 const CTX_FLAGS = new Set(["--ctx-size", "-c", "--ctx_size"]);
 
@@ -50,8 +54,7 @@ export function mintVariant(
   base: ModelConfig,
   opts: { ctx: number; port: number; estVramGb: number },
 ): ModelConfig {
-  const fill = (s: string) =>
-    s.replaceAll("${PORT}", String(opts.port)).replaceAll("${MODEL_ID}", base.id);
+  const fill = (s: string) => s.replaceAll(PORT, String(opts.port)).replaceAll(MODEL_ID, base.id);
   const t = base.template;
   const argv = withContextSize(splitCommand(fill(t.cmd)), opts.ctx);
   const check = fill(t.checkEndpoint);
@@ -61,7 +64,7 @@ export function mintVariant(
     cmd: argv.join(" "),
     argv,
     proxy: fill(t.proxy).replace(/\/+$/, ""),
-    port: t.cmd.includes("${PORT}") || t.proxy.includes("${PORT}") ? opts.port : null,
+    port: t.cmd.includes(PORT) || t.proxy.includes(PORT) ? opts.port : null,
     checkEndpoint: check === "none" ? null : check,
     cmdStop: fill(t.cmdStop),
     useModelName: fill(t.useModelName),

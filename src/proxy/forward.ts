@@ -15,6 +15,8 @@ export interface ForwardRequest {
   /** Last lines the upstream printed, read only when something goes wrong. */
   stderrTail: () => string[];
   onChunk?: (chunk: Uint8Array) => void;
+  /** Set on the client's response (e.g. `X-QM-Model`). */
+  extraHeaders?: Iterable<[string, string]>;
   /** Called exactly once when the exchange is over, however it ended. */
   onEnd: (end: RelayEnd) => void;
 }
@@ -48,11 +50,32 @@ export async function forward(req: ForwardRequest): Promise<Response> {
     });
   }
   const headers = clientResponseHeaders(upstream.headers);
+  if (req.extraHeaders) for (const [k, v] of req.extraHeaders) headers.set(k, v);
   if (!upstream.body) {
     req.onEnd({ kind: "done" });
     return new Response(null, { status: upstream.status, headers });
   }
-  const sse = (headers.get("content-type") ?? "").includes("text/event-stream");
+  const type = headers.get("content-type") ?? "";
+  const sse = type.includes("text/event-stream");
+  if (!sse && type.includes("json")) {
+    // A JSON answer is only usable whole, so nothing is gained by relaying it piecemeal; taking
+    // it in one read is cheaper per request and tells us exactly when the exchange is over.
+    let bytes: Uint8Array;
+    try {
+      bytes = await upstream.bytes();
+    } catch (error) {
+      req.onEnd({ kind: req.signal.aborted ? "cancelled" : "failed", error });
+      if (req.signal.aborted) {
+        throw new QmError("cancelled", `the client went away while "${req.model}" was answering`);
+      }
+      throw new QmError("upstream_failed", upstreamFailure(req.model, error, req.stderrTail()), {
+        cause: error,
+      });
+    }
+    req.onChunk?.(bytes);
+    req.onEnd({ kind: "done" });
+    return new Response(bytes, { status: upstream.status, headers });
+  }
   const body = relay(upstream.body, {
     onChunk: req.onChunk,
     onEnd: req.onEnd,

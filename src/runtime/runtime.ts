@@ -138,27 +138,32 @@ export class Runtime implements Effects, Gateway {
         reject(cancelled(model.id));
         return;
       }
-      const onAbort = () => {
-        if (!this.pending.delete(id)) return;
-        this.scheduler.cancel(id);
-        reject(cancelled(model.id));
-      };
-      signal.addEventListener("abort", onAbort, { once: true });
-      this.pending.set(id, {
+      const pending: Pending = {
         model,
         signal,
         hooks,
         askedAt: this.opts.clock.now(),
         resolve,
         reject,
-        detach: () => signal.removeEventListener("abort", onAbort),
-      });
+        detach: () => {},
+      };
+      this.pending.set(id, pending);
       this.scheduler.request({
         id,
         model: model.id,
         ...(hooks.holdMs === undefined ? {} : { holdMs: hooks.holdMs }),
         ...(hooks.patienceMs === undefined ? {} : { patienceMs: hooks.patienceMs }),
       });
+      // Most requests are granted (or refused) synchronously above; only one that has to
+      // wait needs to hear about its client leaving.
+      if (!this.pending.has(id)) return;
+      const onAbort = () => {
+        if (!this.pending.delete(id)) return;
+        this.scheduler.cancel(id);
+        reject(cancelled(model.id));
+      };
+      signal.addEventListener("abort", onAbort, { once: true });
+      pending.detach = () => signal.removeEventListener("abort", onAbort);
     });
   }
 

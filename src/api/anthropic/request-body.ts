@@ -35,7 +35,8 @@ export async function readRequest<T>(
   const problem = checkWire(schema, json);
   if (problem) throw badRequest(problem);
   const name = (json as { model: string }).model;
-  const model = gw.resolve(name);
+  // `resolveModel` also knows the `model?ctx=N` variants, minted on first use.
+  const model = await gw.resolveModel(name);
   if (!model) {
     throw new QmError(
       "model_not_found",

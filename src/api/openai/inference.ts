@@ -123,11 +123,10 @@ export async function handleInference(req: InferenceRequest): Promise<Response> 
   req.noIdleTimeout();
   const { model } = parsed;
   const loaded = gw.modelState(model.id) === "ready";
-  const headers = new Headers({ "x-qm-model": model.id, "x-qm-model-loaded": String(loaded) });
-  const aborter = new AbortController();
-  const onClientGone = () => aborter.abort();
-  request.signal.addEventListener("abort", onClientGone, { once: true });
-
+  const tags: [string, string][] = [
+    ["x-qm-model", model.id],
+    ["x-qm-model-loaded", String(loaded)],
+  ];
   let upstreamHeaders = request.headers;
   if (parsed.contentType) {
     upstreamHeaders = new Headers(request.headers);
@@ -140,43 +139,62 @@ export async function handleInference(req: InferenceRequest): Promise<Response> 
     sched.holdOn === "tool_calls" && (asks.holdMs ?? sched.holdMs) > 0
       ? new ToolCallWatcher()
       : null;
-  const send = (lease: Lease) =>
+  const send = (
+    lease: Lease,
+    signal: AbortSignal,
+    extraHeaders: [string, string][],
+    done = () => {},
+  ) =>
     forward({
       base: model.proxy,
       pathAndQuery: req.pathAndQuery,
       method: request.method,
       headers: upstreamHeaders,
       body: parsed.body,
-      signal: aborter.signal,
+      signal,
       model: model.id,
       stderrTail: () => gw.stderrTail(model.id),
+      extraHeaders,
       ...(watcher ? { onChunk: (c: Uint8Array) => watcher.feed(c) } : {}),
       onEnd: () => {
-        request.signal.removeEventListener("abort", onClientGone);
+        done();
         lease.release({ toolCalls: watcher?.sawToolCalls ?? false });
       },
     });
 
   if (parsed.stream && !loaded && model.sendLoadingState) {
+    // The placeholder stream can be cancelled before the client's connection closes, so the
+    // wait and the upstream call follow a signal of their own.
+    const aborter = new AbortController();
+    const onClientGone = () => aborter.abort();
+    request.signal.addEventListener("abort", onClientGone, { once: true });
+    const detach = () => request.signal.removeEventListener("abort", onClientGone);
     const body = placeholderStream({
       model: model.id,
-      start: async (progress) =>
-        send(await gw.acquire(model, aborter.signal, { ...progress, ...asks })),
+      start: async (progress) => {
+        try {
+          const lease = await gw.acquire(model, aborter.signal, { ...progress, ...asks });
+          return await send(lease, aborter.signal, [], detach);
+        } catch (err) {
+          detach();
+          throw err;
+        }
+      },
       onCancel: () => aborter.abort(),
     });
+    const headers = new Headers(tags);
     headers.set("content-type", "text/event-stream");
     headers.set("cache-control", "no-cache");
     return new Response(body, { status: 200, headers });
   }
 
+  // The request's own signal aborts when the client disconnects: it cancels the wait and the
+  // upstream call alike.
   try {
-    const lease = await gw.acquire(model, aborter.signal, asks);
-    headers.set("x-qm-wait-ms", String(lease.waitedMs));
-    const res = await send(lease);
-    for (const [k, v] of headers) res.headers.set(k, v);
-    return res;
+    const lease = await gw.acquire(model, request.signal, asks);
+    tags.push(["x-qm-wait-ms", String(lease.waitedMs)]);
+    return await send(lease, request.signal, tags);
   } catch (err) {
-    request.signal.removeEventListener("abort", onClientGone);
-    return openaiError(asQmError(err), headers);
+    return openaiError(asQmError(err), new Headers(tags));
   }
 }

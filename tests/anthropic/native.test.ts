@@ -1,0 +1,93 @@
+/** `anthropic_native = true`: `/v1/messages` passes through untranslated. */
+import { afterAll, beforeEach, expect, test } from "bun:test";
+import {
+  appFor,
+  basic,
+  bodyOf,
+  type FakeGw,
+  FakeUpstream,
+  fakeGateway,
+  modelToml,
+  post,
+} from "./support.ts";
+
+const up = new FakeUpstream();
+let gw: FakeGw;
+afterAll(() => up.stop());
+beforeEach(() => {
+  gw = fakeGateway(modelToml("n", up, 'anthropic_native = true\nuse_model_name = "native-name"'));
+  gw.states.n = "ready";
+});
+
+const native = {
+  ...basic,
+  model: "n",
+  thinking: { type: "enabled", budget_tokens: 2048 },
+  metadata: { user_id: "u" },
+};
+
+test("the body goes as it is (model renamed when configured), the answer comes back as it is", async () => {
+  const answer = {
+    id: "msg_up",
+    type: "message",
+    role: "assistant",
+    content: [{ type: "text", text: "hi" }],
+    stop_reason: "end_turn",
+    usage: { input_tokens: 1, output_tokens: 1 },
+  };
+  up.handle = () => Response.json(answer);
+  const res = await post(appFor(gw), "/v1/messages?beta=true", native, {
+    "anthropic-version": "2023-06-01",
+    "anthropic-beta": "whatever-2026",
+    "x-api-key": "client-key",
+  });
+  expect(await bodyOf(res)).toEqual(answer);
+  const sent = up.last("/v1/messages");
+  expect(sent.path).toBe("/v1/messages?beta=true");
+  expect(sent.body).toEqual({ ...native, model: "native-name" });
+  expect(sent.headers["anthropic-version"]).toBeUndefined();
+  expect(sent.headers["anthropic-beta"]).toBeUndefined();
+  expect(sent.headers["x-api-key"]).toBeUndefined();
+  expect(gw.releases).toEqual([{ toolCalls: false }]);
+});
+
+test("a streamed answer is relayed byte for byte; tool use split across chunks is noticed", async () => {
+  const text =
+    'event: message_start\ndata: {"type":"message_start","message":{"id":"m","usage":{"input_tokens":1,"output_tokens":0}}}\n\n' +
+    'event: message_delta\ndata: {"type":"message_delta","delta":{"stop_reason":"tool_use"},"usage":{"output_tokens":3}}\n\n' +
+    'event: message_stop\ndata: {"type":"message_stop"}\n\n';
+  const cut = text.indexOf("tool_use") + 3;
+  const enc = new TextEncoder();
+  up.handle = () =>
+    new Response(
+      new ReadableStream({
+        start(c) {
+          c.enqueue(enc.encode(text.slice(0, cut)));
+          c.enqueue(enc.encode(text.slice(cut)));
+          c.close();
+        },
+      }),
+      { headers: { "content-type": "text/event-stream" } },
+    );
+  const res = await post(appFor(gw), "/v1/messages", { ...native, stream: true });
+  expect(await res.text()).toBe(text);
+  expect(gw.releases).toEqual([{ toolCalls: true }]);
+});
+
+test("upstream errors: OpenAI-shaped ones are rewrapped, Anthropic ones pass", async () => {
+  up.handle = () =>
+    Response.json(
+      { error: { code: 400, message: "bad thing", type: "invalid_request_error" } },
+      { status: 400 },
+    );
+  const res = await post(appFor(gw), "/v1/messages", native);
+  expect([res.status, (await bodyOf(res)).error]).toEqual([
+    400,
+    { type: "invalid_request_error", message: "bad thing" },
+  ]);
+  const own = { type: "error", error: { type: "overloaded_error", message: "busy" } };
+  up.handle = () => Response.json(own, { status: 529 });
+  const res2 = await post(appFor(gw), "/v1/messages", native);
+  expect([res2.status, await res2.json()]).toEqual([529, own]);
+  expect(gw.releases).toEqual([{ toolCalls: false }, { toolCalls: false }]);
+});

@@ -58,6 +58,8 @@ export class Scheduler {
   private armedWake: number | null = null;
   private readonly pending: Event[] = [];
   private dispatching = false;
+  /** Whether any model is marked draining (so the marks need clearing). */
+  private anyDraining = false;
 
   private readonly config: Pick<Config, "models" | "groups">;
   private readonly holdMs: number;
@@ -208,7 +210,8 @@ export class Scheduler {
         break;
     }
     if (!this.closed) {
-      this.expireIdle();
+      // TTL deadlines pass only with time, and every one has the wake timer armed for it.
+      if (e.kind === "wake") this.expireIdle();
       this.drain();
     }
     this.rearm();
@@ -495,7 +498,9 @@ export class Scheduler {
    * the others drain), so a stream of requests cannot starve another model forever.
    */
   private markDraining(): void {
-    for (const m of this.models.all()) m.draining = false;
+    if (this.anyDraining) for (const m of this.models.all()) m.draining = false;
+    this.anyDraining = false;
+    if (this.queue.length === 0) return;
     const now = this.clock.now();
     for (const q of this.queue) {
       if (!this.patienceSpent(q, now)) continue;
@@ -505,6 +510,7 @@ export class Scheduler {
       if (!plan.ok || plan.evict.some((v) => this.inTransition(v))) continue;
       if (!plan.evict.some((v) => this.models.get(v)!.inflight > 0)) continue;
       for (const v of plan.evict) this.models.get(v)!.draining = true;
+      this.anyDraining = true;
     }
   }
 

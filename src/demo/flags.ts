@@ -33,6 +33,8 @@ export interface DemoOptions {
   firstTokenMs?: number;
   /** Context size: `GET /props` reports it, and prompt + max_tokens beyond it answer 400. */
   ctxSize?: number;
+  /** `-m PATH`, as llama-server takes it: accepted (and shown in /props), never read. */
+  modelPath?: string;
 }
 
 export const DEFAULT_DEMO_OPTIONS: DemoOptions = {
@@ -70,6 +72,7 @@ Options:
   --reasoning N            chat answers think N tokens first (streamed as reasoning_content)
   --cached-tokens N        usage reports N prompt tokens as cached (prompt_tokens_details)
   --first-token-ms N       streams pause N ms before the first token, as a long prefill does
+  -m, --model PATH         model file, as llama-server takes it (accepted, not read)
   --ctx-size N             context size: GET /props reports it; prompt + max_tokens over it
                            answers 400 (like vLLM)
   --crash-at-start         print an error to stderr and exit 1 before listening
@@ -129,6 +132,12 @@ export function parseDemoFlags(argv: readonly string[]): DemoFlagsResult {
     if (boolKey !== undefined) {
       if (inline !== undefined) return { kind: "error", message: `${flag} takes no value` };
       options[boolKey] = true;
+      continue;
+    }
+    if (flag === "-m" || flag === "--model") {
+      const path = inline ?? argv[++i];
+      if (!path) return { kind: "error", message: `${flag} needs a path` };
+      options.modelPath = path;
       continue;
     }
     const known = flag === "--host" || flag === "--name" || flag in INT_FLAGS;

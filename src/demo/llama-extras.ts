@@ -58,6 +58,7 @@ export function props(options: DemoOptions): Response {
     default_generation_settings: { n_ctx: options.ctxSize },
     total_slots: 1,
     model_alias: options.name,
+    model_path: options.modelPath ?? null,
   });
 }
 

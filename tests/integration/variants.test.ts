@@ -1,0 +1,77 @@
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { llama } from "../gpu/gguf/fake-models.ts";
+import { writeModelFile } from "../gpu/gguf/gguf-writer.ts";
+import { chat, serve, status } from "../support/e2e.ts";
+import type { QmServer } from "../support/qm-process.ts";
+
+// Real processes: each variant is a model process of its own.
+setDefaultTimeout(20_000);
+
+let qm: QmServer;
+const dir = mkdtempSync(join(tmpdir(), "qm-variants-"));
+const gguf = join(dir, "model.gguf");
+
+beforeAll(async () => {
+  // A sparse file with a real GGUF header shaped like an 8B model: sized, never loaded.
+  await writeModelFile(
+    gguf,
+    llama({ layers: 32, embd: 4096, heads: 32, kvHeads: 8, ffn: 128, vocab: 1000, ctxLen: 131072 }),
+  );
+  qm = await serve(`
+[models.llm]
+cmd = "\${demo} -m ${gguf} --ctx-size 8192"
+est_vram_gb = 2
+`);
+});
+
+afterAll(async () => {
+  expect(await qm.stop()).toBe(0);
+});
+
+describe("model?ctx=N", () => {
+  test("mints a variant with its own process, context size and re-sized estimate", async () => {
+    const res = await chat(qm.url, "llm?ctx=32768");
+    expect(res.status).toBe(200);
+    expect(res.headers.get("x-qm-model")).toBe("llm?ctx=32768");
+    await res.json();
+    const s = await status(qm.url);
+    const v = s.models.find((m) => m.id === "llm?ctx=32768")!;
+    expect(v.state).toBe("ready");
+    expect(v.est_vram_gb).toBeGreaterThan(2); // 32k of KV cache is 4 GB on its own
+    const props = await fetch(`${qm.url}/upstream/${encodeURIComponent("llm?ctx=32768")}/props`);
+    const body = (await props.json()) as {
+      default_generation_settings: { n_ctx: number };
+      model_path: string;
+    };
+    expect(body.default_generation_settings.n_ctx).toBe(32768);
+    expect(body.model_path).toBe(gguf);
+  });
+
+  test("the same size again reuses the variant; the base and the variant swap like group members", async () => {
+    await (await chat(qm.url, "llm?ctx=32768")).json();
+    await (await chat(qm.url, "llm")).json();
+    const s = await status(qm.url);
+    expect(s.models.filter((m) => m.id.startsWith("llm?ctx=")).map((m) => m.id)).toEqual([
+      "llm?ctx=32768",
+    ]);
+    expect(s.models.find((m) => m.id === "llm")?.state).toBe("ready");
+    expect(s.models.find((m) => m.id === "llm?ctx=32768")?.state).toBe("stopped");
+  });
+
+  test("a bad size is a clear 400, and an unknown base a 404", async () => {
+    const bad = await chat(qm.url, "llm?ctx=12");
+    expect(bad.status).toBe(400);
+    expect(((await bad.json()) as { error: { message: string } }).error.message).toContain(
+      "ctx must be",
+    );
+    expect((await chat(qm.url, "nope?ctx=4096")).status).toBe(404);
+  });
+
+  test("variants stay out of GET /v1/models", async () => {
+    const list = (await (await fetch(`${qm.url}/v1/models`)).json()) as { data: { id: string }[] };
+    expect(list.data.map((m) => m.id)).toEqual(["llm"]);
+  });
+});

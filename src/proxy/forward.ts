@@ -41,13 +41,7 @@ export async function forward(req: ForwardRequest): Promise<Response> {
       proxy: false,
     } as RequestInit);
   } catch (error) {
-    req.onEnd({ kind: req.signal.aborted ? "cancelled" : "failed", error });
-    if (req.signal.aborted) {
-      throw new QmError("cancelled", `the client went away while "${req.model}" was answering`);
-    }
-    throw new QmError("upstream_failed", upstreamFailure(req.model, error, req.stderrTail()), {
-      cause: error,
-    });
+    throw ended(req, error);
   }
   const headers = clientResponseHeaders(upstream.headers);
   if (req.extraHeaders) for (const [k, v] of req.extraHeaders) headers.set(k, v);
@@ -64,13 +58,7 @@ export async function forward(req: ForwardRequest): Promise<Response> {
     try {
       bytes = await upstream.bytes();
     } catch (error) {
-      req.onEnd({ kind: req.signal.aborted ? "cancelled" : "failed", error });
-      if (req.signal.aborted) {
-        throw new QmError("cancelled", `the client went away while "${req.model}" was answering`);
-      }
-      throw new QmError("upstream_failed", upstreamFailure(req.model, error, req.stderrTail()), {
-        cause: error,
-      });
+      throw ended(req, error);
     }
     req.onChunk?.(bytes);
     req.onEnd({ kind: "done" });
@@ -86,6 +74,17 @@ export async function forward(req: ForwardRequest): Promise<Response> {
       : undefined,
   });
   return new Response(body, { status: upstream.status, headers });
+}
+
+/** Reports the end of an exchange that produced no response, and the error to answer with. */
+function ended(req: ForwardRequest, error: unknown): QmError {
+  req.onEnd({ kind: req.signal.aborted ? "cancelled" : "failed", error });
+  if (req.signal.aborted) {
+    return new QmError("cancelled", `the client went away while "${req.model}" was answering`);
+  }
+  return new QmError("upstream_failed", upstreamFailure(req.model, error, req.stderrTail()), {
+    cause: error,
+  });
 }
 
 export function upstreamFailure(model: string, error: unknown, tail: string[]): string {

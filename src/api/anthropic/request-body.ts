@@ -6,7 +6,7 @@ import type { TSchema } from "@sinclair/typebox";
 import type { ModelConfig } from "../../config/types.ts";
 import { QmError } from "../../shared/errors.ts";
 import type { Gateway } from "../gateway.ts";
-import { readBody } from "../openai/body.ts";
+import { parseJsonObject, readBody } from "../openai/body.ts";
 import { badRequest } from "../openai/errors.ts";
 import { checkWire } from "./wire.ts";
 
@@ -15,23 +15,13 @@ export interface ParsedRequest<T> {
   body: T;
 }
 
-const decoder = new TextDecoder();
-
 export async function readRequest<T>(
   gw: Gateway,
   request: Request,
   schema: TSchema,
 ): Promise<ParsedRequest<T>> {
   const bytes = await readBody(request, gw.config.server.maxBodyBytes);
-  let json: unknown;
-  try {
-    json = JSON.parse(decoder.decode(bytes));
-  } catch {
-    throw badRequest("request body is not valid JSON");
-  }
-  if (typeof json !== "object" || json === null || Array.isArray(json)) {
-    throw badRequest("request body must be a JSON object");
-  }
+  const json = parseJsonObject(bytes);
   const problem = checkWire(schema, json);
   if (problem) throw badRequest(problem);
   const name = (json as { model: string }).model;

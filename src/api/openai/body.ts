@@ -1,5 +1,21 @@
 import { QmError } from "../../shared/errors.ts";
 
+const decoder = new TextDecoder();
+
+/** A request body that must be a JSON object; anything else is a 400 saying what is wrong. */
+export function parseJsonObject(bytes: Uint8Array): Record<string, unknown> {
+  let json: unknown;
+  try {
+    json = JSON.parse(decoder.decode(bytes));
+  } catch {
+    throw new QmError("bad_request", "request body is not valid JSON");
+  }
+  if (typeof json !== "object" || json === null || Array.isArray(json)) {
+    throw new QmError("bad_request", "request body must be a JSON object");
+  }
+  return json as Record<string, unknown>;
+}
+
 function tooLarge(limit: number): QmError {
   const mb = Math.round((limit / 1024 / 1024) * 10) / 10;
   return new QmError(

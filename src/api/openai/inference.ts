@@ -4,7 +4,7 @@ import { ToolCallWatcher } from "../../proxy/tool-calls.ts";
 import { placeholderStream } from "../../proxy/wait-status.ts";
 import { asQmError, QmError } from "../../shared/errors.ts";
 import type { AcquireHooks, Gateway, Lease } from "../gateway.ts";
-import { readBody } from "./body.ts";
+import { parseJsonObject, readBody } from "./body.ts";
 import { badRequest, openaiError } from "./errors.ts";
 
 export interface InferenceRequest {
@@ -16,7 +16,6 @@ export interface InferenceRequest {
   noIdleTimeout: () => void;
 }
 
-const decoder = new TextDecoder();
 const encoder = new TextEncoder();
 
 interface Parsed {
@@ -32,16 +31,7 @@ async function parse(gw: Gateway, request: Request): Promise<Parsed> {
   const bytes = await readBody(request, gw.config.server.maxBodyBytes);
   const type = request.headers.get("content-type") ?? "";
   if (type.startsWith("multipart/form-data")) return parseMultipart(gw, bytes, type);
-  let json: unknown;
-  try {
-    json = JSON.parse(decoder.decode(bytes));
-  } catch {
-    throw badRequest("request body is not valid JSON");
-  }
-  if (typeof json !== "object" || json === null || Array.isArray(json)) {
-    throw badRequest("request body must be a JSON object");
-  }
-  const obj = json as Record<string, unknown>;
+  const obj = parseJsonObject(bytes);
   const model = await resolveModel(gw, obj.model);
   let body = bytes;
   if (model.useModelName) {

@@ -11,6 +11,10 @@ beforeAll(async () => {
   qm = await serve(`
 [models.m]
 cmd = "\${demo}"
+
+[models.quiet]
+cmd = "\${demo} --load-delay-ms 100"
+send_loading_state = false
 `);
 });
 
@@ -84,5 +88,21 @@ describe("bad input gets a clear OpenAI-shaped error", () => {
   test("the server is still fine after all of that", async () => {
     const r = await post("/v1/chat/completions", JSON.stringify({ model: "m", messages: [] }));
     expect(r.status).toBe(200);
+  });
+});
+
+describe("send_loading_state = false", () => {
+  test("a cold streaming request waits silently, then gets the model's own stream and X-QM-Wait-Ms", async () => {
+    const res = await fetch(`${qm.url}/v1/chat/completions`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ model: "quiet", stream: true, messages: [] }),
+    });
+    expect(res.status).toBe(200);
+    expect(res.headers.get("x-qm-model-loaded")).toBe("false");
+    expect(Number(res.headers.get("x-qm-wait-ms"))).toBeGreaterThanOrEqual(90);
+    const text = await res.text();
+    expect(text.startsWith("data: ")).toBe(true);
+    expect(text).not.toContain(": qm-status");
   });
 });

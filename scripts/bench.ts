@@ -12,6 +12,9 @@
  *     unload/reload cycles (scripts/bench/readiness.ts).
  * (d) qm's own RSS (VmRSS of the qm pid, not its children): idle 1 s after start with no model
  *     loaded, and the peak sampled every 25 ms while (b) runs through qm.
+ * (e) Translation cost: the same streamed answer through `/v1/messages` (translated to the
+ *     OpenAI chat API and back) and `/v1/chat/completions` (passthrough) — qm CPU per stream
+ *     and per-chunk latency from stamps in each token's text (scripts/bench/anthropic.ts).
  *
  * qm runs as the compiled binary (`dist/qm serve`, rebuilt when older than src/) with a
  * generated config; every model upstream is started by qm itself.
@@ -19,6 +22,8 @@
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { cpus, tmpdir } from "node:os";
 import { join } from "node:path";
+import { anthropicRuns } from "./bench/anthropic.ts";
+import { matrixSolver } from "./bench/matrix.ts";
 import { nonStreamCells, type Target } from "./bench/nonstream.ts";
 import { startListening, withCleanup } from "./bench/procs.ts";
 import { ensureBuilt, load, MODELS, revision, startQm } from "./bench/qm.ts";
@@ -34,6 +39,10 @@ const TOKENS = 500;
 const TOKEN_MS = 10;
 const LOAD_DELAY_MS = 250;
 const READINESS_RUNS = 8;
+const ANTHROPIC_STREAMS = 20;
+const ANTHROPIC_TOKENS = 1000;
+const ANTHROPIC_TOKEN_MS = 5;
+const ANTHROPIC_ROUNDS = 2;
 
 const BARE = join(import.meta.dir, "bench/bare-forwarder.ts");
 const dir = mkdtempSync(join(tmpdir(), "qm-bench-"));
@@ -55,7 +64,14 @@ function bareForwarder(name: string, upstream: string) {
 async function main(): Promise<void> {
   const loadStart = loadavg();
   const stale = await ensureBuilt();
-  const setup = { tokens: TOKENS, tokenMs: TOKEN_MS, loadDelayMs: LOAD_DELAY_MS, readyFile };
+  const setup = {
+    tokens: TOKENS,
+    tokenMs: TOKEN_MS,
+    loadDelayMs: LOAD_DELAY_MS,
+    readyFile,
+    anthropicTokens: ANTHROPIC_TOKENS,
+    anthropicTokenMs: ANTHROPIC_TOKEN_MS,
+  };
   const qm = await startQm(dir, setup);
   log(`qm ${qm.url} (pid ${qm.pid}); temp dir ${dir}`);
   await Bun.sleep(1000);
@@ -68,8 +84,12 @@ async function main(): Promise<void> {
 
   // (a) Non-streamed.
   const demo = await load(qm, MODELS.demo);
+  // Section (e)'s upstream is started now and idles until then: its port (`start_port` + 3,
+  // fixed by the config) lies in the ephemeral range, and after (a) and (b) have opened
+  // thousands of loopback connections one of them may hold it (seen: EADDRINUSE).
+  const anth = await load(qm, MODELS.anthropic);
   const bare = await bareForwarder("bare", demo.url);
-  const oursA = () => [process.pid, qm.pid, demo.pid, bare.proc.pid];
+  const oursA = () => [process.pid, qm.pid, demo.pid, anth.pid, bare.proc.pid];
   const a = {
     urls: { direct: demo.url, bare: bare.url, qm: qm.url },
     proxyPid: { direct: null, bare: bare.proc.pid, qm: qm.pid },
@@ -99,11 +119,24 @@ async function main(): Promise<void> {
     tokens: TOKENS,
   });
 
+  // (e) Translation cost, before (c) so it runs on the same warm qm as (b).
+  const e = await anthropicRuns({
+    qmUrl: qm.url,
+    qmPid: qm.pid,
+    ours: () => [...oursA(), stream.pid, bareStream.proc.pid],
+    model: MODELS.anthropic,
+    streams: ANTHROPIC_STREAMS,
+    tokens: ANTHROPIC_TOKENS,
+    rounds: ANTHROPIC_ROUNDS,
+  });
+
   // (c) Readiness.
   const c = await readinessRuns(qm, MODELS.cold, readyFile, READINESS_RUNS);
   const loaded = round(rssMb(qm.pid) ?? Number.NaN, 1);
 
-  const others = [c1, c32, b].flatMap((x) => [x.direct, x.bare, x.qm].map((y) => y.others_cpu_pct));
+  const others = [c1, c32, b]
+    .flatMap((x) => [x.direct, x.bare, x.qm].map((y) => y.others_cpu_pct))
+    .concat(e.passthrough.others_cpu_pct, e.translated.others_cpu_pct);
   const othersMax = Math.max(...others);
   const ratio = (x: Record<Target, { rps: number }>) => round(x.qm.rps / x.bare.rps);
   const roundRatios = c32.qm.rps_rounds.map((r, i) => round(r / (c32.bare.rps_rounds[i] ?? 0)));
@@ -142,24 +175,37 @@ async function main(): Promise<void> {
       streams: STREAMS,
       tokens: TOKENS,
       token_ms: TOKEN_MS,
-      added_ms_p50: b.qm.ms_p50,
-      added_ms_p99: b.qm.ms_p99,
+      added_ms_p50: round(b.qm.ms_p50 - b.direct.ms_p50),
+      added_ms_p99: round(b.qm.ms_p99 - b.direct.ms_p99),
+      one_way_ms_p50: b.qm.ms_p50,
+      one_way_ms_p99: b.qm.ms_p99,
       coalesced_reads: b.qm.coalesced_reads,
       chunks: b.qm.chunks,
-      over_direct_ms_p50: round(b.qm.ms_p50 - b.direct.ms_p50),
-      over_direct_ms_p99: round(b.qm.ms_p99 - b.direct.ms_p99),
       qm: b.qm,
       bare: b.bare,
       direct: b.direct,
       clock_check: b.clock,
       method:
-        "added = client receive epoch ms − upstream send epoch ms embedded in each chunk " +
-        "(one-way, through qm); direct and bare are the same streams without qm",
+        "ms = client receive epoch ms − upstream send epoch ms embedded in each chunk " +
+        "(one-way); qm, bare and direct are the same streams through qm, through the bare " +
+        "forwarder and straight to the upstream; added (the target) = qm − direct at the " +
+        "same percentile; one_way_ms_* are qm's own one-way figures",
     },
     readiness_gap_ms: {
       ...c,
       method: `load delay ${LOAD_DELAY_MS} ms; gap = client's first byte − end of upstream load`,
     },
+    anthropic: {
+      ...e,
+      token_ms: ANTHROPIC_TOKEN_MS,
+      method:
+        `${ANTHROPIC_STREAMS} concurrent streams of ${ANTHROPIC_TOKENS} tokens ` +
+        `${ANTHROPIC_TOKEN_MS} ms apart from one upstream, per route, ${ANTHROPIC_ROUNDS} ` +
+        "alternating runs per route, pooled; chunk ms = client receive epoch ms − upstream " +
+        "send epoch ms carried in each token's text (`<sent_ms>|`); cpu = qm utime+stime " +
+        "over the run ÷ streams; added = translated p99 − passthrough p99",
+    },
+    matrix_solver: matrixSolver(),
     rss_mb: {
       idle,
       idle_state: "1 s after start, no model loaded",
@@ -169,10 +215,12 @@ async function main(): Promise<void> {
     targets: {
       qm_vs_bare_rps_c32: target(ratio(c32), ">=", 0.85),
       qm_added_p50_ms_c1: target(added, "<=", 0.5),
-      stream_added_ms_p99: target(b.qm.ms_p99, "<=", 2),
+      stream_added_ms_p99: target(round(b.qm.ms_p99 - b.direct.ms_p99), "<=", 2),
       stream_coalesced_reads: target(b.qm.coalesced_reads, "<=", 0),
       readiness_gap_ms_max: target(c.max, "<=", 30),
       rss_idle_mb: target(idle, "<=", 80),
+      anthropic_cpu_ratio: target(e.cpu_ratio, "<=", 1.5),
+      anthropic_added_ms_p99: target(e.added_ms_p99_over_passthrough, "<=", 1),
     },
   };
   process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);

@@ -6,12 +6,15 @@
  *   before the chunk was written and flushed; the client subtracts it from its receive time;
  * - each chunk is written on its own timer tick, `--token-ms` apart, so a client read that
  *   holds two stamped chunks means they were coalesced on the way;
+ * - with `--stamp-text`, each token's text is that same stamp followed by `|` (`"<sent_ms>|"`)
+ *   instead of `"tok "`, so it survives a proxy that rewrites the chunks (qm's `/v1/messages`
+ *   turns them into Anthropic `content_block_delta` events that carry only the text);
  * - with `--ready-file PATH`, when /health first answers 200 it writes
  *   `{"ready_at_ms","first_200_ms"}` there: when the simulated load ended (`--load-delay-ms`)
  *   and when the first successful probe was answered.
  *
  * Usage: bun scripts/bench/stamp-upstream.ts --port N [--name ID] [--tokens N] [--token-ms N]
- *        [--load-delay-ms N] [--ready-file PATH]
+ *        [--stamp-text] [--load-delay-ms N] [--ready-file PATH]
  * Prints `listening on http://127.0.0.1:PORT`, like `qm demo-upstream`.
  */
 import { writeFile } from "node:fs/promises";
@@ -26,6 +29,7 @@ const { values } = parseArgs({
     "token-ms": { type: "string", default: "10" },
     "load-delay-ms": { type: "string", default: "0" },
     "ready-file": { type: "string" },
+    "stamp-text": { type: "boolean", default: false },
   },
 });
 const name = values.name;
@@ -33,6 +37,7 @@ const tokens = Number(values.tokens);
 const tokenMs = Number(values["token-ms"]);
 const readyAt = epochMs() + Number(values["load-delay-ms"]);
 const readyFile = values["ready-file"];
+const stampText = values["stamp-text"] === true;
 let first200: number | null = null;
 
 const SSE_HEADERS = { "content-type": "text/event-stream", "cache-control": "no-cache" };
@@ -40,9 +45,16 @@ const JSON_HEADERS = { "content-type": "application/json" };
 const created = Math.floor(Date.now() / 1000);
 const head = `data: {"id":"chatcmpl-stamp","object":"chat.completion.chunk","created":${created},"model":${JSON.stringify(name)},"choices":[{"index":0,"delta":`;
 
-function chunk(delta: string, finish: string | null): string {
+function chunk(delta: string, finish: string | null, sent = epochMs()): string {
   const f = finish === null ? "null" : `"${finish}"`;
-  return `${head}${delta},"finish_reason":${f}}],"sent_ms":${epochMs()}}\n\n`;
+  return `${head}${delta},"finish_reason":${f}}],"sent_ms":${sent}}\n\n`;
+}
+
+/** One token's chunk; with --stamp-text its text is the chunk's own send stamp and `|`. */
+function token(first: boolean): string {
+  const sent = epochMs();
+  const text = stampText ? `${sent}|` : "tok ";
+  return chunk(`{${first ? '"role":"assistant",' : ""}"content":"${text}"}`, null, sent);
 }
 
 function health(): Response {
@@ -64,12 +76,12 @@ function stream(req: Request, count: number): Response {
     // "direct": each write goes to the socket at flush, with no queue in between.
     type: "direct",
     async pull(controller) {
-      controller.write(chunk('{"role":"assistant","content":"tok "}', null));
+      controller.write(token(true));
       controller.flush();
       for (let i = 1; i < count; i++) {
         await Bun.sleep(tokenMs);
         if (req.signal.aborted) return controller.close();
-        controller.write(chunk('{"content":"tok "}', null));
+        controller.write(token(false));
         controller.flush();
       }
       await Bun.sleep(tokenMs);

@@ -7,6 +7,14 @@ setDefaultTimeout(20_000);
 
 let qm: QmServer;
 
+/** An agent offers tools; only then can an answer end in tool calls (and earn a hold). */
+const TOOLS = [
+  {
+    type: "function",
+    function: { name: "get_weather", parameters: { type: "object", properties: {} } },
+  },
+];
+
 beforeAll(async () => {
   qm = await serve(`
 [scheduler]
@@ -59,7 +67,7 @@ describe("wait status", () => {
 
 describe("holds", () => {
   test("X-QM-Hold-Ms: 0 is not held, even after a tool-call answer", async () => {
-    const res = await chat(qm.url, "agent", {}, { "x-qm-hold-ms": "0" });
+    const res = await chat(qm.url, "agent", { tools: TOOLS }, { "x-qm-hold-ms": "0" });
     expect(
       ((await res.json()) as { choices: { finish_reason: string }[] }).choices[0]!.finish_reason,
     ).toBe("tool_calls");
@@ -70,8 +78,14 @@ describe("holds", () => {
     });
   });
 
-  test("a tool-call answer holds its model; a plain answer does not", async () => {
-    const res = await chat(qm.url, "agent");
+  test("a request without tools earns no hold, even if the model answers with a tool call", async () => {
+    await (await chat(qm.url, "agent")).json();
+    const s = await status(qm.url);
+    expect(s.models.find((m) => m.id === "agent")?.held_until_ms).toBeNull();
+  });
+
+  test("a tool-call answer holds its model", async () => {
+    const res = await chat(qm.url, "agent", { tools: TOOLS });
     await res.json();
     const held = (await status(qm.url)).models.find((m) => m.id === "agent") as unknown as {
       held_until_ms: number | null;

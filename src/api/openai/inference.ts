@@ -22,6 +22,8 @@ interface Parsed {
   model: ModelConfig;
   stream: boolean;
   body: Uint8Array;
+  /** The request offers tools: only then can the answer end in tool calls. */
+  offersTools: boolean;
   /** Set when the body was re-encoded with a new multipart boundary. */
   contentType?: string;
 }
@@ -38,7 +40,12 @@ async function parse(gw: Gateway, request: Request): Promise<Parsed> {
     obj.model = model.useModelName;
     body = encoder.encode(JSON.stringify(obj));
   }
-  return { model, stream: obj.stream === true, body };
+  const offersTools = nonEmpty(obj.tools) || nonEmpty(obj.functions);
+  return { model, stream: obj.stream === true, body, offersTools };
+}
+
+function nonEmpty(v: unknown): boolean {
+  return Array.isArray(v) && v.length > 0;
 }
 
 async function parseMultipart(gw: Gateway, bytes: Uint8Array, type: string): Promise<Parsed> {
@@ -48,7 +55,7 @@ async function parseMultipart(gw: Gateway, bytes: Uint8Array, type: string): Pro
   if (!form) throw badRequest("request body is not valid multipart/form-data");
   const model = await resolveModel(gw, form.get("model"));
   if (!model.useModelName) {
-    return { model, stream: form.get("stream") === "true", body: bytes };
+    return { model, stream: form.get("stream") === "true", body: bytes, offersTools: false };
   }
   form.set("model", model.useModelName);
   // Re-encode: the boundary changes, so the content-type sent upstream must follow.
@@ -56,6 +63,7 @@ async function parseMultipart(gw: Gateway, bytes: Uint8Array, type: string): Pro
   return {
     model,
     stream: false,
+    offersTools: false,
     body: new Uint8Array(await rebuilt.arrayBuffer()),
     contentType: rebuilt.headers.get("content-type") ?? type,
   };
@@ -66,7 +74,8 @@ async function resolveModel(gw: Gateway, name: unknown): Promise<ModelConfig> {
     throw badRequest('the request has no "model" field', "model");
   }
   if (typeof name !== "string") throw badRequest('"model" must be a string', "model");
-  const model = await gw.resolveModel(name);
+  // Plain names resolve synchronously; only `model?ctx=N` variants may need minting.
+  const model = gw.resolve(name) ?? (await gw.resolveModel(name));
   if (!model) {
     throw new QmError(
       "model_not_found",
@@ -123,10 +132,10 @@ export async function handleInference(req: InferenceRequest): Promise<Response> 
     upstreamHeaders.set("content-type", parsed.contentType);
   }
   // The hold after a tool-call answer needs to know how the answer ended; watch for it only
-  // when it can matter.
+  // when it can matter: holds are on, and the request offered tools to call.
   const sched = gw.config.scheduler;
   const watcher =
-    sched.holdOn === "tool_calls" && (asks.holdMs ?? sched.holdMs) > 0
+    parsed.offersTools && sched.holdOn === "tool_calls" && (asks.holdMs ?? sched.holdMs) > 0
       ? new ToolCallWatcher()
       : null;
   const send = (

@@ -17,7 +17,7 @@
  *        [--stamp-text] [--load-delay-ms N] [--ready-file PATH]
  * Prints `listening on http://127.0.0.1:PORT`, like `qm demo-upstream`.
  */
-import { writeFile } from "node:fs/promises";
+import { rename, writeFile } from "node:fs/promises";
 import { parseArgs } from "node:util";
 import { epochMs } from "./util.ts";
 
@@ -65,7 +65,14 @@ function health(): Response {
     // After the answer is on its way, so recording does not delay the probe it records.
     if (readyFile) {
       const text = JSON.stringify({ ready_at_ms: readyAt, first_200_ms: now });
-      setTimeout(() => void writeFile(readyFile, text), 0);
+      // Written aside, then renamed: a reader never sees a half-written file.
+      setTimeout(
+        () =>
+          void writeFile(`${readyFile}.tmp`, text).then(() =>
+            rename(`${readyFile}.tmp`, readyFile),
+          ),
+        0,
+      );
     }
   }
   return new Response('{"status":"ok"}', { headers: JSON_HEADERS });

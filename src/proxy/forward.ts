@@ -15,6 +15,11 @@ export interface ForwardRequest {
   /** Last lines the upstream printed, read only when something goes wrong. */
   stderrTail: () => string[];
   onChunk?: (chunk: Uint8Array) => void;
+  /**
+   * Return the upstream's response as it came, body unread: for a caller that consumes the
+   * body itself (the Anthropic translator). `onEnd` then fires only if no response came.
+   */
+  raw?: boolean;
   /** Set on the client's response (e.g. `X-QM-Model`). */
   extraHeaders?: Iterable<[string, string]>;
   /** Called exactly once when the exchange is over, however it ended. */
@@ -43,6 +48,7 @@ export async function forward(req: ForwardRequest): Promise<Response> {
   } catch (error) {
     throw ended(req, error);
   }
+  if (req.raw) return upstream;
   const headers = clientResponseHeaders(upstream.headers);
   if (req.extraHeaders) for (const [k, v] of req.extraHeaders) headers.set(k, v);
   if (!upstream.body) {

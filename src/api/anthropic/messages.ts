@@ -113,6 +113,8 @@ export async function handleMessages(ctx: AnthropicRequest): Promise<Response> {
         signal: aborter.signal,
         model: model.id,
         stderrTail: () => gw.stderrTail(model.id),
+        // The translator reads the upstream's body itself and reports the end.
+        raw: oai.stream,
         onEnd: () => {},
       });
     } catch (err) {

@@ -26,37 +26,48 @@ export interface TranslatedStreamOptions {
   onCancel: () => void;
 }
 
-const encoder = new TextEncoder();
-
-type ReadStep =
-  | Awaited<ReturnType<ReadableStreamDefaultReader<Uint8Array>["read"]>>
-  | { error: unknown };
-
+/**
+ * Bun's "direct" stream: the translator's output for each upstream chunk is one string write
+ * and one flush, straight to the socket. Pings are written by their timer directly (writes are
+ * whole events, and JS runs one callback at a time), so reading the upstream needs no race
+ * against a wake-up per chunk.
+ */
 export function translatedStream(o: TranslatedStreamOptions): ReadableStream<Uint8Array> {
   const t = o.translator;
-  let queue: string[] = [];
-  let wake: (() => void) | null = null;
+  let out: ReadableStreamDirectController | null = null;
+  let early = "";
   let lastWrite = performance.now();
   let ended = false;
-  let settled: { ok: true; res: Response } | { ok: false; error: unknown } | null = null;
   let reader: ReadableStreamDefaultReader<Uint8Array> | null = null;
-  let pendingRead: Promise<ReadStep> | null = null;
   const decoder = new TextDecoder();
 
-  const push = (text: string) => {
-    if (text === "") return;
-    queue.push(text);
-    wake?.();
+  /** Writes now when the client is attached; before that (a ping), keeps it for the start. */
+  const write = (text: string): number | Promise<number> => {
+    if (text === "" || ended) return 0;
+    if (!out) {
+      early += text;
+      return 0;
+    }
+    lastWrite = performance.now();
+    const wrote = out.write(text);
+    const flushed = out.flush();
+    return typeof wrote !== "number" ? wrote : flushed;
   };
-  const parser = createParser({ onEvent: (e) => push(t.event(e.data, e.event)) });
+  let pending = "";
+  const parser = createParser({
+    onEvent: (e) => {
+      pending += t.event(e.data, e.event);
+    },
+  });
   // One timer, re-armed for when the stream will have been quiet for `pingMs`: writes only
   // note the time, so a token stream costs no timer churn, and no gap exceeds `pingMs`.
   let timer: Timer;
   const arm = (ms: number) => {
     timer = setTimeout(() => {
+      if (ended) return;
       const quiet = performance.now() - lastWrite;
       if (quiet >= o.pingMs) {
-        push(t.ping());
+        void write(t.ping());
         arm(o.pingMs);
       } else {
         arm(o.pingMs - quiet);
@@ -71,92 +82,75 @@ export function translatedStream(o: TranslatedStreamOptions): ReadableStream<Uin
     o.onEnd(t.stopReason === "tool_use");
     void reader?.cancel().catch(() => {});
   };
-  const nextWake = () =>
-    new Promise<null>((resolve) => {
-      wake = () => {
-        wake = null;
-        resolve(null);
-      };
-    });
 
-  Promise.resolve(o.upstream)
-    .then(
-      (res) => {
-        settled = { ok: true, res };
-        // The client left while the upstream was being reached: end the relay now.
-        if (ended) void res.body?.cancel().catch(() => {});
-      },
-      (error) => {
-        settled = { ok: false, error };
-      },
-    )
-    .finally(() => wake?.());
-
-  /** One step of work when nothing is queued; false = wait for a wake-up. */
-  async function step(): Promise<void> {
-    if (!settled) {
-      await nextWake();
+  async function run(): Promise<void> {
+    let res: Response;
+    try {
+      res = await o.upstream;
+    } catch (error) {
+      const f = fromQmError(asQmError(error));
+      await write(t.fail(f.type, f.message));
       return;
     }
-    if (!settled.ok) {
-      const f = fromQmError(asQmError(settled.error));
-      push(t.fail(f.type, f.message));
+    if (ended) {
+      // The client left while the upstream was being reached: end the exchange now.
+      void res.body?.cancel().catch(() => {});
       return;
     }
-    if (!reader) {
-      const res = settled.res;
-      if (res.status !== 200 || !res.body) {
-        // Headers went out as 200 long ago: the upstream's refusal becomes an error event.
-        const text = await res.text().catch(() => "");
-        const f = fromUpstream(res.status, text, o.model, res.headers.get("retry-after"));
-        push(t.fail(f.type, f.message));
+    if (res.status !== 200 || !res.body) {
+      // Headers went out as 200 long ago: the upstream's refusal becomes an error event.
+      const text = await res.text().catch(() => "");
+      const f = fromUpstream(res.status, text, o.model, res.headers.get("retry-after"));
+      await write(t.fail(f.type, f.message));
+      return;
+    }
+    reader = res.body.getReader() as ReadableStreamDefaultReader<Uint8Array>;
+    while (!t.finished && !ended) {
+      let step: Awaited<ReturnType<typeof reader.read>>;
+      try {
+        step = await reader.read();
+      } catch (error) {
+        if (ended) return;
+        await write(t.fail("api_error", `model "${o.model}" failed mid-answer: ${String(error)}`));
         return;
       }
-      reader = res.body.getReader() as ReadableStreamDefaultReader<Uint8Array>;
-    }
-    pendingRead ??= reader.read().catch((error: unknown) => ({ error }));
-    const got = await Promise.race([pendingRead, nextWake()]);
-    if (got === null) return; // a ping (or nothing) to send first; the read stays pending
-    pendingRead = null;
-    if ("error" in got) {
-      push(t.fail("api_error", `model "${o.model}" failed mid-answer: ${String(got.error)}`));
-    } else if (got.done) {
-      parser.feed(decoder.decode());
-      parser.reset({ consume: true });
-      push(t.end());
-    } else {
-      parser.feed(decoder.decode(got.value, { stream: true }));
+      if (step.done) {
+        parser.feed(decoder.decode());
+        parser.reset({ consume: true });
+        pending += t.end();
+      } else {
+        parser.feed(decoder.decode(step.value, { stream: true }));
+      }
+      if (pending !== "") {
+        const text = pending;
+        pending = "";
+        const wrote = write(text);
+        if (typeof wrote !== "number") await wrote;
+      }
+      if (step.done) return;
     }
   }
 
-  return new ReadableStream<Uint8Array>(
-    {
-      async pull(controller) {
-        for (;;) {
-          if (queue.length > 0) {
-            const text = queue.join("");
-            queue = [];
-            lastWrite = performance.now();
-            controller.enqueue(encoder.encode(text));
-            if (t.finished) {
-              controller.close();
-              finish();
-            }
-            return;
-          }
-          if (t.finished || ended) {
-            controller.close();
-            finish();
-            return;
-          }
-          await step();
+  const direct: Bun.DirectUnderlyingSource<Uint8Array> = {
+    type: "direct",
+    async pull(controller) {
+      out = controller;
+      try {
+        if (early !== "") {
+          const text = early;
+          early = "";
+          await write(text);
         }
-      },
-      cancel() {
+        await run();
+      } finally {
+        controller.close();
         finish();
-        o.onCancel();
-      },
+      }
     },
-    { highWaterMark: 0 },
-  );
+    cancel() {
+      finish();
+      o.onCancel();
+    },
+  };
+  return new ReadableStream(direct as unknown as Bun.UnderlyingSource<Uint8Array>);
 }

@@ -50,6 +50,18 @@ function sse(type: string, data: Rec): string {
 
 export const PING = sse("ping", {});
 
+/**
+ * The event of every token, written out by hand: the same bytes `sse()` would produce for
+ * `{type, index, delta: {type, text|thinking}}`, without building and spreading objects.
+ */
+function deltaEvent(index: number, kind: "text" | "thinking", text: string): string {
+  const delta =
+    kind === "text"
+      ? `{"type":"text_delta","text":${JSON.stringify(text)}}`
+      : `{"type":"thinking_delta","thinking":${JSON.stringify(text)}}`;
+  return `event: content_block_delta\ndata: {"type":"content_block_delta","index":${index},"delta":${delta}}\n\n`;
+}
+
 export class StreamTranslator {
   private started = false;
   private done = false;
@@ -173,10 +185,8 @@ export class StreamTranslator {
           : { type: "thinking", thinking: "", signature: "" };
       out += sse("content_block_start", { index, content_block: block });
     }
-    const delta =
-      kind === "text" ? { type: "text_delta", text } : { type: "thinking_delta", thinking: text };
     this.chars += text.length;
-    return out + sse("content_block_delta", { index: this.open.index, delta });
+    return out + deltaEvent(this.open.index, kind, text);
   }
 
   private closeOpen(): string {

@@ -13,9 +13,10 @@ import { openaiRoutes } from "./openai/routes.ts";
  */
 export function buildApp(gw: Gateway) {
   const keys = new Set(gw.config.server.apiKeys);
-  return new Elysia()
-    .onRequest(({ request }) => {
-      if (keys.size === 0) return;
+  const app = new Elysia();
+  // Without keys there is nothing to check: no hook, so requests pay nothing for it.
+  if (keys.size > 0) {
+    app.onRequest(({ request }) => {
       const path = new URL(request.url).pathname;
       if (path === "/health") return;
       const key = presentedKey(request.headers);
@@ -30,7 +31,9 @@ export function buildApp(gw: Gateway) {
             : "an API key is required: send Authorization: Bearer KEY or x-api-key: KEY",
         ),
       );
-    })
+    });
+  }
+  return app
     .use(controlRoutes(gw))
     .use(openaiRoutes(gw))
     .use(anthropicRoutes(gw))

@@ -12,9 +12,9 @@ export interface AcquireHooks {
   onPosition?(position: number): void;
   onLoading?(): void;
   /** Idle-grace hold this request asks for (`X-QM-Hold-Ms`); default `scheduler.hold_ms`. */
-  holdMs?: number;
+  holdMs?: number | undefined;
   /** How long it honours other models' holds (`X-QM-Patience-Ms`); default `scheduler.patience_ms`. */
-  patienceMs?: number;
+  patienceMs?: number | undefined;
 }
 
 export interface LeaseInfo {

@@ -14,7 +14,7 @@ export interface ForwardRequest {
   model: string;
   /** Last lines the upstream printed, read only when something goes wrong. */
   stderrTail: () => string[];
-  onChunk?: (chunk: Uint8Array) => void;
+  onChunk?: ((chunk: Uint8Array) => void) | undefined;
   /**
    * Return the upstream's response as it came, body unread: for a caller that consumes the
    * body itself (the Anthropic translator). `onEnd` then fires only if no response came.

@@ -151,8 +151,8 @@ export class Runtime implements Effects, Gateway {
       this.scheduler.request({
         id,
         model: model.id,
-        ...(hooks.holdMs === undefined ? {} : { holdMs: hooks.holdMs }),
-        ...(hooks.patienceMs === undefined ? {} : { patienceMs: hooks.patienceMs }),
+        holdMs: hooks.holdMs,
+        patienceMs: hooks.patienceMs,
       });
       // Most requests are granted (or refused) synchronously above; only one that has to
       // wait needs to hear about its client leaving.

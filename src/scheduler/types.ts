@@ -7,9 +7,9 @@ export interface RequestSpec {
   id: number;
   model: string;
   /** Idle-grace hold this request asks for once it drains (`X-QM-Hold-Ms`); default `hold_ms`. */
-  holdMs?: number;
+  holdMs?: number | undefined;
   /** How long this request honours other models' holds (`X-QM-Patience-Ms`); default `patience_ms`. */
-  patienceMs?: number;
+  patienceMs?: number | undefined;
 }
 
 /** A swap: stop `evict` (in parallel), start `target`, wait until it is ready. */

@@ -99,11 +99,9 @@ function msHeader(headers: Headers, name: string): number | undefined {
 
 /** Per-request scheduling asks: `X-QM-Hold-Ms` and `X-QM-Patience-Ms`. */
 export function schedulingHeaders(headers: Headers): Pick<AcquireHooks, "holdMs" | "patienceMs"> {
-  const holdMs = msHeader(headers, "x-qm-hold-ms");
-  const patienceMs = msHeader(headers, "x-qm-patience-ms");
   return {
-    ...(holdMs === undefined ? {} : { holdMs }),
-    ...(patienceMs === undefined ? {} : { patienceMs }),
+    holdMs: msHeader(headers, "x-qm-hold-ms"),
+    patienceMs: msHeader(headers, "x-qm-patience-ms"),
   };
 }
 
@@ -154,7 +152,7 @@ export async function handleInference(req: InferenceRequest): Promise<Response> 
       model: model.id,
       stderrTail: () => gw.stderrTail(model.id),
       extraHeaders,
-      ...(watcher ? { onChunk: (c: Uint8Array) => watcher.feed(c) } : {}),
+      onChunk: watcher ? (c: Uint8Array) => watcher.feed(c) : undefined,
       onEnd: () => {
         done();
         lease.release({ toolCalls: watcher?.sawToolCalls ?? false });

@@ -64,7 +64,8 @@ type Op =
   | { t: "stopped"; pick: number }
   | { t: "crash"; model: number }
   | { t: "unload"; model: number | null }
-  | { t: "advance"; ms: number };
+  | { t: "advance"; ms: number }
+  | { t: "ceiling"; gb: number };
 
 const op: fc.Arbitrary<Op> = fc.oneof(
   {
@@ -104,6 +105,13 @@ const op: fc.Arbitrary<Op> = fc.oneof(
   },
   {
     arbitrary: fc.record({
+      t: fc.constant("ceiling" as const),
+      gb: fc.constantFrom(20, 17, 13, 9),
+    }),
+    weight: 1,
+  },
+  {
+    arbitrary: fc.record({
       t: fc.constant("advance" as const),
       ms: fc.constantFrom(1, 500, 4000, 30_000),
     }),
@@ -118,7 +126,7 @@ class CheckingEffects extends FakeEffects {
   readonly pendingStops: string[] = [];
   readonly violations: string[] = [];
   /** With budgets: the VRAM limit and estimates, to check every admission against. */
-  budget: { limit: number; est: (id: string) => number } | null = null;
+  budget: { limit: () => number; est: (id: string) => number } | null = null;
 
   private checkIdle(models: string[], why: string) {
     const snap = this.sched.snapshot();
@@ -132,7 +140,8 @@ class CheckingEffects extends FakeEffects {
     super.startSwap(swap);
     this.checkIdle(swap.evict, `swap ${swap.id}`);
     if (this.budget) {
-      const { limit, est } = this.budget;
+      const { est } = this.budget;
+      const limit = this.budget.limit();
       const gone = new Set(swap.evict);
       const resident = this.sched
         .snapshot()
@@ -158,9 +167,12 @@ function run(ops: Op[], toml = TOML) {
   const cfg = config(toml);
   const clock = new FakeClock(0);
   const fx = new CheckingEffects();
-  const sched = new Scheduler(cfg, new GroupPolicy(cfg), fx, clock);
+  // The live ceiling: starts at the budget, moves as "other programs" take and free memory.
+  let ceiling = cfg.resources.vramBudgetGb;
+  const budget = { vramGb: () => ceiling, ramGb: () => cfg.resources.ramBudgetGb };
+  const sched = new Scheduler(cfg, new GroupPolicy(cfg, budget), fx, clock);
   if (cfg.resources.vramBudgetGb > 0) {
-    fx.budget = { limit: cfg.resources.vramBudgetGb, est: (id) => cfg.models[id]!.estVramGb };
+    fx.budget = { limit: () => ceiling, est: (id) => cfg.models[id]!.estVramGb };
   }
   fx.sched = sched;
   let nextId = 1;
@@ -245,6 +257,13 @@ function run(ops: Op[], toml = TOML) {
         clock.advance(o.ms);
         wakeIfDue();
         break;
+      case "ceiling":
+        // Only configs with a budget have a ceiling to move; the runtime sheds after a drop.
+        if (cfg.resources.vramBudgetGb > 0) {
+          ceiling = o.gb;
+          sched.shed(ceiling);
+        }
+        break;
     }
   };
 
@@ -312,7 +331,7 @@ describe("scheduler properties under random interleavings", () => {
     );
   }, 60_000);
 
-  test("with VRAM budgets and every estimate known, admitted residents never exceed the ceiling", () => {
+  test("with VRAM budgets and every estimate known, admissions never exceed the live ceiling", () => {
     fc.assert(
       fc.property(fc.array(op, { minLength: 1, maxLength: 120 }), (ops) => {
         run(ops, BUDGET_TOML);

@@ -29,6 +29,18 @@ export async function serveCommand(argv: string[]): Promise<number> {
   const ids = Object.keys(config.models);
   log.info(`qm ${VERSION} serving ${ids.length} model(s) from ${path}: ${ids.join(", ")}`);
   for (const url of server.urls) log.info(`listening on ${url}`);
+  // Accepted by the config contract, not served yet: say so rather than ignore it silently.
+  if (config.server.metricsListen) {
+    log.warn(
+      `server.metrics_listen = "${config.server.metricsListen}": the metrics listener is not available in this version`,
+    );
+  }
+  const peers = Object.keys(config.peers);
+  if (peers.length > 0) {
+    log.warn(
+      `[peers] ${peers.join(", ")}: remote nodes are not available in this version; their models are not served`,
+    );
+  }
 
   return new Promise<number>((resolve) => {
     let signals = 0;

@@ -3,6 +3,7 @@ import type { EvictionPolicy } from "../policy/types.ts";
 import type { Clock } from "../shared/clock.ts";
 import { QmError } from "../shared/errors.ts";
 import { ModelTable } from "./models.ts";
+import { shedVictims } from "./shed.ts";
 import type { Effects, ModelState, RequestSpec, ServeOutcome, Swap, SwapResult } from "./types.ts";
 
 interface Queued {
@@ -424,39 +425,25 @@ export class Scheduler {
   }
 
   private onShed(limitGb: number): void {
-    const groups = this.config.groups;
-    const cfg = this.config.models;
-    const onGpu = this.models
-      .runningLru()
-      .filter((id) => groups[cfg[id]!.group]?.pool !== "ram" && !this.stopping.has(id));
-    const est = (id: string) => cfg[id]!.estVramGb;
-    let used = onGpu.reduce((sum, id) => sum + est(id), 0);
-    const unknown = onGpu.some((id) => est(id) <= 0);
-    if (used <= limitGb && !unknown) return;
+    const { groups, models: cfg } = this.config;
     const now = this.clock.now();
-    const idle = (id: string) => {
-      const m = this.models.get(id)!;
-      return (
-        m.state === "ready" &&
-        m.inflight === 0 &&
-        !this.inTransition(id) &&
-        !groups[cfg[id]!.group]?.persistent
-      );
-    };
-    // Unknown footprints first (they cannot be accounted for), then idle models LRU-first,
-    // those under a hold last. Busy and leased models are never touched.
-    const order = [
-      ...onGpu.filter((id) => est(id) <= 0),
-      ...onGpu.filter((id) => est(id) > 0 && !this.models.held(id, now)),
-      ...onGpu.filter((id) => est(id) > 0 && this.models.held(id, now)),
-    ];
-    const victims: string[] = [];
-    for (const id of order) {
-      if (used <= limitGb && est(id) > 0) break;
-      if (!idle(id)) continue;
-      victims.push(id);
-      used -= est(id);
-    }
+    const victims = shedVictims({
+      residents: this.models
+        .runningLru()
+        .filter((id) => groups[cfg[id]!.group]?.pool !== "ram" && !this.stopping.has(id)),
+      limitGb,
+      estimate: (id) => cfg[id]!.estVramGb,
+      sheddable: (id) => {
+        const m = this.models.get(id)!;
+        return (
+          m.state === "ready" &&
+          m.inflight === 0 &&
+          !this.inTransition(id) &&
+          !groups[cfg[id]!.group]?.persistent
+        );
+      },
+      held: (id) => this.models.held(id, now),
+    });
     this.stopOutsideSwap(victims, "GPU memory pressure");
   }
 

@@ -1,4 +1,5 @@
 import { describe, expect, test } from "bun:test";
+import { shedVictims } from "../../src/scheduler/shed.ts";
 import { harness } from "../support/harness.ts";
 
 function model(id: string, vram: number) {
@@ -56,5 +57,22 @@ describe("watchdog shedding", () => {
     }
     h.sched.shed(15); // a is least recently used, but held: b goes instead
     expect(h.fx.stops).toEqual([["b"]]);
+  });
+});
+
+describe("shedVictims", () => {
+  const est: Record<string, number> = { u: 0, a: 8, b: 8 };
+  const base = {
+    estimate: (id: string) => est[id]!,
+    sheddable: () => true,
+    held: () => false,
+  };
+
+  test("an idle model with an unknown estimate is left alone while the known ones fit", () => {
+    expect(shedVictims({ ...base, residents: ["u", "a", "b"], limitGb: 16 })).toEqual([]);
+  });
+
+  test("under pressure, unknown footprints go first, then LRU, stopping once it fits", () => {
+    expect(shedVictims({ ...base, residents: ["a", "u", "b"], limitGb: 10 })).toEqual(["u", "a"]);
   });
 });

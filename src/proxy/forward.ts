@@ -57,7 +57,7 @@ export async function forward(req: ForwardRequest): Promise<Response> {
   }
   const type = headers.get("content-type") ?? "";
   const sse = type.includes("text/event-stream");
-  if (!sse && type.includes("json")) {
+  if (!sse && WHOLE_JSON.test(type)) {
     // A JSON answer is only usable whole, so nothing is gained by relaying it piecemeal; taking
     // it in one read is cheaper per request and tells us exactly when the exchange is over.
     let bytes: Uint8Array;
@@ -81,6 +81,12 @@ export async function forward(req: ForwardRequest): Promise<Response> {
   });
   return new Response(body, { status: upstream.status, headers });
 }
+
+/**
+ * `application/json` or a `+json` type (RFC 6839): one document, usable only whole. Not
+ * `application/x-ndjson` and the like, which stream line by line and are relayed as they come.
+ */
+const WHOLE_JSON = /^\s*application\/(?:json|[\w.+-]*\+json)\s*(?:;|$)/i;
 
 /** Reports the end of an exchange that produced no response, and the error to answer with. */
 function ended(req: ForwardRequest, error: unknown): QmError {

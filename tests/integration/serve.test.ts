@@ -162,11 +162,42 @@ describe("models list and routes", () => {
     expect((await fetch(`${a}/api/models/nope/logs`)).status).toBe(404);
   });
 
+  test("GET /api/events streams a status snapshot, then each model state change", async () => {
+    const ctrl = new AbortController();
+    const res = await fetch(`${a}/api/events`, { signal: ctrl.signal });
+    expect(res.headers.get("content-type")).toContain("text/event-stream");
+    const reader = res.body!.getReader();
+    let text = "";
+    const decoder = new TextDecoder();
+    text += decoder.decode((await reader.read()).value);
+    expect(text.startsWith("event: status\ndata: {")).toBe(true);
+    await (await chat(a, "beta")).json(); // a swap: alpha/hidden stop, beta starts
+    while (!text.includes('"model":"beta","state":"ready"')) {
+      text += decoder.decode((await reader.read()).value);
+    }
+    const events = text
+      .split("\n\n")
+      .filter((e) => e.startsWith("event: model"))
+      .map((e) => JSON.parse(e.slice(e.indexOf("data: ") + 6)) as Record<string, unknown>);
+    expect(events).toContainEqual({
+      type: "model",
+      model: "beta",
+      state: "starting",
+      detail: null,
+    });
+    expect(events).toContainEqual({ type: "model", model: "beta", state: "ready", detail: null });
+    ctrl.abort();
+  });
+
   test("/running lists the models that are not stopped", async () => {
     const body = (await (await fetch(`${a}/running`)).json()) as {
       running: { model: string; state: string }[];
     };
-    expect(body.running).toContainEqual({ model: "alpha", state: "ready" });
+    const s = await status(a);
+    expect(body.running).toEqual(
+      s.models.filter((m) => m.state !== "stopped").map((m) => ({ model: m.id, state: m.state })),
+    );
+    expect(body.running.length).toBeGreaterThan(0);
     expect(body.running.every((r) => r.state !== "stopped")).toBe(true);
   });
 });

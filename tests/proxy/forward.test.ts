@@ -29,7 +29,11 @@ const upstream = Bun.serve({
 afterAll(() => upstream.stop(true));
 
 async function through(type: string, gated: boolean) {
-  gate = gated ? new Promise<void>((r) => (open = r)) : Promise.resolve();
+  gate = gated
+    ? new Promise<void>((resolve) => {
+        open = resolve;
+      })
+    : Promise.resolve();
   const ends: string[] = [];
   const res = await forward({
     base: `http://127.0.0.1:${upstream.port}`,

@@ -27,6 +27,8 @@ export async function waitHealthy(w: HealthWait): Promise<HealthOutcome> {
     if (w.signal.aborted) return { kind: "aborted" };
     const left = w.deadline - performance.now();
     if (left <= 0) return { kind: "timeout", lastProbe };
+    // The last probe may be cut short by the overall deadline rather than by its own timeout.
+    const cutByDeadline = left < PROBE_TIMEOUT_MS;
     const probeTimeout = AbortSignal.timeout(Math.max(1, Math.min(left, PROBE_TIMEOUT_MS)));
     try {
       const res = await fetch(w.url, {
@@ -39,6 +41,10 @@ export async function waitHealthy(w: HealthWait): Promise<HealthOutcome> {
       lastProbe = `HTTP ${res.status}`;
     } catch (err) {
       if (w.signal.aborted) return { kind: "aborted" };
+      if (probeTimeout.aborted && cutByDeadline && lastProbe !== "no answer yet") {
+        // Out of time mid-probe: the last real answer says more than "no answer".
+        continue;
+      }
       lastProbe = probeTimeout.aborted ? "no answer within the probe timeout" : describe(err);
     }
     await delay(Math.min(w.intervalMs, Math.max(0, w.deadline - performance.now())), w.signal);

@@ -52,6 +52,8 @@ export class Runtime implements Effects, Gateway {
   private readonly pending = new Map<number, Pending>();
   private nextRequestId = 1;
   private wakeTimer: ReturnType<typeof setTimeout> | null = null;
+  /** Swaps whose target has not started yet, by target: a stop must keep it from starting. */
+  private readonly swapping = new Map<string, { aborted: boolean }>();
   private closing = false;
   /** Memory limits in force: the static budgets, tightened by the live GPU ceiling. */
   readonly budget: LiveBudget;
@@ -259,19 +261,29 @@ export class Runtime implements Effects, Gateway {
     } else {
       this.opts.log.info(`swap: starting ${swap.target}`);
     }
+    // A stop of the target before its process exists (while evictees stop, or during the
+    // spawn guard) must keep it from starting at all; a stop after that aborts the start.
+    const token = { aborted: false };
+    this.swapping.set(swap.target, token);
+    const abortedError = () =>
+      new QmError("model_unloaded", `model "${swap.target}" was stopped before it started`);
     void (async () => {
       try {
         await Promise.all(evicted.map((p) => p.stop()));
+        if (token.aborted) throw abortedError();
         // The spawn guard: with what the card really has free now, can the target load?
         const verdict = await this.gpu.guard(
           swap.target,
           this.config.models[swap.target]!.estVramGb,
         );
         if (!verdict.ok) throw new QmError("cannot_fit", verdict.message);
+        if (token.aborted) throw abortedError();
         await target.start();
         this.scheduler.swapDone(swap.id, { ok: true });
       } catch (err) {
         this.scheduler.swapDone(swap.id, { ok: false, error: asQmError(err) });
+      } finally {
+        if (this.swapping.get(swap.target) === token) this.swapping.delete(swap.target);
       }
     })();
   }
@@ -279,6 +291,8 @@ export class Runtime implements Effects, Gateway {
   stopModels(models: string[], reason: string): void {
     this.opts.log.info(`stopping ${models.join(", ")} (${reason})`);
     for (const id of models) {
+      const swap = this.swapping.get(id);
+      if (swap) swap.aborted = true;
       const proc = this.processes.get(id)!;
       void proc.stop().finally(() => this.scheduler.stopped(id));
     }

@@ -13,6 +13,8 @@ import { applyTemplate, props, tokenize } from "./llama-extras.ts";
 export interface DemoServerHooks {
   /** A simulated crash (`--crash-after-tokens`): must end the process with exit code 1. */
   crash(message: string): void;
+  /** The clock the load delay is measured on (tests pass a fake one); `performance.now`. */
+  now?: () => number;
 }
 
 export interface DemoServer {
@@ -20,7 +22,7 @@ export interface DemoServer {
   readonly port: number;
   /** `http://host:port`, no trailing slash. */
   readonly url: string;
-  /** `performance.now()` from which /health answers 200. */
+  /** Clock time (`hooks.now`, default `performance.now()`) from which /health answers 200. */
   readonly readyAt: number;
   stop(): Promise<void>;
 }
@@ -30,7 +32,8 @@ const HEALTH_OK = JSON.stringify({ status: "ok" });
 const HEALTH_LOADING = JSON.stringify({ status: "loading model" });
 
 export function startDemoServer(options: DemoOptions, hooks: DemoServerHooks): DemoServer {
-  const readyAt = performance.now() + options.loadDelayMs;
+  const now = hooks.now ?? (() => performance.now());
+  const readyAt = now() + options.loadDelayMs;
   let counter = 0;
   const ctx: DemoContext = {
     options,
@@ -50,7 +53,7 @@ export function startDemoServer(options: DemoOptions, hooks: DemoServerHooks): D
     ],
   });
   const failMessage = `demo upstream ${options.name} answers every request with HTTP ${options.failStatus} (--fail-status)`;
-  const loaded = () => options.loadDelayMs === 0 || performance.now() >= readyAt;
+  const loaded = () => options.loadDelayMs === 0 || now() >= readyAt;
 
   async function fetch(req: Request, srv: Server<undefined>): Promise<Response> {
     const { path, query } = pathOf(req.url);

@@ -12,10 +12,13 @@ afterEach(async () => {
   crashes = [];
 });
 
+/** The load delay runs on this fake clock: tests move it instead of waiting. */
+let clockMs = 0;
+
 function demo(over: Partial<DemoOptions> = {}): DemoServer {
   const s = startDemoServer(
     { ...DEFAULT_DEMO_OPTIONS, name: "demo-1", tokenMs: 0, tokens: 6, ...over },
-    { crash: (m) => crashes.push(m) },
+    { crash: (m) => crashes.push(m), now: () => clockMs },
   );
   servers.push(s);
   return s;
@@ -39,7 +42,7 @@ describe("health and models", () => {
     expect(await loading.json()).toEqual({ status: "loading model" });
     const early = await post(s, "/v1/chat/completions", chat);
     expect(early.status).toBe(503);
-    await Bun.sleep(Math.max(0, s.readyAt - performance.now()) + 5);
+    clockMs = s.readyAt; // the load delay has passed
     const ready = await fetch(`${s.url}/health`);
     expect(ready.status).toBe(200);
     expect(await ready.json()).toEqual({ status: "ok" });

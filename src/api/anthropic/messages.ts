@@ -5,9 +5,11 @@
  * back, and release the lease with whether the answer ended in tool use (the scheduler's
  * agent-loop hold). Models marked `anthropic_native` are passed through (`native.ts`).
  */
+
 import { forward, upstreamFailure } from "../../proxy/forward.ts";
 import { placeholderStream } from "../../proxy/wait-status.ts";
 import { asQmError, QmError } from "../../shared/errors.ts";
+import { linkToClient } from "../client-link.ts";
 import type { AcquireHooks } from "../gateway.ts";
 import { schedulingHeaders } from "../openai/inference.ts";
 import type { AnthropicRequest } from "./context.ts";
@@ -75,10 +77,8 @@ export async function handleMessages(ctx: AnthropicRequest): Promise<Response> {
   const loaded = gw.modelState(model.id) === "ready";
   headers.set("x-qm-model", model.id);
   headers.set("x-qm-model-loaded", String(loaded));
-  const aborter = new AbortController();
-  const onClientGone = () => aborter.abort();
-  request.signal.addEventListener("abort", onClientGone, { once: true });
-  const detach = () => request.signal.removeEventListener("abort", onClientGone);
+  const client = linkToClient(request);
+  const detach = client.detach;
 
   const shape = {
     id: messageId(),
@@ -95,7 +95,7 @@ export async function handleMessages(ctx: AnthropicRequest): Promise<Response> {
   /** After the grant: clamp `max_tokens`, then send. Releases the lease if nothing came back. */
   const open = async (release: (toolCalls: boolean) => void): Promise<Response> => {
     try {
-      const cap = await answerCap(model, profile, prompt, oai.max_tokens, aborter.signal);
+      const cap = await answerCap(model, profile, prompt, oai.max_tokens, client.signal);
       const payload = cap === null ? oai : { ...oai, max_tokens: Math.min(oai.max_tokens, cap) };
       return await forward({
         base: model.proxy,
@@ -110,7 +110,7 @@ export async function handleMessages(ctx: AnthropicRequest): Promise<Response> {
           "accept-encoding": "identity",
         }),
         body: encoder.encode(JSON.stringify(payload)),
-        signal: aborter.signal,
+        signal: client.signal,
         model: model.id,
         stderrTail: () => gw.stderrTail(model.id),
         // The translator reads the upstream's body itself and reports the end.
@@ -138,7 +138,7 @@ export async function handleMessages(ctx: AnthropicRequest): Promise<Response> {
           detach();
           release(toolCalls);
         },
-        onCancel: () => aborter.abort(),
+        onCancel: client.abort,
       });
     for (const [k, v] of Object.entries(SSE_HEADERS)) headers.set(k, v);
 
@@ -147,11 +147,11 @@ export async function handleMessages(ctx: AnthropicRequest): Promise<Response> {
         model: model.id,
         start: async (progress) => {
           const release = releaseOnce(
-            await gw.acquire(model, aborter.signal, { ...progress, ...asks }),
+            await gw.acquire(model, client.signal, { ...progress, ...asks }),
           );
           return new Response(streamFor(open(release), release));
         },
-        onCancel: () => aborter.abort(),
+        onCancel: client.abort,
         renderError: (err) => {
           const f = fromQmError(asQmError(err));
           return encoder.encode(errorEvent(f.type, f.message));
@@ -161,7 +161,7 @@ export async function handleMessages(ctx: AnthropicRequest): Promise<Response> {
     }
 
     try {
-      const lease = await gw.acquire(model, aborter.signal, asks);
+      const lease = await gw.acquire(model, client.signal, asks);
       headers.set("x-qm-wait-ms", String(lease.waitedMs));
       const release = releaseOnce(lease);
       const pending = open(release);
@@ -188,7 +188,7 @@ export async function handleMessages(ctx: AnthropicRequest): Promise<Response> {
   }
 
   try {
-    const lease = await gw.acquire(model, aborter.signal, asks);
+    const lease = await gw.acquire(model, client.signal, asks);
     headers.set("x-qm-wait-ms", String(lease.waitedMs));
     const release = releaseOnce(lease);
     try {

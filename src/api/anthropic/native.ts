@@ -5,9 +5,11 @@
  * error envelope for failures (native servers often answer errors OpenAI-style), and whether
  * the answer ended in tool use, read off the bytes as they pass.
  */
+
 import { forward } from "../../proxy/forward.ts";
 import { placeholderStream } from "../../proxy/wait-status.ts";
 import { asQmError } from "../../shared/errors.ts";
+import { linkToClient } from "../client-link.ts";
 import type { AcquireHooks } from "../gateway.ts";
 import type { AnthropicRequest } from "./context.ts";
 import { releaseOnce, SSE_HEADERS } from "./context.ts";
@@ -76,10 +78,8 @@ export async function handleNative(
   const loaded = gw.modelState(model.id) === "ready";
   headers.set("x-qm-model", model.id);
   headers.set("x-qm-model-loaded", String(loaded));
-  const aborter = new AbortController();
-  const onClientGone = () => aborter.abort();
-  request.signal.addEventListener("abort", onClientGone, { once: true });
-  const detach = () => request.signal.removeEventListener("abort", onClientGone);
+  const client = linkToClient(request);
+  const detach = client.detach;
 
   const send = (release: (toolCalls: boolean) => void): Promise<Response> => {
     const sniff = toolUseSniffer();
@@ -89,7 +89,7 @@ export async function handleNative(
       method: "POST",
       headers: nativeHeaders(request.headers),
       body: encoder.encode(JSON.stringify(payload)),
-      signal: aborter.signal,
+      signal: client.signal,
       model: model.id,
       stderrTail: () => gw.stderrTail(model.id),
       onChunk: sniff.feed,
@@ -105,7 +105,7 @@ export async function handleNative(
       model: model.id,
       start: async (progress) => {
         const release = releaseOnce(
-          await gw.acquire(model, aborter.signal, { ...progress, ...asks }),
+          await gw.acquire(model, client.signal, { ...progress, ...asks }),
         );
         const res = await send(release);
         if (res.status < 400) return res;
@@ -113,7 +113,7 @@ export async function handleNative(
         const f = fromUpstream(res.status, text, model.id);
         return new Response(errorEvent(f.type, f.message));
       },
-      onCancel: () => aborter.abort(),
+      onCancel: client.abort,
       renderError: (err) => {
         const f = fromQmError(asQmError(err));
         return encoder.encode(errorEvent(f.type, f.message));
@@ -124,7 +124,7 @@ export async function handleNative(
   }
 
   try {
-    const lease = await gw.acquire(model, aborter.signal, asks);
+    const lease = await gw.acquire(model, client.signal, asks);
     headers.set("x-qm-wait-ms", String(lease.waitedMs));
     const res = await send(releaseOnce(lease));
     if (res.status >= 400) return await refusal(res, model.id, headers);

@@ -3,6 +3,7 @@ import { forward } from "../../proxy/forward.ts";
 import { ToolCallWatcher } from "../../proxy/tool-calls.ts";
 import { placeholderStream } from "../../proxy/wait-status.ts";
 import { asQmError, QmError } from "../../shared/errors.ts";
+import { linkToClient } from "../client-link.ts";
 import type { AcquireHooks, Gateway, Lease } from "../gateway.ts";
 import { parseJsonObject, readBody } from "./body.ts";
 import { badRequest, openaiError } from "./errors.ts";
@@ -162,22 +163,19 @@ export async function handleInference(req: InferenceRequest): Promise<Response> 
   if (parsed.stream && !loaded && model.sendLoadingState) {
     // The placeholder stream can be cancelled before the client's connection closes, so the
     // wait and the upstream call follow a signal of their own.
-    const aborter = new AbortController();
-    const onClientGone = () => aborter.abort();
-    request.signal.addEventListener("abort", onClientGone, { once: true });
-    const detach = () => request.signal.removeEventListener("abort", onClientGone);
+    const client = linkToClient(request);
     const body = placeholderStream({
       model: model.id,
       start: async (progress) => {
         try {
-          const lease = await gw.acquire(model, aborter.signal, { ...progress, ...asks });
-          return await send(lease, aborter.signal, [], detach);
+          const lease = await gw.acquire(model, client.signal, { ...progress, ...asks });
+          return await send(lease, client.signal, [], client.detach);
         } catch (err) {
-          detach();
+          client.detach();
           throw err;
         }
       },
-      onCancel: () => aborter.abort(),
+      onCancel: client.abort,
     });
     const headers = new Headers(tags);
     headers.set("content-type", "text/event-stream");

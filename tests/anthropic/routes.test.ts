@@ -137,8 +137,9 @@ describe.each(SDKS)("%s as the client", (_name, Sdk) => {
       open = r;
     });
     up.handle = () => textStream("Ready!");
+    // The model becomes ready only once the wait status has been reported.
+    gw.onWaiting = open;
     const stream = client.messages.stream(basic as never);
-    queueMicrotask(() => setTimeout(open, 1));
     expect((await stream.finalMessage()).content).toEqual([
       { type: "text", text: "Ready!" } as never,
     ]);

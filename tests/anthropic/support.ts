@@ -88,6 +88,8 @@ export interface FakeGw extends Gateway {
   acquired: number;
   /** When set, acquire waits for it (reporting loading first). */
   gate: Promise<void> | null;
+  /** Called once acquire has reported loading and starts waiting for `gate`. */
+  onWaiting: () => void;
 }
 
 /** A Gateway over an inline TOML config; leases are recorded, never scheduled. */
@@ -100,6 +102,7 @@ export function fakeGateway(toml: string): FakeGw {
     states: {},
     acquired: 0,
     gate: null,
+    onWaiting: () => {},
     resolve(name: string): ModelConfig | undefined {
       const id = cfg.aliases[name] ?? name;
       return cfg.models[id];
@@ -109,6 +112,7 @@ export function fakeGateway(toml: string): FakeGw {
     async acquire(model: ModelConfig, signal: AbortSignal, hooks?: AcquireHooks): Promise<Lease> {
       if (gw.gate) {
         hooks?.onLoading?.();
+        gw.onWaiting();
         await gw.gate;
       }
       if (signal.aborted) throw new Error("aborted");

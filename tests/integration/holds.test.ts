@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
-import { chat, serve, status } from "../support/e2e.ts";
+import { chat, serve, status, until } from "../support/e2e.ts";
 import type { QmServer } from "../support/qm-process.ts";
 
 // Real processes: loads and streams take real time.
@@ -99,11 +99,10 @@ describe("holds", () => {
       body: JSON.stringify({ model: "chat", messages: [] }),
       signal: ctrl.signal,
     }).catch(() => "aborted");
-    let s = await status(qm.url);
-    for (let i = 0; i < 100 && s.queue.depth === 0; i++) {
-      await Bun.sleep(10);
-      s = await status(qm.url);
-    }
+    const s = await until(
+      () => status(qm.url),
+      (v) => v.queue.depth > 0,
+    );
     expect(s.models.find((m) => m.id === "chat")?.queued).toBe(1);
     expect(s.models.find((m) => m.id === "agent")?.state).toBe("ready");
     ctrl.abort();

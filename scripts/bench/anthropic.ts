@@ -15,7 +15,8 @@
  * Runs alternate between the routes (P T, then T P, …) and are pooled, so a neighbour that
  * starts or stops mid-way skews both routes rather than one.
  */
-import { cpuMs, epochMs, log, othersCpu, percentile, round } from "./util.ts";
+import { type StreamResult, stampedStreams } from "./load.ts";
+import { cpuMs, log, othersCpu, percentile, round } from "./util.ts";
 
 export type Route = "passthrough" | "translated";
 
@@ -27,14 +28,6 @@ export interface AnthropicSetup {
   streams: number;
   tokens: number;
   rounds: number;
-}
-
-interface RunResult {
-  latencies: number[];
-  chunks: number;
-  reads: number;
-  /** Streams that failed, ended without their terminator, or lost or gained a stamp. */
-  badStreams: number;
 }
 
 const WARMUP_TOKENS = 200;
@@ -62,42 +55,16 @@ function request(route: Route, model: string, tokens: number): RequestInit {
 }
 
 /** `streams` concurrent streams of `tokens` stamped tokens through one route. */
-async function run(s: AnthropicSetup, route: Route, tokens: number): Promise<RunResult> {
-  const out: RunResult = { latencies: [], chunks: 0, reads: 0, badStreams: 0 };
-  const init = request(route, s.model, tokens);
-  const url = s.qmUrl + PATHS[route];
-  const end = TERMINATOR[route];
-  const one = async () => {
-    let seen = 0;
-    let done = false;
-    try {
-      const res = await fetch(url, init);
-      if (res.status !== 200 || !res.body) throw new Error(`HTTP ${res.status}`);
-      const decoder = new TextDecoder();
-      let pending = "";
-      for await (const bytes of res.body) {
-        const at = epochMs();
-        out.reads++;
-        pending += decoder.decode(bytes, { stream: true });
-        // Only complete events (ending in a blank line) are read; a partial one waits.
-        const cut = pending.lastIndexOf("\n\n");
-        if (cut < 0) continue;
-        const complete = pending.slice(0, cut);
-        pending = pending.slice(cut + 2);
-        for (const m of complete.matchAll(STAMP)) {
-          out.latencies.push(at - Number(m[1]));
-          seen++;
-        }
-        if (complete.includes(end)) done = true;
-      }
-    } catch {
-      // counted below
-    }
-    out.chunks += seen;
-    if (!done || seen !== tokens) out.badStreams++;
-  };
-  await Promise.all(Array.from({ length: s.streams }, one));
-  return out;
+function run(s: AnthropicSetup, route: Route, tokens: number): Promise<StreamResult> {
+  return stampedStreams({
+    url: s.qmUrl + PATHS[route],
+    init: request(route, s.model, tokens),
+    streams: s.streams,
+    expected: tokens,
+    end: TERMINATOR[route],
+    // Each token's text is `<sent_ms>|`, inside whichever event the route carries it in.
+    stamps: (complete) => [...complete.matchAll(STAMP)].map((m) => Number(m[1])),
+  });
 }
 
 export interface RouteFigures {
@@ -124,7 +91,7 @@ export async function anthropicRuns(s: AnthropicSetup) {
     const w = await run(s, r, WARMUP_TOKENS);
     if (w.badStreams > 0) throw new Error(`anthropic warm-up: ${w.badStreams} bad ${r} streams`);
   }
-  const acc = {} as Record<Route, { res: RunResult[]; cpu: number[]; others: number[] }>;
+  const acc = {} as Record<Route, { res: StreamResult[]; cpu: number[]; others: number[] }>;
   for (const r of routes) acc[r] = { res: [], cpu: [], others: [] };
   for (let i = 0; i < s.rounds; i++) {
     const order = i % 2 === 0 ? routes : [...routes].reverse();

@@ -59,16 +59,18 @@ const STAMP = '"sent_ms":';
 
 /**
  * `streams` concurrent streaming requests; every stamped chunk's one-way latency is the
- * receive time of the read that completed it minus the `sent_ms` the upstream put in it.
+ * receive time of the read that completed it minus the send time the upstream put in it.
+ * `stamps` finds those send times in a run of complete events; a stream counts as bad when it
+ * fails, misses `end`, or carries other than `expected` stamps.
  */
-export async function streamLoad(
-  url: string,
-  model: string,
-  streams: number,
-  tokens: number,
-): Promise<StreamResult> {
-  // One stamped chunk per token plus the final one carrying finish_reason.
-  const expectedChunks = tokens + 1;
+export async function stampedStreams(o: {
+  url: string;
+  init: RequestInit;
+  streams: number;
+  expected: number;
+  end: string;
+  stamps: (complete: string) => number[];
+}): Promise<StreamResult> {
   const out: StreamResult = {
     latencies: [],
     chunks: 0,
@@ -76,17 +78,11 @@ export async function streamLoad(
     coalescedReads: 0,
     badStreams: 0,
   };
-  const body = JSON.stringify({
-    model,
-    stream: true,
-    max_tokens: tokens,
-    messages: [{ role: "user", content: "stream please" }],
-  });
   const one = async () => {
     let seen = 0;
     let done = false;
     try {
-      const res = await fetch(url, { method: "POST", headers: JSON_HEADERS, body });
+      const res = await fetch(o.url, o.init);
       if (res.status !== 200 || !res.body) throw new Error(`HTTP ${res.status}`);
       const decoder = new TextDecoder();
       let pending = "";
@@ -99,25 +95,53 @@ export async function streamLoad(
         if (cut < 0) continue;
         const complete = pending.slice(0, cut);
         pending = pending.slice(cut + 2);
-        let stamped = 0;
-        for (let i = complete.indexOf(STAMP); i >= 0; i = complete.indexOf(STAMP, i + 1)) {
-          const from = i + STAMP.length;
-          const sent = Number.parseFloat(complete.slice(from, from + 24));
-          out.latencies.push(at - sent);
-          stamped++;
-        }
-        if (stamped > 1) out.coalescedReads++;
-        seen += stamped;
-        if (complete.includes("data: [DONE]")) done = true;
+        const sent = o.stamps(complete);
+        for (const t of sent) out.latencies.push(at - t);
+        if (sent.length > 1) out.coalescedReads++;
+        seen += sent.length;
+        if (complete.includes(o.end)) done = true;
       }
     } catch {
       // counted below
     }
     out.chunks += seen;
-    if (!done || seen !== expectedChunks) out.badStreams++;
+    if (!done || seen !== o.expected) out.badStreams++;
   };
-  await Promise.all(Array.from({ length: streams }, one));
+  await Promise.all(Array.from({ length: o.streams }, one));
   return out;
+}
+
+/** The OpenAI chat streams of the stamp upstream: `"sent_ms":<epoch ms>` in every chunk. */
+function sentMs(complete: string): number[] {
+  const out: number[] = [];
+  for (let i = complete.indexOf(STAMP); i >= 0; i = complete.indexOf(STAMP, i + 1)) {
+    const from = i + STAMP.length;
+    out.push(Number.parseFloat(complete.slice(from, from + 24)));
+  }
+  return out;
+}
+
+export function streamLoad(
+  url: string,
+  model: string,
+  streams: number,
+  tokens: number,
+): Promise<StreamResult> {
+  const body = JSON.stringify({
+    model,
+    stream: true,
+    max_tokens: tokens,
+    messages: [{ role: "user", content: "stream please" }],
+  });
+  return stampedStreams({
+    url,
+    init: { method: "POST", headers: JSON_HEADERS, body },
+    streams,
+    // One stamped chunk per token plus the final one carrying finish_reason.
+    expected: tokens + 1,
+    end: "data: [DONE]",
+    stamps: sentMs,
+  });
 }
 
 /**

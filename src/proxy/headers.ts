@@ -37,22 +37,18 @@ const REQUEST_DROP = [
 const RESPONSE_DROP = [...HOP_BY_HOP, "content-length", "date", "server"];
 
 /** Copies natively, then deletes: cheaper per request than rebuilding header by header. */
-function without(headers: Headers, drop: readonly string[], extraDrop: readonly string[]): Headers {
+function without(headers: Headers, drop: readonly string[]): Headers {
   const out = new Headers(headers);
   const connection = headers.get("connection");
   if (connection) for (const token of connection.split(",")) out.delete(token.trim());
   for (const key of drop) out.delete(key);
-  for (const key of extraDrop) out.delete(key);
   return out;
 }
 
-export function upstreamRequestHeaders(
-  incoming: Headers,
-  extraDrop: readonly string[] = [],
-): Headers {
-  return without(incoming, REQUEST_DROP, extraDrop);
+export function upstreamRequestHeaders(incoming: Headers): Headers {
+  return without(incoming, REQUEST_DROP);
 }
 
 export function clientResponseHeaders(upstream: Headers): Headers {
-  return without(upstream, RESPONSE_DROP, []);
+  return without(upstream, RESPONSE_DROP);
 }

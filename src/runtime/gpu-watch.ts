@@ -1,8 +1,8 @@
 import type { ResourcesConfig } from "../config/types.ts";
 import {
+  effectiveBudgetGb,
   ForeignBaseline,
   type GpuReading,
-  liveCeiling,
   probeGpu,
   type SpawnVerdict,
   spawnGuard,
@@ -44,8 +44,8 @@ export class GpuWatch {
 
   start(): void {
     if (this.deps.resources.gpuProbe.trim() === "off") {
-      this.deps.budget.setCeiling(
-        null,
+      this.deps.budget.set(
+        this.deps.resources.vramBudgetGb,
         "GPU probe off (resources.gpu_probe): static budget applies",
       );
       return;
@@ -71,42 +71,35 @@ export class GpuWatch {
   async sample(): Promise<boolean> {
     const { resources, budget } = this.deps;
     const result = await probeGpu({ command: resources.gpuProbe, ourPids: this.deps.readyPids() });
+    const limit = (r: typeof result) =>
+      effectiveBudgetGb(resources.vramBudgetGb, resources.oomGuardReserveGb, r, this.baseline.gb);
     if (!result.ok) {
       this.last = null;
-      budget.setCeiling(null, result.reason);
+      budget.set(limit(result), result.reason);
       return result.reason.includes("not found");
     }
     const r = result.reading;
     this.last = r;
     this.baseline.observe(r.foreignGb, this.deps.idle());
-    const base = this.baseline.gb ?? 0;
     this.forgetStaleRefusals();
-    if (resources.vramBudgetGb <= 0) {
-      budget.setCeiling(
-        null,
-        `live: ${round(r.usedGb)} of ${round(r.totalGb)} GB used, ${round(r.foreignGb)} GB by other programs (no vram_budget_gb set)`,
-      );
-      return false;
-    }
-    const ceiling = liveCeiling({
-      budgetGb: resources.vramBudgetGb,
-      foreignGb: r.foreignGb,
-      baselineGb: base,
-      reserveGb: resources.oomGuardReserveGb,
-    });
     const before = budget.vramGb();
-    budget.setCeiling(
+    const ceiling = limit(result);
+    const base = round(this.baseline.gb ?? 0);
+    budget.set(
       ceiling,
-      `live: ${round(r.foreignGb)} GB used by other programs (idle baseline ${round(base)} GB), ` +
-        `${resources.oomGuardReserveGb} GB reserve → ceiling ${round(ceiling)} GB`,
+      resources.vramBudgetGb <= 0
+        ? `live: ${round(r.usedGb)} of ${round(r.totalGb)} GB used, ${round(r.foreignGb)} GB by other programs (no vram_budget_gb set)`
+        : `live: ${round(r.foreignGb)} GB used by other programs (idle baseline ${base} GB), ` +
+            `${resources.oomGuardReserveGb} GB reserve → ceiling ${round(ceiling)} GB`,
     );
-    if (budget.vramGb() < before) {
+    if (resources.vramBudgetGb <= 0) return false;
+    if (ceiling < before) {
       this.deps.log.warn(
-        `GPU memory: other programs now use ${round(r.foreignGb)} GB; VRAM ceiling ${round(before)} → ${round(budget.vramGb())} GB`,
+        `GPU memory: other programs now use ${round(r.foreignGb)} GB; VRAM ceiling ${round(before)} → ${round(ceiling)} GB`,
       );
     }
     // While a swap is in flight its model's memory is moving; judge pressure once it settles.
-    if (!this.deps.inTransition()) this.deps.shed(budget.vramGb());
+    if (!this.deps.inTransition()) this.deps.shed(ceiling);
     return false;
   }
 

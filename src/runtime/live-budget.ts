@@ -6,16 +6,17 @@ import type { BudgetView } from "../policy/types.ts";
  * written by the GPU probe loop. Without a trustworthy reading the static budget stands.
  */
 export class LiveBudget implements BudgetView {
-  private ceiling: number | null = null;
-  /** Why the live ceiling is what it is (or why there is none), for `qm status`. */
+  /** What admission uses now: `effectiveBudgetGb` of the latest reading (0 = no budget). */
+  private vram: number;
+  /** Why the VRAM limit is what it is, for `qm status`. */
   note = "no GPU reading yet: the static budget applies";
 
-  constructor(private readonly resources: ResourcesConfig) {}
+  constructor(private readonly resources: ResourcesConfig) {
+    this.vram = resources.vramBudgetGb;
+  }
 
   vramGb(): number {
-    const budget = this.resources.vramBudgetGb;
-    if (budget <= 0) return 0;
-    return this.ceiling === null ? budget : Math.max(0, Math.min(budget, this.ceiling));
+    return this.vram;
   }
 
   ramGb(): number {
@@ -29,9 +30,8 @@ export class LiveBudget implements BudgetView {
     return this.refusalOf(model);
   }
 
-  /** A trustworthy reading's ceiling, or null to fall back to the static budget. */
-  setCeiling(gb: number | null, note: string): void {
-    this.ceiling = gb;
+  set(vramGb: number, note: string): void {
+    this.vram = vramGb;
     this.note = note;
   }
 }

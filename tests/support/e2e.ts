@@ -21,8 +21,16 @@ export function writeConfig(body: string, listeners = 1): string {
   return path;
 }
 
+/** Starts qm and returns once every one of its `listeners` has logged its address. */
 export async function serve(body: string, listeners = 1): Promise<QmServer> {
-  return startQm(writeConfig(body, listeners));
+  const qm = await startQm(writeConfig(body, listeners));
+  // The first address is what startQm waits for; the rest may still be on their way.
+  await until(
+    async () => listenerUrls(qm).length,
+    (n) => n >= listeners,
+    5000,
+  );
+  return qm;
 }
 
 /** All listener URLs from qm's log (one per `listening on` line). */

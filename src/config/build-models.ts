@@ -120,6 +120,8 @@ function buildModel(ctx: BuildContext, id: string, m: ModelFile, ports: PortAllo
     useModelName: text(fields.useModelName),
     anthropicNative: m.anthropic_native,
     stopTimeoutS: m.stop_timeout_s,
+    firstByteTimeoutMs: Math.round(m.first_byte_timeout_s * 1000),
+    stallTimeoutMs: Math.round(m.stall_timeout_s * 1000),
     group: "", // set once groups are known
     template: {
       cmd: raw(fields.cmd),

@@ -82,11 +82,15 @@ export function loadConfigText(text: string, opts: LoadOptions): Config {
       maxBodyBytes: Math.round(server.max_body_mb * 1024 * 1024),
       shutdownTimeoutS: server.shutdown_timeout_s,
       logLevel: server.log_level,
+      allowedHosts: server.allowed_hosts.map((h) => h.toLowerCase()),
+      corsOrigins: server.cors_origins.map((o) => o.toLowerCase().replace(/\/+$/, "")),
+      stateDir: server.state_dir || defaultStateDir(),
     },
     scheduler: {
       holdMs: scheduler.hold_ms,
       patienceMs: scheduler.patience_ms,
       holdOn: scheduler.hold_on,
+      maxQueue: scheduler.max_queue,
     },
     resources: {
       vramBudgetGb: resources.vram_budget_gb,
@@ -131,4 +135,10 @@ export function loadConfigFile(path: string, opts: Partial<LoadOptions> = {}): C
     ]);
   }
   return loadConfigText(text, { ...opts, file });
+}
+
+/** `$XDG_STATE_HOME/quartermaster`, else `~/.local/state/quartermaster` (XDG Base Directory). */
+export function defaultStateDir(env: Record<string, string | undefined> = process.env): string {
+  if (env.XDG_STATE_HOME?.startsWith("/")) return `${env.XDG_STATE_HOME}/quartermaster`;
+  return `${env.HOME || "/tmp"}/.local/state/quartermaster`;
 }

@@ -8,6 +8,15 @@ import { type Static, type TLiteral, type TSchema, type TUnion, Type } from "@si
 
 const closed = { additionalProperties: false, default: {} } as const;
 const nonNegative = (value: number) => Type.Number({ minimum: 0, default: value });
+/**
+ * The longest delay a JS timer can hold is 2^31 − 1 ms (about 24.8 days); past it Node and Bun
+ * fire at once and warn (TimeoutOverflowWarning). Durations are bounded so none can overflow.
+ */
+export const MAX_TIMER_MS = 2 ** 31 - 1;
+const seconds = (value: number) =>
+  Type.Number({ minimum: 0, maximum: Math.floor(MAX_TIMER_MS / 1000), default: value });
+const millis = (value: number) =>
+  Type.Integer({ minimum: 0, maximum: MAX_TIMER_MS, default: value });
 const strings = (value: string[] = []) => Type.Array(Type.String(), { default: value });
 /** A string enum; the cast keeps the literal union in `Static` (`.map` loses it). */
 const oneOf = <const T extends readonly string[]>(values: T, value: T[number]) =>
@@ -25,18 +34,26 @@ export const ServerSchema = Type.Object(
     metrics_listen: Type.String({ default: "" }),
     api_keys: Type.Array(Type.String({ minLength: 1 }), { default: [] }),
     start_port: Type.Integer({ minimum: 1, maximum: 65535, default: 10001 }),
-    health_check_timeout_s: nonNegative(120),
+    health_check_timeout_s: seconds(120),
     max_body_mb: nonNegative(64),
-    shutdown_timeout_s: nonNegative(10),
+    shutdown_timeout_s: seconds(10),
     log_level: oneOf(["debug", "info", "warn", "error"], "info"),
+    /** Host names a request may carry; [] = loopback names on loopback listeners, any elsewhere. */
+    allowed_hosts: strings(),
+    /** Browser origins that may call qm (CORS); [] = none but qm's own. */
+    cors_origins: strings(),
+    /** Where qm keeps its state (the record of running model processes); "" = the XDG default. */
+    state_dir: Type.String({ default: "" }),
   },
   closed,
 );
 
 export const SchedulerSchema = Type.Object(
   {
-    hold_ms: nonNegative(10000),
-    patience_ms: nonNegative(300000),
+    hold_ms: millis(10000),
+    patience_ms: millis(300000),
+    /** Requests waiting at once, across all models; more get 503 with Retry-After. */
+    max_queue: Type.Integer({ minimum: 1, default: 512 }),
     hold_on: oneOf(["tool_calls", "request"], "tool_calls"),
   },
   closed,
@@ -49,7 +66,7 @@ export const ResourcesSchema = Type.Object(
     oom_guard_reserve_gb: nonNegative(1.0),
     gpu_probe: Type.String({ default: "nvidia-smi" }),
     /** How often the GPU probe samples memory (the watchdog's reaction time). */
-    gpu_probe_interval_ms: Type.Integer({ minimum: 100, default: 2000 }),
+    gpu_probe_interval_ms: Type.Integer({ minimum: 100, maximum: MAX_TIMER_MS, default: 2000 }),
   },
   closed,
 );
@@ -83,7 +100,7 @@ export const ModelSchema = Type.Object(
     cmd_stop: Type.String({ default: "" }),
     aliases: strings(),
     env: Type.Record(Type.String(), Type.String(), { default: {} }),
-    ttl_s: nonNegative(0),
+    ttl_s: seconds(0),
     concurrency_limit: Type.Integer({ minimum: 0, default: 0 }),
     est_vram_gb: nonNegative(0),
     est_ram_gb: nonNegative(0),
@@ -91,7 +108,11 @@ export const ModelSchema = Type.Object(
     unlisted: Type.Boolean({ default: false }),
     use_model_name: Type.String({ default: "" }),
     anthropic_native: Type.Boolean({ default: false }),
-    stop_timeout_s: nonNegative(10),
+    stop_timeout_s: seconds(10),
+    /** Longest wait for the upstream's first byte (headers or body); 0 = none. */
+    first_byte_timeout_s: seconds(600),
+    /** Longest silence between two body chunks once the upstream has started; 0 = none. */
+    stall_timeout_s: seconds(120),
   },
   closed,
 );

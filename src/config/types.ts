@@ -17,12 +17,20 @@ export interface ServerConfig {
   /** On SIGINT/SIGTERM, how long in-flight requests may finish before they are cut. */
   shutdownTimeoutS: number;
   logLevel: "debug" | "info" | "warn" | "error";
+  /** `server.allowed_hosts` as written ([] = the per-listener default). */
+  allowedHosts: string[];
+  /** Browser origins allowed to call qm (lower-case, no trailing slash). */
+  corsOrigins: string[];
+  /** Directory for qm's state files (absolute). */
+  stateDir: string;
 }
 
 export interface SchedulerConfig {
   holdMs: number;
   patienceMs: number;
   holdOn: "tool_calls" | "request";
+  /** Most requests waiting at once; beyond it 503. */
+  maxQueue: number;
 }
 
 export interface ResourcesConfig {
@@ -74,6 +82,10 @@ export interface ModelConfig {
   useModelName: string;
   anthropicNative: boolean;
   stopTimeoutS: number;
+  /** Milliseconds to wait for the upstream's first byte; 0 = no limit. */
+  firstByteTimeoutMs: number;
+  /** Milliseconds of silence allowed between body chunks; 0 = no limit. */
+  stallTimeoutMs: number;
   /** The group it belongs to; ungrouped models belong to the implicit default group. */
   group: string;
   /**

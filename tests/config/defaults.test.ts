@@ -4,6 +4,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ConfigError, DEFAULT_GROUP, loadConfigFile } from "../../src/config/index.ts";
+import { defaultStateDir } from "../../src/config/load.ts";
 import { load } from "./support.ts";
 
 describe("defaults", () => {
@@ -19,8 +20,16 @@ describe("defaults", () => {
       maxBodyBytes: 64 * 1024 * 1024,
       shutdownTimeoutS: 10,
       logLevel: "info",
+      allowedHosts: [],
+      corsOrigins: [],
+      stateDir: defaultStateDir(),
     });
-    expect(config.scheduler).toEqual({ holdMs: 10000, patienceMs: 300000, holdOn: "tool_calls" });
+    expect(config.scheduler).toEqual({
+      holdMs: 10000,
+      patienceMs: 300000,
+      holdOn: "tool_calls",
+      maxQueue: 512,
+    });
     expect(config.resources).toEqual({
       vramBudgetGb: 0,
       ramBudgetGb: 0,
@@ -58,6 +67,8 @@ describe("defaults", () => {
       useModelName: "",
       anthropicNative: false,
       stopTimeoutS: 10,
+      firstByteTimeoutMs: 600_000,
+      stallTimeoutMs: 120_000,
       group: DEFAULT_GROUP,
       template: {
         cmd: "server",
@@ -182,8 +193,16 @@ models_dir = "/models"
       maxBodyBytes: Math.round(1.5 * 1024 * 1024),
       shutdownTimeoutS: 3,
       logLevel: "debug",
+      allowedHosts: [],
+      corsOrigins: [],
+      stateDir: defaultStateDir(),
     });
-    expect(config.scheduler).toEqual({ holdMs: 0, patienceMs: 1000, holdOn: "request" });
+    expect(config.scheduler).toEqual({
+      holdMs: 0,
+      patienceMs: 1000,
+      holdOn: "request",
+      maxQueue: 512,
+    });
     expect(config.resources).toEqual({
       vramBudgetGb: 24,
       ramBudgetGb: 64,
@@ -224,6 +243,8 @@ models_dir = "/models"
       useModelName: "qwen",
       anthropicNative: true,
       stopTimeoutS: 2,
+      firstByteTimeoutMs: 600_000,
+      stallTimeoutMs: 120_000,
       group: "gpu",
       template: {
         cmd: "llama-server --port ${PORT} -m /models/qwen.gguf",

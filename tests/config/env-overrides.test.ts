@@ -25,7 +25,12 @@ describe("QM_<SECTION>__<KEY> overrides", () => {
     });
     expect(config.server.startPort).toBe(20000);
     expect(config.models.m?.port).toBe(20000);
-    expect(config.scheduler).toEqual({ holdMs: 0, patienceMs: 300000, holdOn: "request" });
+    expect(config.scheduler).toEqual({
+      holdMs: 0,
+      patienceMs: 300000,
+      holdOn: "request",
+      maxQueue: 512,
+    });
     expect(config.resources.vramBudgetGb).toBe(23.5);
     expect(config.resources.gpuProbe).toBe("off");
     expect(config.router.policy).toBe("matrix");

@@ -203,3 +203,20 @@ describe("TOML syntax errors", () => {
     expect(issues(`[models.__proto__]\ncmd = "x"\n`)[0]?.line).toBe(1);
   });
 });
+
+describe("durations a timer cannot hold", () => {
+  test("are refused at their line and column, with the largest value allowed", () => {
+    const text = `[scheduler]
+hold_ms = 99999999999
+[models.m]
+cmd = "x"
+ttl_s = 2592000
+stall_timeout_s = 1e12
+`;
+    expect(errors(text)).toEqual([
+      "quartermaster.toml:2:1: scheduler.hold_ms: must be at most 2147483647, got 99999999999",
+      "quartermaster.toml:5:1: models.m.ttl_s: must be at most 2147483, got 2592000",
+      "quartermaster.toml:6:1: models.m.stall_timeout_s: must be at most 2147483, got 1000000000000",
+    ]);
+  });
+});

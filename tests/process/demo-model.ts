@@ -52,6 +52,8 @@ export function demoModel(
     useModelName: "",
     anthropicNative: false,
     stopTimeoutS: 5,
+    firstByteTimeoutMs: 0,
+    stallTimeoutMs: 0,
     group: "(default)",
     template: {
       cmd: argv.join(" "),

@@ -40,7 +40,8 @@ export interface Gateway {
   /** Recent stdout and stderr lines of a model's process (bounded ring buffer). */
   logs(id: string): string[];
   status(): StatusJson;
-  unload(id: string | null): void;
+  /** Unloads one model (or all); throws QmError `conflict` for leased ones unless forced. */
+  unload(id: string | null, opts?: { force?: boolean }): void;
   /** Holds `model` busy until released or `ttlMs` passes without a renewal. */
   lease(model: ModelConfig, signal: AbortSignal, ttlMs: number): Promise<LeaseInfo>;
   renewLease(model: string, lease: string, ttlMs?: number): LeaseInfo;

@@ -89,14 +89,15 @@ export async function loadCommand(argv: string[]): Promise<number> {
 }
 
 export async function unloadCommand(argv: string[]): Promise<number> {
-  const { values, positionals } = parse(argv, CLIENT_OPTIONS);
+  const { values, positionals } = parse(argv, { ...CLIENT_OPTIONS, force: { type: "boolean" } });
   if (values.help) {
     process.stdout.write(UNLOAD_HELP);
     return 0;
   }
   if (positionals.length > 1) throw new UsageError("qm unload takes at most one MODEL");
   const model = positionals[0];
-  const path = model ? `/api/models/${encodeURIComponent(model)}/unload` : "/api/models/unload";
+  const base = model ? `/api/models/${encodeURIComponent(model)}/unload` : "/api/models/unload";
+  const path = values.force ? `${base}?force=true` : base;
   await call(target(values), "POST", path);
   process.stdout.write(model ? `unloading ${model}\n` : "unloading every model\n");
   return 0;

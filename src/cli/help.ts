@@ -40,9 +40,10 @@ Loads MODEL on a running server and waits until it is ready (evicting what its g
 says). Options as for qm status.
 `;
 
-export const UNLOAD_HELP = `Usage: qm unload [MODEL] [--url URL]
+export const UNLOAD_HELP = `Usage: qm unload [MODEL] [--force] [--url URL]
 
 Unloads MODEL (after its in-flight requests finish), or every model when none is named.
+A leased model is refused (409, naming its leases) unless --force, which revokes them.
 Options as for qm status.
 `;
 

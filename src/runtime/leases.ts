@@ -1,6 +1,7 @@
 import type { Lease } from "../api/gateway.ts";
 import { QmError } from "../shared/errors.ts";
 import type { Logger } from "../shared/log.ts";
+import { setLongTimeout } from "../shared/timer.ts";
 
 export interface LeaseInfo {
   lease: string;
@@ -12,7 +13,7 @@ interface Held {
   lease: Lease;
   ttlMs: number;
   expiresAt: number;
-  timer: ReturnType<typeof setTimeout>;
+  cancel: () => void;
 }
 
 /**
@@ -28,7 +29,7 @@ export class LeaseBook {
 
   add(lease: Lease, ttlMs: number): LeaseInfo {
     const id = crypto.randomUUID();
-    const entry: Held = { lease, ttlMs, expiresAt: 0, timer: setTimeout(() => {}, 0) };
+    const entry: Held = { lease, ttlMs, expiresAt: 0, cancel: () => {} };
     this.held.set(id, entry);
     this.arm(id, entry);
     return this.info(id, entry);
@@ -43,15 +44,30 @@ export class LeaseBook {
 
   release(model: string, id: string): void {
     const entry = this.find(model, id);
-    clearTimeout(entry.timer);
+    entry.cancel();
     this.held.delete(id);
     entry.lease.release();
+  }
+
+  /** The leases on `model`, or on every model when null. */
+  list(model: string | null): LeaseInfo[] {
+    const out: LeaseInfo[] = [];
+    for (const [id, e] of this.held) {
+      if (model === null || e.lease.model.id === model) out.push(this.info(id, e));
+    }
+    return out;
+  }
+
+  /** Ends a lease its holder still thinks it has (a forced unload); logged. */
+  revoke(model: string, id: string): void {
+    this.release(model, id);
+    this.log.warn(`lease ${id} on "${model}" revoked by a forced unload`);
   }
 
   /** Releases every lease (shutdown). */
   releaseAll(): void {
     for (const [id, entry] of this.held) {
-      clearTimeout(entry.timer);
+      entry.cancel();
       this.held.delete(id);
       entry.lease.release();
     }
@@ -72,9 +88,9 @@ export class LeaseBook {
   }
 
   private arm(id: string, entry: Held): void {
-    clearTimeout(entry.timer);
+    entry.cancel();
     entry.expiresAt = Date.now() + entry.ttlMs;
-    entry.timer = setTimeout(() => {
+    entry.cancel = setLongTimeout(() => {
       if (!this.held.delete(id)) return;
       this.log.warn(
         `lease ${id} on "${entry.lease.model.id}" expired after ${entry.ttlMs / 1000} s without renewal; released`,

@@ -17,6 +17,7 @@ import type { Effects, ModelState, Swap } from "../scheduler/types.ts";
 import type { Clock } from "../shared/clock.ts";
 import { asQmError, QmError } from "../shared/errors.ts";
 import type { Logger } from "../shared/log.ts";
+import { setLongTimeout } from "../shared/timer.ts";
 import { EventHub } from "./event-hub.ts";
 import { GpuWatch } from "./gpu-watch.ts";
 import { LeaseBook } from "./leases.ts";
@@ -51,7 +52,9 @@ export class Runtime implements Effects, Gateway {
   private readonly processes = new Map<string, ModelProcess>();
   private readonly pending = new Map<number, Pending>();
   private nextRequestId = 1;
-  private wakeTimer: ReturnType<typeof setTimeout> | null = null;
+  private cancelWake: (() => void) | null = null;
+  /** Aborted when shutdown's grace runs out: requests still running are cut. */
+  private readonly cut = new AbortController();
   /** Swaps whose target has not started yet, by target: a stop must keep it from starting. */
   private readonly swapping = new Map<string, { aborted: boolean }>();
   private closing = false;
@@ -189,7 +192,21 @@ export class Runtime implements Effects, Gateway {
     });
   }
 
-  unload(id: string | null): void {
+  /**
+   * A leased model is busy by design: unloading it would only wait out the lease while every
+   * new request queued behind the pending unload. Refuse (409) unless forced, which revokes
+   * the leases first.
+   */
+  unload(id: string | null, opts: { force?: boolean } = {}): void {
+    const held = this.leases.list(id);
+    if (held.length > 0 && !opts.force) {
+      const names = held.map((l) => `${l.lease} on "${l.model}"`).join(", ");
+      throw new QmError(
+        "conflict",
+        `cannot unload: leased (${names}); release the lease or add ?force=true to revoke it`,
+      );
+    }
+    for (const l of held) this.leases.revoke(l.model, l.lease);
     this.scheduler.unload(id);
   }
 
@@ -307,15 +324,19 @@ export class Runtime implements Effects, Gateway {
   }
 
   wakeAt(atMs: number | null): void {
-    if (this.wakeTimer) clearTimeout(this.wakeTimer);
-    this.wakeTimer = null;
+    this.cancelWake?.();
+    this.cancelWake = null;
     if (atMs === null) return;
     // Timers may fire a fraction of a millisecond early; round up so the deadline has passed.
     const delay = Math.max(0, Math.ceil(atMs - this.opts.clock.now()));
-    this.wakeTimer = setTimeout(() => {
-      this.wakeTimer = null;
-      this.scheduler.wake();
-    }, delay);
+    this.cancelWake = setLongTimeout(
+      () => {
+        this.cancelWake = null;
+        this.scheduler.wake();
+      },
+      delay,
+      () => this.opts.clock.now(),
+    );
   }
 
   stateChanged(model: string, state: ModelState, detail?: string): void {
@@ -347,8 +368,23 @@ export class Runtime implements Effects, Gateway {
     this.closing = true;
     this.gpu.stop();
     this.scheduler.shutdown();
-    if (this.wakeTimer) clearTimeout(this.wakeTimer);
-    this.wakeTimer = null;
+    this.cancelWake?.();
+    this.cancelWake = null;
+  }
+
+  /** Fires once shutdown's grace is over: every forward still running is cut. */
+  get cutSignal(): AbortSignal {
+    return this.cut.signal;
+  }
+
+  /** Ends every request still running (shutdown past its deadline); clients get an error. */
+  cutInflight(): void {
+    this.cut.abort(
+      new QmError(
+        "shutting_down",
+        `qm is shutting down: the request was cut after server.shutdown_timeout_s (${this.config.server.shutdownTimeoutS} s)`,
+      ),
+    );
   }
 
   inflight(): number {

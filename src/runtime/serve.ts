@@ -1,4 +1,5 @@
 import { buildApp } from "../api/app.ts";
+import { isLoopbackAddress } from "../api/edge/hosts.ts";
 import { parseHostPort } from "../config/index.ts";
 import type { Config } from "../config/types.ts";
 import { killAllSync } from "../process/index.ts";
@@ -14,7 +15,14 @@ export interface RunningServer {
   stop(): Promise<void>;
 }
 
-type Listener = { stop(closeActive?: boolean): Promise<void> | void; port: number };
+type Listener = ReturnType<typeof Bun.serve>;
+
+/**
+ * Bodies are bounded by qm itself (the edge refuses a declared length over `max_body_mb`, and
+ * body readers count what arrives), so it can answer in the API's envelope; Bun's own limit,
+ * which answers with a bare 413, is set past anything qm would accept.
+ */
+const BUN_BODY_LIMIT = Number.MAX_SAFE_INTEGER;
 
 /** Starts every listener on one shared runtime (one scheduler for all ports). */
 export function startServer(config: Config, log: Logger): RunningServer {
@@ -22,18 +30,22 @@ export function startServer(config: Config, log: Logger): RunningServer {
   runtime.start();
   const servers: Listener[] = [];
   const urls: string[] = [];
-  // Bun would answer an oversized body with its own bare 413; let ours, in the API's envelope,
-  // be the one clients see.
-  const maxRequestBodySize = config.server.maxBodyBytes + 1024 * 1024;
   try {
     for (const address of config.server.listen) {
       const hp = parseHostPort(address);
       if (!hp) throw new Error(`bad listen address "${address}"`);
       const { host, port } = hp;
-      const app = buildApp(runtime).listen({ hostname: host, port, maxRequestBodySize });
-      const server = app.server;
-      if (!server) throw new Error(`could not listen on ${address}`);
-      servers.push(server as unknown as Listener);
+      const app = buildApp(runtime, { loopback: isLoopbackAddress(host), log });
+      const server: Listener = Bun.serve({
+        hostname: host,
+        port,
+        maxRequestBodySize: BUN_BODY_LIMIT,
+        // Inference routes switch the idle timeout off for their own requests.
+        idleTimeout: 30,
+        development: false,
+        fetch: (request, srv) => app.fetch(request, srv),
+      });
+      servers.push(server);
       const shown = host.includes(":") ? `[${host}]` : host;
       urls.push(`http://${shown}:${server.port}`);
     }
@@ -46,12 +58,15 @@ export function startServer(config: Config, log: Logger): RunningServer {
   const stop = () => {
     stopping ??= (async () => {
       runtime.beginShutdown();
-      await Promise.all(servers.map((s) => s.stop(false)));
+      // Stop listening at once; requests already running get until the deadline.
+      const closing = servers.map((s) => s.stop(false));
       const deadline = Date.now() + config.server.shutdownTimeoutS * 1000;
       while (runtime.inflight() > 0 && Date.now() < deadline) await Bun.sleep(20);
       if (runtime.inflight() > 0) {
         log.warn(`cutting ${runtime.inflight()} request(s) still running after the shutdown grace`);
+        runtime.cutInflight();
       }
+      await Promise.race([Promise.all(closing), Bun.sleep(1000)]);
       await Promise.all(servers.map((s) => s.stop(true)));
       await runtime.stopAll();
     })();

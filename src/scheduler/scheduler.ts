@@ -66,6 +66,7 @@ export class Scheduler {
   private readonly holdMs: number;
   private readonly patienceMs: number;
   private readonly holdOnEveryRequest: boolean;
+  private readonly maxQueue: number;
 
   constructor(
     config: Pick<Config, "models" | "scheduler" | "groups">,
@@ -76,6 +77,7 @@ export class Scheduler {
     this.holdMs = config.scheduler.holdMs;
     this.patienceMs = config.scheduler.patienceMs;
     this.holdOnEveryRequest = config.scheduler.holdOn === "request";
+    this.maxQueue = config.scheduler.maxQueue;
     this.config = config;
     this.models = new ModelTable(config, clock, (id, state, detail) =>
       this.effects.stateChanged(id, state, detail),
@@ -228,6 +230,19 @@ export class Scheduler {
       this.effects.fail(spec.id, new QmError("model_not_found", `model "${spec.model}" not found`));
       return;
     }
+    // The waiting line is bounded: past `max_queue`, only a request that is served at once
+    // gets in; the rest are told to come back (503 + Retry-After) rather than pile up.
+    if (this.waitingCount() >= this.maxQueue && !this.servableNow(spec.model)) {
+      this.effects.fail(
+        spec.id,
+        new QmError(
+          "queue_full",
+          `${this.maxQueue} requests are already waiting (scheduler.max_queue); try again shortly`,
+          { retryAfterS: 5 },
+        ),
+      );
+      return;
+    }
     const q: Queued = {
       spec,
       arrivedAt: this.clock.now(),
@@ -292,6 +307,21 @@ export class Scheduler {
     this.effects.loading(q.spec.id, id);
     this.effects.startSwap({ id: swap.id, target: swap.target, evict: [...swap.evict] });
     return true;
+  }
+
+  /** Step 3 would grant at once: ready, a free slot, nothing stopping or draining it. */
+  private servableNow(id: string): boolean {
+    const m = this.models.get(id)!;
+    if (m.state !== "ready" || this.swapFor(id)) return false;
+    if (m.unloadPending || m.draining || this.stopping.has(id)) return false;
+    return this.models.hasSlot(id);
+  }
+
+  /** Requests queued or waiting on a swap. */
+  private waitingCount(): number {
+    let n = this.queue.length;
+    for (const s of this.swaps.values()) n += s.waiters.length;
+    return n;
   }
 
   private deliver(q: Queued): void {

@@ -6,6 +6,10 @@
 export type QmErrorCode =
   | "bad_request"
   | "unauthorized"
+  | "forbidden"
+  | "conflict"
+  | "uri_too_long"
+  | "queue_full"
   | "model_not_found"
   | "not_found"
   | "method_not_allowed"
@@ -23,6 +27,10 @@ export type QmErrorCode =
 const STATUS: Record<QmErrorCode, number> = {
   bad_request: 400,
   unauthorized: 401,
+  forbidden: 403,
+  conflict: 409,
+  uri_too_long: 414,
+  queue_full: 503,
   model_not_found: 404,
   not_found: 404,
   method_not_allowed: 405,
@@ -43,14 +51,30 @@ export class QmError extends Error {
   readonly status: number;
   /** The request field at fault, when there is one (OpenAI's `param`). */
   readonly param: string | null;
+  /** Seconds a client should wait before trying again (`Retry-After`), when that helps. */
+  readonly retryAfterS: number | null;
 
-  constructor(code: QmErrorCode, message: string, opts: { cause?: unknown; param?: string } = {}) {
+  constructor(
+    code: QmErrorCode,
+    message: string,
+    opts: { cause?: unknown; param?: string; retryAfterS?: number } = {},
+  ) {
     super(message, opts.cause === undefined ? undefined : { cause: opts.cause });
     this.name = "QmError";
     this.code = code;
     this.status = STATUS[code];
     this.param = opts.param ?? null;
+    this.retryAfterS = opts.retryAfterS ?? null;
   }
+}
+
+/**
+ * A 4xx that will fail the same way however often it is sent. Clients that retry on their own
+ * (Claude Code retries even a 401 for minutes, printing nothing) read `x-should-retry: false`.
+ * 408, 409 and 429 are left out: waiting can change their answer.
+ */
+export function isFinalStatus(status: number): boolean {
+  return status >= 400 && status < 500 && status !== 408 && status !== 409 && status !== 429;
 }
 
 export function asQmError(err: unknown): QmError {

@@ -143,7 +143,7 @@ export const quietLog = (level: LogLevel = "error") => createLogger(level, () =>
 
 /** The full app (auth, 404s) or just the Anthropic routes with a short ping period. */
 export function appFor(gw: Gateway, pingMs?: number) {
-  if (pingMs === undefined) return buildApp(gw);
+  if (pingMs === undefined) return buildApp(gw, { loopback: true, log: quietLog() });
   return new Elysia().use(anthropicRoutes(gw, { pingMs, log: quietLog() }));
 }
 

@@ -5,7 +5,7 @@
  * the wording of some messages (its gateway docs ask gateways not to rewrap them), so the
  * context-overflow message below uses Anthropic's own phrasing.
  */
-import { QmError } from "../../shared/errors.ts";
+import { isFinalStatus, QmError } from "../../shared/errors.ts";
 import { requestId } from "./ids.ts";
 
 export type AnthropicErrorType =
@@ -58,7 +58,7 @@ export function fromQmError(err: QmError): AnthropicFailure {
     type: typeForStatus(err.status),
     message: err.message,
   };
-  if (err.status === 503) failure.headers = { "retry-after": "5" };
+  if (err.status === 503) failure.headers = { "retry-after": String(err.retryAfterS ?? 5) };
   return failure;
 }
 
@@ -75,6 +75,7 @@ export function anthropicError(
   const id = h.get("request-id") ?? requestId();
   h.set("content-type", "application/json");
   h.set("request-id", id);
+  if (isFinalStatus(f.status)) h.set("x-should-retry", "false");
   for (const [k, v] of Object.entries(f.headers ?? {})) h.set(k, v);
   return new Response(errorBody(f.type, f.message, id), { status: f.status, headers: h });
 }
@@ -140,7 +141,8 @@ export function fromUpstream(
     return {
       status: 529,
       type: "overloaded_error",
-      message: `model "${model}" is busy or still loading: ${message}`,
+      // qm answers its own loading waits itself; a 503 here came from the model server.
+      message: `model "${model}" answered 503 Service Unavailable: ${message}`,
       headers: { "retry-after": retryAfter ?? "5" },
     };
   }

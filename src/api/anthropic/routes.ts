@@ -7,6 +7,7 @@
 import { Elysia } from "elysia";
 import { QmError } from "../../shared/errors.ts";
 import { createLogger } from "../../shared/log.ts";
+import { noIdleTimeout } from "../edge/idle.ts";
 import type { Gateway } from "../gateway.ts";
 import type { AnthropicOptions, AnthropicRequest } from "./context.ts";
 import { handleCountTokens } from "./count-tokens.ts";
@@ -17,8 +18,6 @@ import { handleMessages } from "./messages.ts";
 export function isAnthropicPath(path: string): boolean {
   return path === "/v1/messages" || path.startsWith("/v1/messages/");
 }
-
-type Server = { timeout(req: Request, seconds: number): void } | null;
 
 const ROUTES: [string, (r: AnthropicRequest) => Promise<Response>][] = [
   ["/v1/messages", handleMessages],
@@ -36,7 +35,7 @@ export function anthropicRoutes(gw: Gateway, options: Partial<AnthropicOptions> 
   for (const [path, handle] of ROUTES) {
     app.all(
       path,
-      ({ request, server }) => {
+      ({ request }) => {
         if (request.method !== "POST") {
           return anthropicError(
             new QmError(
@@ -50,7 +49,7 @@ export function anthropicRoutes(gw: Gateway, options: Partial<AnthropicOptions> 
           gw,
           request,
           opts,
-          noIdleTimeout: () => (server as Server)?.timeout(request, 0),
+          noIdleTimeout: () => noIdleTimeout(request),
         });
       },
       { parse: "none" },

@@ -1,9 +1,9 @@
 import { Elysia } from "elysia";
 import { asQmError, QmError } from "../../shared/errors.ts";
+import { noIdleTimeout } from "../edge/idle.ts";
 import type { Gateway } from "../gateway.ts";
+import { readBody } from "../openai/body.ts";
 import { openaiError } from "../openai/errors.ts";
-
-type Server = { timeout(req: Request, seconds: number): void } | null;
 
 /** `/health`, `/api/*` and llama-swap's `/running`. Errors use the OpenAI envelope. */
 export function controlRoutes(gw: Gateway) {
@@ -28,12 +28,16 @@ export function controlRoutes(gw: Gateway) {
         headers: { "content-type": "text/plain; charset=utf-8" },
       });
     })
-    .post("/api/models/unload", () => {
-      gw.unload(null);
-      return { unloaded: "all" };
+    .post("/api/models/unload", ({ request }) => {
+      try {
+        gw.unload(null, { force: forced(request) });
+        return { unloaded: "all" };
+      } catch (err) {
+        return openaiError(asQmError(err));
+      }
     })
-    .post("/api/models/:id/load", async ({ params, request, server }) => {
-      (server as Server)?.timeout(request, 0);
+    .post("/api/models/:id/load", async ({ params, request }) => {
+      noIdleTimeout(request);
       try {
         const model = await gw.resolveModel(params.id);
         if (!model) return unknownModel(params.id);
@@ -44,20 +48,24 @@ export function controlRoutes(gw: Gateway) {
         return openaiError(asQmError(err));
       }
     })
-    .post("/api/models/:id/unload", ({ params }) => {
+    .post("/api/models/:id/unload", ({ params, request }) => {
       const model = gw.resolve(params.id);
       if (!model) return unknownModel(params.id);
-      gw.unload(model.id);
+      try {
+        gw.unload(model.id, { force: forced(request) });
+      } catch (err) {
+        return openaiError(asQmError(err));
+      }
       return { model: model.id, state: gw.modelState(model.id) };
     })
     .post(
       "/api/models/:id/lease",
-      async ({ params, request, server }) => {
+      async ({ params, request }) => {
         const model = gw.resolve(params.id);
         if (!model) return unknownModel(params.id);
         try {
           const ttlMs = await leaseTtl(request, DEFAULT_LEASE_TTL_MS);
-          (server as Server)?.timeout(request, 0);
+          noIdleTimeout(request);
           return await gw.lease(model, request.signal, ttlMs!);
         } catch (err) {
           return openaiError(asQmError(err));
@@ -87,23 +95,34 @@ export function controlRoutes(gw: Gateway) {
         return openaiError(asQmError(err));
       }
     })
-    .get("/api/events", ({ request, server }) => {
-      (server as Server)?.timeout(request, 0);
+    .get("/api/events", ({ request }) => {
+      noIdleTimeout(request);
       return new Response(eventStream(gw, request.signal), {
         headers: { "content-type": "text/event-stream", "cache-control": "no-cache" },
       });
     });
 }
 
+/** `?force=true` (or `1`): unload even a leased model, revoking its leases. */
+function forced(request: Request): boolean {
+  const q = request.url.indexOf("?");
+  if (q < 0) return false;
+  const force = new URLSearchParams(request.url.slice(q + 1)).get("force");
+  return force === "true" || force === "1";
+}
+
 /** A lease lives this long unless renewed: a holder that vanished must not pin a model forever. */
 const DEFAULT_LEASE_TTL_MS = 10 * 60 * 1000;
+
+/** A lease body is `{"ttl_s": N}`; nothing bigger than this is ever needed. */
+const LEASE_BODY_LIMIT = 64 * 1024;
 
 /** `{"ttl_s": N}` from an optional JSON body. */
 async function leaseTtl(
   request: Request,
   fallback: number | undefined,
 ): Promise<number | undefined> {
-  const text = await request.text();
+  const text = new TextDecoder().decode(await readBody(request, LEASE_BODY_LIMIT));
   if (text.trim() === "") return fallback;
   let body: unknown;
   try {

@@ -1,4 +1,4 @@
-import { QmError } from "../../shared/errors.ts";
+import { isFinalStatus, QmError } from "../../shared/errors.ts";
 
 /**
  * OpenAI's error envelope: `{"error":{"message","type","param","code"}}`
@@ -13,6 +13,8 @@ export function openaiErrorBody(err: QmError): string {
 export function openaiError(err: QmError, headers?: Headers | Record<string, string>): Response {
   const h = new Headers(headers);
   h.set("content-type", "application/json");
+  if (isFinalStatus(err.status)) h.set("x-should-retry", "false");
+  if (err.retryAfterS !== null) h.set("retry-after", String(err.retryAfterS));
   return new Response(openaiErrorBody(err), { status: err.status, headers: h });
 }
 
@@ -21,10 +23,15 @@ function openaiType(err: QmError): string {
     case 400:
     case 404:
     case 405:
+    case 409:
     case 413:
+    case 414:
+    case 415:
       return "invalid_request_error";
     case 401:
       return "authentication_error";
+    case 403:
+      return "permission_error";
     case 499:
       return "cancelled";
     case 503:

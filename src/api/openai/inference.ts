@@ -1,3 +1,4 @@
+import { MAX_TIMER_MS } from "../../config/schema.ts";
 import type { ModelConfig } from "../../config/types.ts";
 import { forward } from "../../proxy/forward.ts";
 import { ToolCallWatcher } from "../../proxy/tool-calls.ts";
@@ -92,8 +93,10 @@ function msHeader(headers: Headers, name: string): number | undefined {
   const raw = headers.get(name);
   if (raw === null) return undefined;
   const n = Number(raw.trim());
-  if (raw.trim() === "" || !Number.isInteger(n) || n < 0) {
-    throw badRequest(`${name} must be a whole number of milliseconds (0 or more), got "${raw}"`);
+  if (raw.trim() === "" || !Number.isInteger(n) || n < 0 || n > MAX_TIMER_MS) {
+    throw badRequest(
+      `${name} must be a whole number of milliseconds from 0 to ${MAX_TIMER_MS}, got "${raw.slice(0, 40)}"`,
+    );
   }
   return n;
 }

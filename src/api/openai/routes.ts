@@ -2,6 +2,7 @@ import { Elysia } from "elysia";
 import type { ModelConfig } from "../../config/types.ts";
 import { forward } from "../../proxy/forward.ts";
 import { asQmError, QmError } from "../../shared/errors.ts";
+import { noIdleTimeout } from "../edge/idle.ts";
 import type { Gateway } from "../gateway.ts";
 import { readBody } from "./body.ts";
 import { openaiError } from "./errors.ts";
@@ -19,8 +20,6 @@ export const INFERENCE_PATHS = [
   "/v1/images/generations",
 ] as const;
 
-type Server = { timeout(req: Request, seconds: number): void } | null;
-
 function methodNotAllowed(method: string, path: string, allowed: string): Response {
   return openaiError(
     new QmError("method_not_allowed", `${method} is not allowed on ${path}; use ${allowed}`),
@@ -33,7 +32,7 @@ export function openaiRoutes(gw: Gateway) {
   for (const path of INFERENCE_PATHS) {
     app.all(
       path,
-      ({ request, server }) => {
+      ({ request }) => {
         if (request.method !== "POST") return methodNotAllowed(request.method, path, "POST");
         const url = request.url;
         const q = url.indexOf("?");
@@ -41,7 +40,7 @@ export function openaiRoutes(gw: Gateway) {
           gw,
           request,
           pathAndQuery: q >= 0 ? path + url.slice(q) : path,
-          noIdleTimeout: () => (server as Server)?.timeout(request, 0),
+          noIdleTimeout: () => noIdleTimeout(request),
         });
       },
       { parse: "none" },
@@ -53,7 +52,7 @@ export function openaiRoutes(gw: Gateway) {
     return Response.json(listModels(gw));
   });
 
-  app.all("/upstream/*", ({ request, server }) => upstream(gw, request, server as Server), {
+  app.all("/upstream/*", ({ request }) => upstream(gw, request), {
     parse: "none",
   });
   return app;
@@ -78,7 +77,7 @@ function listModels(gw: Gateway) {
  * `/upstream/{model}/{path}`: the raw upstream API of a model (its own web UI, `/props`, …),
  * loading it first. Model ids may contain `/`, so the longest matching prefix wins.
  */
-async function upstream(gw: Gateway, request: Request, server: Server): Promise<Response> {
+async function upstream(gw: Gateway, request: Request): Promise<Response> {
   const url = new URL(request.url);
   const rest = url.pathname.slice("/upstream/".length);
   const parts = rest.split("/");
@@ -101,7 +100,7 @@ async function upstream(gw: Gateway, request: Request, server: Server): Promise<
     const body = ["GET", "HEAD"].includes(request.method)
       ? null
       : await readBody(request, gw.config.server.maxBodyBytes);
-    server?.timeout(request, 0);
+    noIdleTimeout(request);
     const aborter = new AbortController();
     const onGone = () => aborter.abort();
     request.signal.addEventListener("abort", onGone, { once: true });

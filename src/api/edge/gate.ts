@@ -1,0 +1,153 @@
+/**
+ * The edge: everything a request must pass before any route sees it, decided from one parse of
+ * the request-target (`target.ts`) — method, target, Host, Origin, body size, API key — in that
+ * order, each refusal in the envelope of the API the path belongs to. The router is then handed
+ * a request whose URL it cannot misread, so the path that was authorized is the path routed.
+ */
+import { QmError } from "../../shared/errors.ts";
+import type { Logger } from "../../shared/log.ts";
+import { anthropicError } from "../anthropic/errors.ts";
+import { isAnthropicPath } from "../anthropic/routes.ts";
+import type { Gateway } from "../gateway.ts";
+import { openaiError } from "../openai/errors.ts";
+import { checkOrigin, corsHeaders, preflight } from "./cors.ts";
+import { hostPolicy } from "./hosts.ts";
+import { rememberOriginal } from "./idle.ts";
+import { parseTarget } from "./target.ts";
+
+export interface EdgeOptions {
+  /** The listener is bound to a loopback address (the default host policy depends on it). */
+  loopback: boolean;
+  log: Logger;
+}
+
+type Handler = (request: Request) => Response | Promise<Response>;
+type IdleServer = { timeout(request: Request, seconds: number): void };
+
+/** Methods any route may use; TRACE, CONNECT and inventions get 405 here. */
+const METHODS = new Set(["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]);
+/** The one path open without a key: load balancers probe it. */
+const OPEN_PATH = "/health";
+/**
+ * Elysia finds the path at the first `/` from index 11 of the URL, which assumes a host of at
+ * least four characters after `http://`. A shorter one (`Host: qm`) would make it route a
+ * different path than the one authorized; such requests are re-addressed before routing.
+ */
+const ROUTER_PATH_FROM = 11;
+
+export function createEdge(gw: Gateway, route: Handler, opts: EdgeOptions) {
+  const { server } = gw.config;
+  const keys = new Set(server.apiKeys);
+  const hosts = hostPolicy(server.allowedHosts, opts.loopback);
+  const origins = server.corsOrigins;
+  const limit = server.maxBodyBytes;
+
+  return async function edge(request: Request, srv: IdleServer | null): Promise<Response> {
+    const url = request.url;
+    const target = parseTarget(url, request.headers.get("host"));
+    if (target instanceof QmError) return openaiError(target);
+    const { path } = target;
+    const render = isAnthropicPath(path) ? anthropicError : openaiError;
+    const method = request.method;
+    if (!METHODS.has(method)) {
+      return render(new QmError("method_not_allowed", `${method} is not allowed on ${path}`), {
+        allow: [...METHODS].join(", "),
+      });
+    }
+    if (path.includes("%") && !WELL_ENCODED.test(path)) {
+      return render(new QmError("bad_request", "the path has a malformed %-escape"));
+    }
+    if (target.host !== "" && !hosts.allows(target.hostname)) {
+      return render(
+        new QmError(
+          "forbidden",
+          `Host "${target.host}" is not allowed on this listener (it answers to ${hosts.describe}); ` +
+            "add it to server.allowed_hosts",
+        ),
+      );
+    }
+    const origin = checkOrigin(
+      request.headers.get("origin"),
+      request.headers.get("sec-fetch-site"),
+      target.host,
+      origins,
+    );
+    if (!origin.ok) {
+      return render(
+        new QmError(
+          "forbidden",
+          `requests from origin ${request.headers.get("origin") ?? "(cross-site)"} are not allowed; ` +
+            "add it to server.cors_origins",
+        ),
+      );
+    }
+    if (method === "OPTIONS") return preflight(origin.allowOrigin, request);
+    const declared = request.headers.get("content-length");
+    if (declared !== null && Number(declared) > limit) {
+      return render(tooLarge(limit));
+    }
+    if (keys.size > 0 && path !== OPEN_PATH) {
+      const key = presentedKey(request.headers);
+      if (!key || !keys.has(key)) {
+        return withCors(
+          render(
+            new QmError(
+              "unauthorized",
+              key
+                ? "invalid API key"
+                : "an API key is required: send Authorization: Bearer KEY or x-api-key: KEY",
+            ),
+          ),
+          origin.allowOrigin,
+        );
+      }
+    }
+    let routed = request;
+    if (target.pathAt < ROUTER_PATH_FROM) {
+      routed = new Request(`http://localhost${url.slice(target.pathAt)}`, request);
+      if (srv) rememberOriginal(routed, request, srv);
+    } else if (srv) {
+      rememberOriginal(request, request, srv);
+    }
+    let response: Response;
+    try {
+      response = await route(routed);
+    } catch (err) {
+      opts.log.error(
+        `${method} ${path}: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`,
+      );
+      response = render(new QmError("internal", "qm failed to handle this request (see its log)"));
+    }
+    return withCors(response, origin.allowOrigin);
+  };
+}
+
+/** Every `%` starts a two-digit hex escape (RFC 3986 §2.1). */
+const WELL_ENCODED = /^(?:[^%]|%[0-9A-Fa-f]{2})*$/;
+
+function withCors(response: Response, allowOrigin: string | null): Response {
+  if (allowOrigin === null) return response;
+  try {
+    corsHeaders(allowOrigin, response.headers);
+    return response;
+  } catch {
+    // Immutable headers (a fetched upstream response passed as is): copy them once.
+    const copy = new Response(response.body, response);
+    corsHeaders(allowOrigin, copy.headers);
+    return copy;
+  }
+}
+
+export function tooLarge(limit: number): QmError {
+  const mb = Math.round((limit / 1024 / 1024) * 10) / 10;
+  return new QmError(
+    "payload_too_large",
+    `request body is larger than the ${mb} MB limit (server.max_body_mb)`,
+  );
+}
+
+function presentedKey(headers: Headers): string | null {
+  const auth = headers.get("authorization");
+  if (auth?.toLowerCase().startsWith("bearer ")) return auth.slice(7).trim();
+  return headers.get("x-api-key");
+}

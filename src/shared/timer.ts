@@ -5,21 +5,32 @@
  */
 const MAX_STEP_MS = 2 ** 31 - 1;
 
+export interface TimerApi {
+  set(fn: () => void, ms: number): unknown;
+  clear(handle: unknown): void;
+}
+
+const REAL: TimerApi = {
+  set: (fn, ms) => setTimeout(fn, ms),
+  clear: (h) => clearTimeout(h as ReturnType<typeof setTimeout>),
+};
+
 export function setLongTimeout(
   fn: () => void,
   delayMs: number,
   now = () => Date.now(),
+  timers: TimerApi = REAL,
 ): () => void {
   const due = now() + Math.max(0, delayMs);
-  let timer: ReturnType<typeof setTimeout>;
+  let handle: unknown;
   const arm = () => {
     const left = due - now();
     if (left > MAX_STEP_MS) {
-      timer = setTimeout(arm, MAX_STEP_MS);
+      handle = timers.set(arm, MAX_STEP_MS);
     } else {
-      timer = setTimeout(fn, Math.max(0, Math.ceil(left)));
+      handle = timers.set(fn, Math.max(0, Math.ceil(left)));
     }
   };
   arm();
-  return () => clearTimeout(timer);
+  return () => timers.clear(handle);
 }

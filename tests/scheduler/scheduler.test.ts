@@ -279,3 +279,41 @@ describe("run loop", () => {
     expect(h.fx.granted).toEqual([r]);
   });
 });
+
+describe("queue bound (scheduler.max_queue)", () => {
+  const bounded = `[scheduler]\nmax_queue = 2\n[models.a]\ncmd = "run a"\nproxy = "http://127.0.0.1:9"\nconcurrency_limit = 1\n${modelsToml("b")}`;
+
+  test("past max_queue waiting requests, a request that would wait gets queue_full with Retry-After", () => {
+    const h = harness(bounded);
+    const first = h.req("a");
+    h.finishSwap();
+    expect(h.fx.granted).toEqual([first]);
+    const w1 = h.req("a");
+    const w2 = h.req("b");
+    expect(h.sched.snapshot().queueDepth).toBe(2);
+    const over = h.req("a");
+    const err = h.fx.failed.get(over);
+    expect(err?.code).toBe("queue_full");
+    expect(err?.status).toBe(503);
+    expect(err?.retryAfterS).toBeGreaterThan(0);
+    expect(h.fx.failed.has(w1) || h.fx.failed.has(w2)).toBe(false);
+  });
+
+  test("a request that is served at once is never refused by the bound", () => {
+    const h = harness(`[scheduler]\nmax_queue = 1\n${modelsToml("a", "b")}`);
+    const ra = h.req("a");
+    h.finishSwap();
+    h.req("b"); // waits for a to drain
+    expect(h.sched.snapshot().queueDepth).toBe(1);
+    const served = h.req("a");
+    expect(h.fx.granted).toEqual([ra, served]);
+  });
+
+  test("swap waiters count toward the bound", () => {
+    const h = harness(`[scheduler]\nmax_queue = 2\n${modelsToml("a")}`);
+    h.req("a");
+    h.req("a");
+    const over = h.req("a");
+    expect(h.fx.failed.get(over)?.code).toBe("queue_full");
+  });
+});

@@ -13,10 +13,14 @@ export function writeConfig(body: string, listeners = 1): string {
   const listen = Array.from({ length: listeners }, () => `"127.0.0.1:0"`).join(", ");
   // A random base far from other tests' ports; the loader skips any port in use anyway.
   const start = 20000 + Math.floor(Math.random() * 30000);
+  // A `[server]` table in `body` adds its keys to the generated one (TOML allows one table).
+  const own = /^\[server\]\n((?:(?!\[).*\n)*)/m.exec(body);
+  const extra = own ? own[1] : "";
+  const rest = own ? body.replace(own[0], "") : body;
   writeFileSync(
     path,
-    `[server]\nlisten = [${listen}]\nstart_port = ${start}\nshutdown_timeout_s = 3\n\n` +
-      `[macros]\ndemo = "\${QM_BIN} demo-upstream --port \${PORT} --name \${MODEL_ID}"\n\n${body}`,
+    `[server]\nlisten = [${listen}]\nstart_port = ${start}\nshutdown_timeout_s = 3\n${extra}\n` +
+      `[macros]\ndemo = "\${QM_BIN} demo-upstream --port \${PORT} --name \${MODEL_ID}"\n\n${rest}`,
   );
   return path;
 }

@@ -1,62 +1,11 @@
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
-import { chmodSync, mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { chat, serve, status, until } from "../support/e2e.ts";
+import { fakeSmi } from "../support/fake-smi.ts";
 import type { QmServer } from "../support/qm-process.ts";
 
-// Real processes and a real probe loop (every 100 ms here).
+// Real processes, a fake nvidia-smi (../support/fake-smi.ts) and a real probe loop (every
+// 100 ms here).
 setDefaultTimeout(30_000);
-
-/**
- * A fake nvidia-smi: answers the two CSV queries qm makes (the exact format of
- * `--format=csv,noheader,nounits`) from files this test rewrites while qm runs. Like the real
- * one, it lists a process only while it is alive, and the card's used memory follows.
- */
-const UUID = "GPU-5f6c4c1e-0000-4000-8000-000000000001";
-const TOTAL = 24576;
-
-function fakeSmi() {
-  const dir = mkdtempSync(join(tmpdir(), "qm-fake-smi-"));
-  const smi = join(dir, "nvidia-smi");
-  const ours = join(dir, "ours.txt");
-  const foreign = join(dir, "foreign.txt");
-  writeFileSync(
-    smi,
-    `#!/bin/sh
-rows=""; used=0
-while read -r pid mib; do
-  [ -n "$pid" ] || continue
-  if kill -0 "$pid" 2>/dev/null; then
-    rows="$rows$pid, ${UUID}, $mib\n"; used=$((used + mib))
-  fi
-done < "${ours}"
-f=$(cat "${foreign}")
-if [ "$f" -gt 0 ]; then rows="$rows"'999999, ${UUID}, '"$f\n"; used=$((used + f)); fi
-for a in "$@"; do
-  case "$a" in
-    --query-gpu=*) echo "0, ${UUID}, NVIDIA GeForce RTX 4090, ${TOTAL}, $used, $((${TOTAL} - used))"; exit 0 ;;
-    --query-compute-apps=*) printf "$rows"; exit 0 ;;
-  esac
-done
-echo "fake nvidia-smi: unexpected arguments: $*" >&2
-exit 2
-`,
-  );
-  chmodSync(smi, 0o755);
-  /** qm's models (pid → MiB; listed only while alive) and what other programs use. */
-  const card = (models: Record<number, number>, foreignMib: number) => {
-    writeFileSync(
-      ours,
-      Object.entries(models)
-        .map(([pid, mib]) => `${pid} ${mib}\n`)
-        .join(""),
-    );
-    writeFileSync(foreign, String(foreignMib));
-  };
-  card({}, 0);
-  return { smi, card };
-}
 
 const { smi, card } = fakeSmi();
 

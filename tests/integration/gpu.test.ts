@@ -135,3 +135,96 @@ est_vram_gb = 10
     }
   });
 });
+
+describe("memory qm is still letting go of, or just taking", () => {
+  test("the evicted model's memory shows up free late: the spawn guard waits for it, then loads", async () => {
+    // A driver that reclaims an exited process's memory 1.5 s late: the guard's first reading
+    // after the eviction still counts the evicted model's 10 GB as used.
+    const lagging = fakeSmi(1500);
+    lagging.card({}, 4096);
+    const other = await serve(`
+[resources]
+vram_budget_gb = 16
+oom_guard_reserve_gb = 1
+gpu_probe = "${lagging.smi}"
+gpu_probe_interval_ms = 100
+
+[groups.gpu]
+members = ["x", "y"]
+
+[models.x]
+cmd = "\${demo}"
+est_vram_gb = 10
+[models.y]
+cmd = "\${demo}"
+est_vram_gb = 10
+`);
+    try {
+      // Baseline 4 GB learned: ceiling 16 − 1, so x and y (10 GB each) cannot both be resident.
+      await until(
+        () => status(other.url),
+        (s) => s.resources.vram_ceiling_gb === 15,
+      );
+      await (await chat(other.url, "x")).json();
+      const x = (await status(other.url)).models.find((m) => m.id === "x")!.pid!;
+      lagging.card({ [x]: 10240 }, 4096);
+      await until(
+        () => status(other.url),
+        (s) => s.resources.gpu?.free_gb === 10,
+      );
+      const res = await chat(other.url, "y");
+      expect(res.status).toBe(200);
+      await res.json();
+      const s = await status(other.url);
+      expect(s.models.map((m) => [m.id, m.state])).toEqual([
+        ["x", "stopped"],
+        ["y", "ready"],
+      ]);
+      expect(other.log()).toMatch(/spawn guard: .*waited \d+ ms/);
+    } finally {
+      expect(await other.stop()).toBe(0);
+    }
+  });
+
+  test("a starting model's memory is qm's: not another program's, and no idle baseline", async () => {
+    const gpu = fakeSmi();
+    gpu.card({}, 2048);
+    const other = await serve(`
+[resources]
+vram_budget_gb = 24
+oom_guard_reserve_gb = 1
+gpu_probe = "${gpu.smi}"
+gpu_probe_interval_ms = 100
+
+[groups.gpu]
+members = ["slow"]
+
+[models.slow]
+cmd = "\${demo} --load-delay-ms 3000"
+est_vram_gb = 10
+`);
+    try {
+      await until(
+        () => status(other.url),
+        (s) => s.resources.gpu?.foreign_baseline_gb === 2,
+      );
+      const loading = chat(other.url, "slow");
+      const starting = await until(
+        () => status(other.url),
+        (s) => s.models[0]?.state === "starting" && s.models[0].pid !== null,
+      );
+      gpu.card({ [starting.models[0]!.pid!]: 10015 }, 2048); // 9.78 GB, still loading
+      const s = await until(
+        () => status(other.url),
+        (v) => (v.resources.gpu?.free_gb ?? 24) < 13,
+      );
+      expect(s.models[0]?.state).toBe("starting");
+      expect(s.resources.gpu?.foreign_gb).toBe(2);
+      expect(s.resources.gpu?.foreign_baseline_gb).toBe(2);
+      expect(s.resources.vram_ceiling_gb).toBe(23);
+      expect((await loading).status).toBe(200);
+    } finally {
+      expect(await other.stop()).toBe(0);
+    }
+  });
+});

@@ -7,10 +7,12 @@
  *
  * The reading cannot be trusted — and the static budget stands — when qm has models
  * on the GPU but the per-process figures can't see them:
- * - one of our processes is listed with `[N/A]`/`[Not Supported]` memory (WDDM, WSL), or
- * - none of our processes is listed at all (WSL lists none; inside a container with its
- *   own PID namespace nvidia-smi shows host pids, which never match ours).
- * With no model of ours on the GPU nothing needs attributing: foreign = used, whatever
+ * - one of our processes is listed with `[N/A]`/`[Not Supported]` memory (WDDM, WSL) —
+ *   even a starting one: its memory is ours, and unmeasured it would pass for foreign, or
+ * - qm has ready models but none of our processes is listed at all (WSL lists none; inside
+ *   a container with its own PID namespace nvidia-smi shows host pids, which never match
+ *   ours). A starting model need not be listed yet: it may not have touched the GPU.
+ * With no process of ours listed nothing needs attributing: foreign = used, whatever
  * the per-process column says, so the idle baseline can still be learned on WSL.
  */
 
@@ -20,9 +22,9 @@ import { mibToGb } from "./units.ts";
 export interface AttributionInput {
   gpus: GpuInfo[];
   apps: ComputeApp[];
-  /** qm's model processes and all their descendants. */
+  /** qm's model processes (ready, starting or stopping) and all their descendants. */
   ours: ReadonlySet<number>;
-  /** True when qm believes it has a model on the GPU (the roots of `ours` are GPU models). */
+  /** True when qm has a ready model, which must be on the GPU. */
   expectOurs: boolean;
 }
 
@@ -31,20 +33,18 @@ export function attribute(input: AttributionInput): Parsed<GpuReading> {
   const known = new Set(gpus.map((g) => g.uuid));
   const apps = input.apps.filter((a) => known.has(a.gpuUuid));
   const mine = apps.filter((a) => ours.has(a.pid));
-  if (expectOurs) {
-    if (mine.some((a) => a.usedMib === null)) {
-      return {
-        ok: false,
-        reason: "per-process memory not reported by this driver (WDDM/WSL?)",
-      };
-    }
-    if (mine.length === 0) {
-      return {
-        ok: false,
-        reason:
-          "nvidia-smi lists none of qm's model processes (WSL, or a container with its own PID namespace?)",
-      };
-    }
+  if (mine.some((a) => a.usedMib === null)) {
+    return {
+      ok: false,
+      reason: "per-process memory not reported by this driver (WDDM/WSL?)",
+    };
+  }
+  if (expectOurs && mine.length === 0) {
+    return {
+      ok: false,
+      reason:
+        "nvidia-smi lists none of qm's model processes (WSL, or a container with its own PID namespace?)",
+    };
   }
   let totalMib = 0;
   let usedMib = 0;

@@ -1,5 +1,11 @@
 export { type AttributionInput, attribute } from "./attribute.ts";
 export { type CeilingInput, effectiveBudgetGb, ForeignBaseline, liveCeiling } from "./ceiling.ts";
+export {
+  type OwnPids,
+  OwnProcesses,
+  type ProcessView,
+  RELEASE_SETTLE_MS,
+} from "./own-processes.ts";
 export { COMPUTE_APPS_FIELDS, parseComputeApps } from "./parse-compute-apps.ts";
 export { GPU_QUERY_FIELDS, parseGpuQuery } from "./parse-gpu-query.ts";
 export { DEFAULT_PROBE_TIMEOUT_MS, type ProbeOptions, probeGpu } from "./probe.ts";

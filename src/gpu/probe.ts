@@ -21,6 +21,11 @@ export interface ProbeOptions {
   command: string;
   /** Pids of the model processes qm started that should be on the GPU (ready models). */
   ourPids?: readonly number[];
+  /**
+   * Pids of qm's other model processes (starting, stopping, just exited): their memory is
+   * ours when nvidia-smi lists them, but they need not be listed for the reading to count.
+   */
+  transientPids?: readonly number[];
   timeoutMs?: number;
   /** How to expand `ourPids` to their descendants; defaults to reading /proc. */
   processTree?: ProcessTree;
@@ -40,7 +45,8 @@ export async function probeGpu(opts: ProbeOptions): Promise<ProbeResult> {
   if (argv.length === 0) return { ok: false, reason: `resources.gpu_probe is empty${SUFFIX}` };
   const name = argv[0]!.split("/").pop()!;
   const timeoutMs = opts.timeoutMs ?? DEFAULT_PROBE_TIMEOUT_MS;
-  const roots = opts.ourPids ?? [];
+  const expected = opts.ourPids ?? [];
+  const roots = [...expected, ...(opts.transientPids ?? [])];
   const [gpuRun, appsRun, ours] = await Promise.all([
     runCommand(
       [...argv, `--query-gpu=${GPU_QUERY_FIELDS}`, "--format=csv,noheader,nounits"],
@@ -64,7 +70,7 @@ export async function probeGpu(opts: ProbeOptions): Promise<ProbeResult> {
     gpus: gpus.value,
     apps: apps.value,
     ours,
-    expectOurs: roots.length > 0,
+    expectOurs: expected.length > 0,
   });
   return reading.ok
     ? { ok: true, reading: reading.value }

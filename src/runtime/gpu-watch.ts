@@ -3,10 +3,16 @@ import {
   effectiveBudgetGb,
   ForeignBaseline,
   type GpuReading,
+  OwnProcesses,
+  type ProbeOptions,
+  type ProbeResult,
+  type ProcessView,
   probeGpu,
+  RELEASE_SETTLE_MS,
   type SpawnVerdict,
   spawnGuard,
 } from "../gpu/index.ts";
+import type { Clock } from "../shared/clock.ts";
 import type { Logger } from "../shared/log.ts";
 import type { LiveBudget } from "./live-budget.ts";
 
@@ -14,14 +20,25 @@ export interface GpuWatchDeps {
   resources: ResourcesConfig;
   budget: LiveBudget;
   log: Logger;
-  /** Pids of ready models (expected on the GPU). */
-  readyPids(): number[];
-  /** True when no model is resident: foreign usage then is the idle baseline. */
-  idle(): boolean;
+  clock: Clock;
+  /** qm's model processes, every state: whose memory is ours, and whether qm is idle. */
+  processes(): Iterable<ProcessView>;
   /** True while a swap is loading or stopping something: readings are in flux. */
   inTransition(): boolean;
   /** The ceiling dropped: shed idle models to fit. */
   shed(vramLimitGb: number): void;
+  /** Tests: a fake nvidia-smi reading, and a sleep that advances a fake clock. */
+  probe?: (opts: ProbeOptions) => Promise<ProbeResult>;
+  sleep?: (ms: number) => Promise<void>;
+  /** How often the spawn guard re-reads while freed memory settles; default 200 ms. */
+  settlePollMs?: number;
+  /** How long freed memory may take to show up; default RELEASE_SETTLE_MS (5 s). */
+  settleMs?: number;
+}
+
+export interface GuardOptions {
+  /** Models this swap just stopped: their memory may not show up free at once. */
+  evicted?: readonly string[];
 }
 
 const round = (n: number) => Math.round(n * 100) / 100;
@@ -34,13 +51,16 @@ const round = (n: number) => Math.round(n * 100) / 100;
  */
 export class GpuWatch {
   private readonly baseline = new ForeignBaseline();
+  private readonly own: OwnProcesses;
   private timer: ReturnType<typeof setTimeout> | null = null;
   private stopped = false;
   last: GpuReading | null = null;
   /** Spawn-guard refusals, remembered until the memory picture changes. */
   private readonly refusals = new Map<string, { fingerprint: string; message: string }>();
 
-  constructor(private readonly deps: GpuWatchDeps) {}
+  constructor(private readonly deps: GpuWatchDeps) {
+    this.own = new OwnProcesses(deps.settleMs ?? RELEASE_SETTLE_MS);
+  }
 
   start(): void {
     if (this.deps.resources.gpuProbe.trim() === "off") {
@@ -69,8 +89,16 @@ export class GpuWatch {
 
   /** Takes one reading now and applies it. Returns true when the probe command is missing. */
   async sample(): Promise<boolean> {
-    const { resources, budget } = this.deps;
-    const result = await probeGpu({ command: resources.gpuProbe, ourPids: this.deps.readyPids() });
+    const { resources, budget, clock } = this.deps;
+    const pids = this.own.look(clock.now(), this.deps.processes());
+    const result = await (this.deps.probe ?? probeGpu)({
+      command: resources.gpuProbe,
+      ourPids: pids.ready,
+      transientPids: pids.transient,
+    });
+    // Idle at both ends of the reading: a model that started or exited while nvidia-smi ran
+    // may be in it, unattributed.
+    const idle = pids.idle && this.own.look(clock.now(), this.deps.processes()).idle;
     const limit = (r: typeof result) =>
       effectiveBudgetGb(resources.vramBudgetGb, resources.oomGuardReserveGb, r, this.baseline.gb);
     if (!result.ok) {
@@ -80,7 +108,7 @@ export class GpuWatch {
     }
     const r = result.reading;
     this.last = r;
-    this.baseline.observe(r.foreignGb, this.deps.idle());
+    this.baseline.observe(r.foreignGb, idle);
     this.forgetStaleRefusals();
     const before = budget.vramGb();
     const ceiling = limit(result);
@@ -98,31 +126,59 @@ export class GpuWatch {
         `GPU memory: other programs now use ${round(r.foreignGb)} GB; VRAM ceiling ${round(before)} → ${round(ceiling)} GB`,
       );
     }
-    // While a swap is in flight its model's memory is moving; judge pressure once it settles.
-    if (!this.deps.inTransition()) this.deps.shed(ceiling);
+    // While a swap is in flight, or memory qm let go of may still read as used (foreign: its
+    // process is gone), memory is moving; judge pressure once it settles.
+    if (!this.deps.inTransition() && !this.own.settling(clock.now())) this.deps.shed(ceiling);
     return false;
   }
 
   /**
-   * The spawn guard: with a fresh reading, may `model` start now? A refusal is remembered
-   * (and admission refuses the model at once) until the memory picture changes.
+   * The spawn guard: with a fresh reading, may `model` start now? When qm let go of memory
+   * in the last few seconds (this swap's evictions, or a model seen exiting) and the reading
+   * shows too little free, re-read until it does or the memory had `settleMs` to come back:
+   * drivers reclaim an exited process's memory late. A refusal is remembered (and admission
+   * refuses the model at once) until the memory picture changes.
    */
-  async guard(model: string, estimateGb: number): Promise<SpawnVerdict> {
+  async guard(model: string, estimateGb: number, opts: GuardOptions = {}): Promise<SpawnVerdict> {
     if (this.deps.resources.gpuProbe.trim() === "off" || !(estimateGb > 0)) return { ok: true };
-    await this.sample();
-    const reading = this.last;
-    if (!reading) return { ok: true };
-    const verdict = spawnGuard(reading, {
-      model,
-      estimateGb,
-      reserveGb: this.deps.resources.oomGuardReserveGb,
-    });
-    if (!verdict.ok) {
+    const { clock } = this.deps;
+    const since = clock.now();
+    if (opts.evicted && opts.evicted.length > 0) this.own.released(since);
+    let check = await this.check(model, estimateGb);
+    const pollMs = Math.max(1, this.deps.settlePollMs ?? 200);
+    // The poll count bounds the wait too, should the clock not move (a frozen test clock).
+    let polls = Math.ceil((this.deps.settleMs ?? RELEASE_SETTLE_MS) / pollMs);
+    const waits = !check.verdict.ok && this.own.settling(clock.now());
+    while (!check.verdict.ok && this.own.settling(clock.now()) && polls-- > 0 && !this.stopped) {
+      await (this.deps.sleep ?? sleep)(pollMs);
+      check = await this.check(model, estimateGb);
+    }
+    const { verdict, reading } = check;
+    if (waits) {
+      const ms = Math.round(clock.now() - since);
+      this.deps.log.info(
+        `spawn guard: waited ${ms} ms for memory qm let go of to show up free; ` +
+          `${model} ${verdict.ok ? "fits" : "still does not fit"}`,
+      );
+    }
+    if (!verdict.ok && reading) {
       this.refusals.set(model, { fingerprint: fingerprint(reading), message: verdict.message });
     } else {
       this.refusals.delete(model);
     }
     return verdict;
+  }
+
+  /** One fresh reading and the guard's verdict on it; no trusted reading → not judged. */
+  private async check(
+    model: string,
+    estimateGb: number,
+  ): Promise<{ verdict: SpawnVerdict; reading: GpuReading | null }> {
+    await this.sample();
+    const reading = this.last;
+    if (!reading) return { verdict: { ok: true }, reading };
+    const reserveGb = this.deps.resources.oomGuardReserveGb;
+    return { verdict: spawnGuard(reading, { model, estimateGb, reserveGb }), reading };
   }
 
   get foreignBaselineGb(): number | null {
@@ -145,3 +201,5 @@ export class GpuWatch {
 function fingerprint(r: GpuReading): string {
   return r.gpus.map((g) => Math.round(g.freeMib / 64)).join(",");
 }
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));

@@ -77,11 +77,8 @@ export class Runtime implements Effects, Gateway {
       resources: config.resources,
       budget: this.budget,
       log: opts.log,
-      readyPids: () =>
-        [...this.processes.values()]
-          .filter((p) => p.state === "ready" && p.pid !== null)
-          .map((p) => p.pid!),
-      idle: () => [...this.processes.values()].every((p) => p.state === "stopped"),
+      clock: opts.clock,
+      processes: () => this.processes.values(),
       inTransition: () => this.scheduler.snapshot().swaps.length > 0,
       shed: (gb) => this.scheduler.shed(gb),
     });
@@ -292,6 +289,7 @@ export class Runtime implements Effects, Gateway {
         const verdict = await this.gpu.guard(
           swap.target,
           this.config.models[swap.target]!.estVramGb,
+          { evicted: swap.evict },
         );
         if (!verdict.ok) throw new QmError("cannot_fit", verdict.message);
         if (token.aborted) throw abortedError();

@@ -60,6 +60,35 @@ describe("attribute", () => {
     });
   });
 
+  test("a starting model (no ready one): its memory is ours once listed, and need not be yet", () => {
+    const listed = attribute({
+      gpus: rtx(),
+      apps: rtxApps(),
+      ours: new Set([48213]),
+      expectOurs: false,
+    });
+    expect(listed).toMatchObject({
+      ok: true,
+      value: { oursGb: 12838 / 1024, foreignGb: (18234 - 12838) / 1024 },
+    });
+    const unlisted = attribute({
+      gpus: rtx(),
+      apps: [],
+      ours: new Set([48213]),
+      expectOurs: false,
+    });
+    expect(unlisted).toMatchObject({ ok: true, value: { oursGb: 0, foreignGb: 18234 / 1024 } });
+  });
+
+  test("a starting model listed with [N/A] memory: cannot be trusted (it would pass for foreign)", () => {
+    const gpus = parsed(parseGpuQuery(smi("gpu-rtx3080-wsl.txt")));
+    const apps = parsed(parseComputeApps(smi("apps-wddm-na.txt")));
+    expect(attribute({ gpus, apps, ours: new Set([2936]), expectOurs: false })).toEqual({
+      ok: false,
+      reason: "per-process memory not reported by this driver (WDDM/WSL?)",
+    });
+  });
+
   test("models of ours that nvidia-smi does not list (WSL, containers): cannot be trusted", () => {
     for (const apps of [[], rtxApps()]) {
       const r = attribute({ gpus: rtx(), apps, ours: new Set([777]), expectOurs: true });

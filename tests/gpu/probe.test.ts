@@ -56,6 +56,17 @@ describe("probeGpu", () => {
     });
   });
 
+  test("a starting model's tree counts as ours without being required on the GPU", async () => {
+    const command = await fakeSmi("gpu-rtx4090-r550.txt", "apps-rtx4090-r550.txt");
+    const processTree = treeFromChildren((pid) => (pid === 48000 ? [48213] : []));
+    const r = await probeGpu({ command, transientPids: [48000], processTree });
+    expect(r).toMatchObject({ ok: true, reading: { oursGb: 12838 / 1024, ourPidsOnGpu: [48213] } });
+    // Not yet on the GPU (and no ready model): still a trusted reading, all of it foreign.
+    const none = await fakeSmi("gpu-rtx4090-r550.txt", "apps-none.txt");
+    const early = await probeGpu({ command: none, transientPids: [48000], processTree });
+    expect(early).toMatchObject({ ok: true, reading: { oursGb: 0, foreignGb: 18234 / 1024 } });
+  });
+
   test("the configured command keeps its own arguments, before the query", async () => {
     const script = await fakeSmi("gpu-rtx4090-r550.txt", "apps-none.txt");
     const r = await probeGpu({ command: `${script} --id=0`, processTree: noTree });

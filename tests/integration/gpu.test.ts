@@ -1,62 +1,11 @@
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
-import { chmodSync, mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { chat, serve, status, until } from "../support/e2e.ts";
+import { fakeSmi } from "../support/fake-smi.ts";
 import type { QmServer } from "../support/qm-process.ts";
 
-// Real processes and a real probe loop (every 100 ms here).
+// Real processes, a fake nvidia-smi (../support/fake-smi.ts) and a real probe loop (every
+// 100 ms here).
 setDefaultTimeout(30_000);
-
-/**
- * A fake nvidia-smi: answers the two CSV queries qm makes (the exact format of
- * `--format=csv,noheader,nounits`) from files this test rewrites while qm runs. Like the real
- * one, it lists a process only while it is alive, and the card's used memory follows.
- */
-const UUID = "GPU-5f6c4c1e-0000-4000-8000-000000000001";
-const TOTAL = 24576;
-
-function fakeSmi() {
-  const dir = mkdtempSync(join(tmpdir(), "qm-fake-smi-"));
-  const smi = join(dir, "nvidia-smi");
-  const ours = join(dir, "ours.txt");
-  const foreign = join(dir, "foreign.txt");
-  writeFileSync(
-    smi,
-    `#!/bin/sh
-rows=""; used=0
-while read -r pid mib; do
-  [ -n "$pid" ] || continue
-  if kill -0 "$pid" 2>/dev/null; then
-    rows="$rows$pid, ${UUID}, $mib\n"; used=$((used + mib))
-  fi
-done < "${ours}"
-f=$(cat "${foreign}")
-if [ "$f" -gt 0 ]; then rows="$rows"'999999, ${UUID}, '"$f\n"; used=$((used + f)); fi
-for a in "$@"; do
-  case "$a" in
-    --query-gpu=*) echo "0, ${UUID}, NVIDIA GeForce RTX 4090, ${TOTAL}, $used, $((${TOTAL} - used))"; exit 0 ;;
-    --query-compute-apps=*) printf "$rows"; exit 0 ;;
-  esac
-done
-echo "fake nvidia-smi: unexpected arguments: $*" >&2
-exit 2
-`,
-  );
-  chmodSync(smi, 0o755);
-  /** qm's models (pid → MiB; listed only while alive) and what other programs use. */
-  const card = (models: Record<number, number>, foreignMib: number) => {
-    writeFileSync(
-      ours,
-      Object.entries(models)
-        .map(([pid, mib]) => `${pid} ${mib}\n`)
-        .join(""),
-    );
-    writeFileSync(foreign, String(foreignMib));
-  };
-  card({}, 0);
-  return { smi, card };
-}
 
 const { smi, card } = fakeSmi();
 
@@ -181,6 +130,99 @@ est_vram_gb = 10
         (code) => code === 200,
         5000,
       );
+    } finally {
+      expect(await other.stop()).toBe(0);
+    }
+  });
+});
+
+describe("memory qm is still letting go of, or just taking", () => {
+  test("the evicted model's memory shows up free late: the spawn guard waits for it, then loads", async () => {
+    // A driver that reclaims an exited process's memory 1.5 s late: the guard's first reading
+    // after the eviction still counts the evicted model's 10 GB as used.
+    const lagging = fakeSmi(1500);
+    lagging.card({}, 4096);
+    const other = await serve(`
+[resources]
+vram_budget_gb = 16
+oom_guard_reserve_gb = 1
+gpu_probe = "${lagging.smi}"
+gpu_probe_interval_ms = 100
+
+[groups.gpu]
+members = ["x", "y"]
+
+[models.x]
+cmd = "\${demo}"
+est_vram_gb = 10
+[models.y]
+cmd = "\${demo}"
+est_vram_gb = 10
+`);
+    try {
+      // Baseline 4 GB learned: ceiling 16 − 1, so x and y (10 GB each) cannot both be resident.
+      await until(
+        () => status(other.url),
+        (s) => s.resources.vram_ceiling_gb === 15,
+      );
+      await (await chat(other.url, "x")).json();
+      const x = (await status(other.url)).models.find((m) => m.id === "x")!.pid!;
+      lagging.card({ [x]: 10240 }, 4096);
+      await until(
+        () => status(other.url),
+        (s) => s.resources.gpu?.free_gb === 10,
+      );
+      const res = await chat(other.url, "y");
+      expect(res.status).toBe(200);
+      await res.json();
+      const s = await status(other.url);
+      expect(s.models.map((m) => [m.id, m.state])).toEqual([
+        ["x", "stopped"],
+        ["y", "ready"],
+      ]);
+      expect(other.log()).toMatch(/spawn guard: .*waited \d+ ms/);
+    } finally {
+      expect(await other.stop()).toBe(0);
+    }
+  });
+
+  test("a starting model's memory is qm's: not another program's, and no idle baseline", async () => {
+    const gpu = fakeSmi();
+    gpu.card({}, 2048);
+    const other = await serve(`
+[resources]
+vram_budget_gb = 24
+oom_guard_reserve_gb = 1
+gpu_probe = "${gpu.smi}"
+gpu_probe_interval_ms = 100
+
+[groups.gpu]
+members = ["slow"]
+
+[models.slow]
+cmd = "\${demo} --load-delay-ms 3000"
+est_vram_gb = 10
+`);
+    try {
+      await until(
+        () => status(other.url),
+        (s) => s.resources.gpu?.foreign_baseline_gb === 2,
+      );
+      const loading = chat(other.url, "slow");
+      const starting = await until(
+        () => status(other.url),
+        (s) => s.models[0]?.state === "starting" && s.models[0].pid !== null,
+      );
+      gpu.card({ [starting.models[0]!.pid!]: 10015 }, 2048); // 9.78 GB, still loading
+      const s = await until(
+        () => status(other.url),
+        (v) => (v.resources.gpu?.free_gb ?? 24) < 13,
+      );
+      expect(s.models[0]?.state).toBe("starting");
+      expect(s.resources.gpu?.foreign_gb).toBe(2);
+      expect(s.resources.gpu?.foreign_baseline_gb).toBe(2);
+      expect(s.resources.vram_ceiling_gb).toBe(23);
+      expect((await loading).status).toBe(200);
     } finally {
       expect(await other.stop()).toBe(0);
     }

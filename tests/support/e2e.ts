@@ -73,7 +73,7 @@ export async function status(url: string) {
       vram_ceiling_gb: number;
       vram_used_gb: number;
       probe: string;
-      gpu: { foreign_gb: number; free_gb: number } | null;
+      gpu: { foreign_gb: number; foreign_baseline_gb: number | null; free_gb: number } | null;
     };
     queue: { depth: number };
   };

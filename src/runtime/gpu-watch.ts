@@ -139,6 +139,11 @@ export class GpuWatch {
    * drivers reclaim an exited process's memory late. A refusal is remembered (and admission
    * refuses the model at once) until the memory picture changes.
    */
+  /** qm let go of a model's memory outside a swap (unload, TTL, shed): the guard may wait for it. */
+  noteReleased(): void {
+    this.own.released(this.deps.clock.now());
+  }
+
   async guard(model: string, estimateGb: number, opts: GuardOptions = {}): Promise<SpawnVerdict> {
     if (this.deps.resources.gpuProbe.trim() === "off" || !(estimateGb > 0)) return { ok: true };
     const { clock } = this.deps;

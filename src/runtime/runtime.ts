@@ -309,7 +309,10 @@ export class Runtime implements Effects, Gateway {
       const swap = this.swapping.get(id);
       if (swap) swap.aborted = true;
       const proc = this.processes.get(id)!;
-      void proc.stop().finally(() => this.scheduler.stopped(id));
+      void proc.stop().finally(() => {
+        this.gpu.noteReleased();
+        this.scheduler.stopped(id);
+      });
     }
   }
 

@@ -16,7 +16,7 @@ beforeAll(async () => {
 max_queue = 2
 
 [groups.solo]
-members = ["slow", "emb", "other"]
+members = ["slow", "emb", "other", "vectors"]
 swap = false
 exclusive = false
 
@@ -29,6 +29,9 @@ cmd = "\${demo}"
 
 [models.other]
 cmd = "\${demo}"
+
+[models.vectors]
+cmd = "\${demo} --load-delay-ms 300"
 `);
 });
 
@@ -104,5 +107,16 @@ describe("unload while leased", () => {
     const renew = await post(`/api/models/other/lease/${lease}`);
     expect(renew.status).toBe(404);
     expect((await chat(qm.url, "other")).status).toBe(200);
+  });
+});
+
+describe("stream: true where answers are not streams", () => {
+  test("embeddings for a cold model answer plain JSON, never an event stream", async () => {
+    const res = await post("/v1/embeddings", { model: "vectors", input: "hi", stream: true });
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toContain("application/json");
+    const body = (await res.json()) as { object: string; data: unknown[] };
+    expect(body.object).toBe("list");
+    expect(body.data.length).toBe(1);
   });
 });

@@ -14,11 +14,20 @@ export interface InferenceRequest {
   request: Request;
   /** Path and query sent upstream (same as the client's for OpenAI routes). */
   pathAndQuery: string;
+  /** The route's path (without the query): only text-generation routes answer in SSE. */
+  route: string;
   /** Disables Bun's idle timeout for this request: a model load can take minutes. */
   noIdleTimeout: () => void;
 }
 
 const encoder = new TextEncoder();
+
+/**
+ * Routes whose `stream: true` answer is SSE, so a wait-status placeholder can stand in front
+ * of it. Elsewhere (embeddings, rerank, images) `stream` means nothing to the upstream, whose
+ * JSON answer must not arrive wrapped in an event stream.
+ */
+const STREAMING_PATHS = new Set(["/v1/chat/completions", "/v1/completions"]);
 
 interface Parsed {
   model: ModelConfig;
@@ -163,7 +172,7 @@ export async function handleInference(req: InferenceRequest): Promise<Response> 
       },
     });
 
-  if (parsed.stream && !loaded && model.sendLoadingState) {
+  if (parsed.stream && !loaded && model.sendLoadingState && STREAMING_PATHS.has(req.route)) {
     // The placeholder stream can be cancelled before the client's connection closes, so the
     // wait and the upstream call follow a signal of their own.
     const client = linkToClient(request);

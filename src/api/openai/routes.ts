@@ -40,6 +40,7 @@ export function openaiRoutes(gw: Gateway) {
           gw,
           request,
           pathAndQuery: q >= 0 ? path + url.slice(q) : path,
+          route: path,
           noIdleTimeout: () => noIdleTimeout(request),
         });
       },

@@ -351,10 +351,14 @@ export class Runtime implements Effects, Gateway {
 
   private onProcessExit(id: string, exit: ProcessExit): void {
     const how = exit.signal ? `signal ${exit.signal}` : `code ${exit.code}`;
-    const tail = exit.stderrTail.length ? `; last output:\n${exit.stderrTail.join("\n")}` : "";
+    // Clients learn what happened, not what the model printed: its output can carry paths,
+    // tokens or prompts. The supervisor has logged the tail; /api/models/{id}/logs has it all.
     this.scheduler.exited(
       id,
-      new QmError("upstream_crashed", `model "${id}" exited unexpectedly (${how})${tail}`),
+      new QmError(
+        "upstream_crashed",
+        `model "${id}" exited unexpectedly (${how}); its output is at /api/models/${id}/logs`,
+      ),
     );
   }
 

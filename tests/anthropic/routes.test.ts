@@ -126,7 +126,11 @@ describe.each(SDKS)("%s as the client", (_name, Sdk) => {
     const err = (await client.messages.create(basic as never).catch((e: unknown) => e)) as APIError;
     expect(err.status).toBe(529);
     expect(err.headers?.get("retry-after")).toBe("5");
-    expect((err.error as { error: { type: string } }).error.type).toBe("overloaded_error");
+    const inner = (err.error as { error: { type: string; message: string } }).error;
+    expect(inner.type).toBe("overloaded_error");
+    // qm answers its own loading waits; a 503 past the grant is the model server's, said so.
+    expect(inner.message).toContain("answered 503");
+    expect(inner.message).not.toContain("still loading");
   });
 
   test("the wait status before the model is up is invisible to the SDK", async () => {

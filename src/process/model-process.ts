@@ -11,10 +11,12 @@ import { missingProgram, withParentDeathSignal } from "./death-signal.ts";
 import { delay } from "./delay.ts";
 import { describeExit, describeStatus, formatTail, type ProcessExit } from "./exit-info.ts";
 import { type HealthOutcome, waitHealthy } from "./health.ts";
+import { killLeftovers, signalTree } from "./leftovers.ts";
 import { pumpLines } from "./line-splitter.ts";
-import { signalGroup, trackGroup, untrackGroup, waitGroupGone } from "./process-group.ts";
+import { trackGroup, untrackGroup } from "./process-group.ts";
 import { STDIO_DRAIN_MS } from "./stop-command.ts";
 import { terminate } from "./terminate.ts";
+import { tree } from "./tree-watch.ts";
 
 export type ProcessState = "stopped" | "starting" | "ready" | "stopping";
 
@@ -32,13 +34,13 @@ export interface ModelProcessOptions {
 
 /** Lines of stderr carried in exits and error messages. */
 export const STDERR_TAIL_LINES = 10;
-/** How long an exit waits for the leader's leftover children to vanish after SIGKILL. */
-const GROUP_GONE_MS = 500;
 
 interface Run {
   readonly model: ModelConfig;
   readonly proc: Bun.Subprocess<"ignore", "pipe", "pipe">;
   readonly pid: number;
+  /** The leader's start time (/proc), -1 when unknown. */
+  readonly start: number;
   readonly startedAt: number;
   readonly stderr: RingBuffer<string>;
   /** Ends the readiness poll (stop, exit or its outcome). */
@@ -48,6 +50,7 @@ interface Run {
   /** Set synchronously when the process is reaped, before its output is drained. */
   exited: boolean;
   exit: Promise<ProcessExit>;
+  signal(signal: NodeJS.Signals): void;
 }
 
 export class ModelProcess {
@@ -176,7 +179,8 @@ export class ModelProcess {
     if (model.argv.length === 0) {
       throw new QmError("upstream_start_failed", `model "${model.id}" has an empty cmd`);
     }
-    const env = { ...process.env, ...model.env };
+    // The mark lets qm recognise the model's descendants wherever they end up.
+    const env = { ...process.env, ...model.env, ...tree.marker(model.id) };
     const missing = missingProgram(model.argv[0]!, env);
     if (missing) {
       throw new QmError(
@@ -204,6 +208,7 @@ export class ModelProcess {
     }
     // Record the group before anything can await, so killAllSync always sees it.
     trackGroup(proc.pid);
+    const leader = tree.register(model.id, proc.pid, model.port);
     const stderr = new RingBuffer<string>(STDERR_TAIL_LINES * 5);
     this.lastStderr = stderr;
     const pumps = Promise.all([
@@ -217,12 +222,14 @@ export class ModelProcess {
       model,
       proc,
       pid: proc.pid,
+      start: leader.start,
       startedAt: performance.now(),
       stderr,
       abort: new AbortController(),
       stopRequested: false,
       exited: false,
       exit: undefined as unknown as Promise<ProcessExit>, // set below: it needs `run`
+      signal: (signal) => signalTree(proc.pid, signal),
     };
     run.exit = proc.exited.then(() => this.onProcessExit(run, pumps));
     this.run = run;
@@ -236,19 +243,16 @@ export class ModelProcess {
     const current = this.run === run;
     const phase = current && this._state !== "stopped" ? this._state : "stopping";
     untrackGroup(run.pid);
-    // The leader is gone; take down anything it left behind in its group (no orphans
-    // holding GPU memory or the port).
-    signalGroup(run.pid, "SIGKILL");
+    // The leader is gone; take down anything it left behind, in its group or outside it (no
+    // orphans holding GPU memory or the port).
+    const leftovers = killLeftovers(run.pid);
     if (current) {
       this.run = null;
       this.draining = run.exit;
       this.setState("stopped");
     }
-    // Pipes close once the group is gone; bounded in case a grandchild escaped the group.
-    await Promise.all([
-      Promise.race([pumps, delay(STDIO_DRAIN_MS)]),
-      waitGroupGone(run.pid, GROUP_GONE_MS),
-    ]);
+    // Pipes close once the leftovers are gone; bounded in case one we cannot kill has them.
+    await Promise.all([Promise.race([pumps, delay(STDIO_DRAIN_MS)]), leftovers]);
     if (this.draining === run.exit) this.draining = null;
     const { exitCode: code, signalCode } = run.proc;
     const exit: ProcessExit = {
@@ -274,6 +278,7 @@ export class ModelProcess {
     run.stopRequested = true;
     run.abort.abort();
     this.setState("stopping");
+    tree.scan(); // a descendant started since the last scan must get the signal too
     return terminate(run, this.opts.log, (line) => this.onLine(run.model.id, line));
   }
 

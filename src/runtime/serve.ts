@@ -1,7 +1,7 @@
 import { buildApp } from "../api/app.ts";
 import { parseHostPort } from "../config/index.ts";
 import type { Config } from "../config/types.ts";
-import { killAllSync } from "../process/index.ts";
+import { killAllSync, startSupervision } from "../process/index.ts";
 import { systemClock } from "../shared/clock.ts";
 import type { Logger } from "../shared/log.ts";
 import { Runtime } from "./runtime.ts";
@@ -18,6 +18,8 @@ type Listener = { stop(closeActive?: boolean): Promise<void> | void; port: numbe
 
 /** Starts every listener on one shared runtime (one scheduler for all ports). */
 export function startServer(config: Config, log: Logger): RunningServer {
+  // Before any model starts: what a crashed qm left behind may hold their ports.
+  const supervision = startSupervision({ stateDir: config.server.stateDir, log });
   const runtime = new Runtime(config, { clock: systemClock, log });
   runtime.start();
   const servers: Listener[] = [];
@@ -39,6 +41,7 @@ export function startServer(config: Config, log: Logger): RunningServer {
     }
   } catch (err) {
     for (const s of servers) void s.stop(true);
+    supervision.close();
     throw err;
   }
 
@@ -54,6 +57,7 @@ export function startServer(config: Config, log: Logger): RunningServer {
       }
       await Promise.all(servers.map((s) => s.stop(true)));
       await runtime.stopAll();
+      supervision.close();
     })();
     return stopping;
   };

@@ -15,7 +15,9 @@ export function writeConfig(body: string, listeners = 1): string {
   const start = 20000 + Math.floor(Math.random() * 30000);
   writeFileSync(
     path,
-    `[server]\nlisten = [${listen}]\nstart_port = ${start}\nshutdown_timeout_s = 3\n\n` +
+    `[server]\nlisten = [${listen}]\nstart_port = ${start}\nshutdown_timeout_s = 3\n` +
+      // Run files of this qm stay with this test, away from the user's state dir.
+      `state_dir = "${join(dir, "state")}"\n\n` +
       `[macros]\ndemo = "\${QM_BIN} demo-upstream --port \${PORT} --name \${MODEL_ID}"\n\n${body}`,
   );
   return path;

@@ -13,7 +13,9 @@ import { describeExit, describeStatus, formatTail, type ProcessExit } from "./ex
 import { type HealthOutcome, waitHealthy } from "./health.ts";
 import { killLeftovers, signalTree } from "./leftovers.ts";
 import { pumpLines } from "./line-splitter.ts";
+import { claimPort, portOf } from "./port-guard.ts";
 import { trackGroup, untrackGroup } from "./process-group.ts";
+import { foreignListener, freePortFor } from "./start-guard.ts";
 import { STDIO_DRAIN_MS } from "./stop-command.ts";
 import { terminate } from "./terminate.ts";
 import { tree } from "./tree-watch.ts";
@@ -30,6 +32,8 @@ export interface ModelProcessOptions {
   pollIntervalMs?: number;
   /** Lines kept by `logs()`; default 500. */
   logLines?: number;
+  /** The model was re-rendered (moved to a free port) before a start: requests follow it. */
+  onConfigChange?: (model: ModelConfig) => void;
 }
 
 /** Lines of stderr carried in exits and error messages. */
@@ -69,6 +73,7 @@ export class ModelProcess {
     private readonly opts: ModelProcessOptions,
   ) {
     this.model = model;
+    claimPort(model);
     this.lines = new RingBuffer(opts.logLines ?? 500);
   }
 
@@ -97,6 +102,7 @@ export class ModelProcess {
   /** Takes effect at the next spawn; a running process keeps the config it started with. */
   setConfig(model: ModelConfig): void {
     this.model = model;
+    claimPort(model);
   }
 
   /**
@@ -130,7 +136,13 @@ export class ModelProcess {
   }
 
   private async startRun(): Promise<void> {
-    const run = this.spawn(this.model);
+    const guard = { log: this.opts.log, ownerOf: (pid: number) => tree.ownerOf(pid) };
+    const free = freePortFor(this.model, guard);
+    if (free !== this.model) {
+      this.model = free;
+      this.opts.onConfigChange?.(free);
+    }
+    const run = this.spawn(free);
     const { model } = run;
     const outcome: HealthOutcome | { kind: "exit" } = await Promise.race([
       model.checkEndpoint === null
@@ -170,6 +182,16 @@ export class ModelProcess {
           `raise server.health_check_timeout_s if it loads slowly; ${formatTail(run.stderr.tail(STDERR_TAIL_LINES))}`,
       );
     }
+    if (model.checkEndpoint !== null) {
+      // The 200 must have come from the model: a stranger may have bound the port since.
+      tree.scan();
+      const foreign = foreignListener(model, tree.members(run.pid), run.start, guard);
+      if (foreign) {
+        this.opts.log.warn(foreign.message);
+        await this.stop();
+        throw foreign;
+      }
+    }
     const ms = Math.round(performance.now() - run.startedAt);
     this.opts.log.info(`model "${model.id}" ready in ${ms} ms (pid ${run.pid})`);
     this.setState("ready");
@@ -208,7 +230,7 @@ export class ModelProcess {
     }
     // Record the group before anything can await, so killAllSync always sees it.
     trackGroup(proc.pid);
-    const leader = tree.register(model.id, proc.pid, model.port);
+    const leader = tree.register(model.id, proc.pid, portOf(model)?.port ?? null);
     const stderr = new RingBuffer<string>(STDERR_TAIL_LINES * 5);
     this.lastStderr = stderr;
     const pumps = Promise.all([

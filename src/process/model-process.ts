@@ -1,13 +1,13 @@
 /**
- * Supervises one model server process: spawn in its own process group, wait until its
- * health endpoint answers 200, stop it gracefully (cmd_stop or SIGTERM, SIGKILL after
+ * Supervises one model server process: make sure its port is free (start-guard.ts), spawn
+ * it in its own process group, wait until its health endpoint answers 200, stop it and all
+ * it started (tree-watch.ts) gracefully (cmd_stop or SIGTERM, SIGKILL after
  * `stop_timeout_s`), and report exits nobody asked for. Invariants: ./design.md.
  */
 import type { ModelConfig } from "../config/types.ts";
 import { QmError } from "../shared/errors.ts";
 import type { Logger } from "../shared/log.ts";
 import { RingBuffer } from "../shared/ring-buffer.ts";
-import { missingProgram, withParentDeathSignal } from "./death-signal.ts";
 import { delay } from "./delay.ts";
 import { describeExit, describeStatus, formatTail, type ProcessExit } from "./exit-info.ts";
 import { type HealthOutcome, waitHealthy } from "./health.ts";
@@ -15,6 +15,7 @@ import { killLeftovers, signalTree } from "./leftovers.ts";
 import { pumpLines } from "./line-splitter.ts";
 import { claimPort, portOf } from "./port-guard.ts";
 import { trackGroup, untrackGroup } from "./process-group.ts";
+import { type ModelSubprocess, spawnModel } from "./spawn.ts";
 import { foreignListener, freePortFor } from "./start-guard.ts";
 import { STDIO_DRAIN_MS } from "./stop-command.ts";
 import { terminate } from "./terminate.ts";
@@ -41,7 +42,7 @@ export const STDERR_TAIL_LINES = 10;
 
 interface Run {
   readonly model: ModelConfig;
-  readonly proc: Bun.Subprocess<"ignore", "pipe", "pipe">;
+  readonly proc: ModelSubprocess;
   readonly pid: number;
   /** The leader's start time (/proc), -1 when unknown. */
   readonly start: number;
@@ -198,36 +199,8 @@ export class ModelProcess {
   }
 
   private spawn(model: ModelConfig): Run {
-    if (model.argv.length === 0) {
-      throw new QmError("upstream_start_failed", `model "${model.id}" has an empty cmd`);
-    }
     // The mark lets qm recognise the model's descendants wherever they end up.
-    const env = { ...process.env, ...model.env, ...tree.marker(model.id) };
-    const missing = missingProgram(model.argv[0]!, env);
-    if (missing) {
-      throw new QmError(
-        "upstream_start_failed",
-        `model "${model.id}" could not be started: ${missing}\ncommand: ${model.cmd}`,
-      );
-    }
-    let proc: Bun.Subprocess<"ignore", "pipe", "pipe">;
-    try {
-      // detached: setsid(2), so the model and all it spawns form one process group.
-      proc = Bun.spawn(withParentDeathSignal(model.argv), {
-        env,
-        stdin: "ignore",
-        stdout: "pipe",
-        stderr: "pipe",
-        detached: true,
-      });
-    } catch (err) {
-      const why = err instanceof Error ? err.message : String(err);
-      throw new QmError(
-        "upstream_start_failed",
-        `model "${model.id}" could not be started: ${why}\ncommand: ${model.cmd}`,
-        { cause: err },
-      );
-    }
+    const proc = spawnModel(model, tree.marker(model.id));
     // Record the group before anything can await, so killAllSync always sees it.
     trackGroup(proc.pid);
     const leader = tree.register(model.id, proc.pid, portOf(model)?.port ?? null);

@@ -114,6 +114,12 @@ export class TreeWatch {
     for (const r of this.runs.values()) spawned.add(r.leader.pid);
     const tracked = new Set([...this.runs.values()].flatMap((r) => [...r.descendants.keys()]));
     const adoptable = this.adoptable(children.get(this.deps.self.pid) ?? [], spawned, tracked);
+    const reaped = new Set<number>();
+    const reap = (pid: number) => {
+      if (reaped.has(pid)) return; // one waitpid per zombie
+      reaped.add(pid);
+      this.deps.reap(pid);
+    };
     let changed = false;
     for (const run of this.runs.values()) {
       const known = (e: ProcEntry) => run.descendants.get(e.pid) === e.start;
@@ -137,7 +143,7 @@ export class TreeWatch {
         }
         if (dead(e)) {
           // Ours to reap only when it is our child and we know it as this model's.
-          if (e.ppid === this.deps.self.pid) this.deps.reap(e.pid);
+          if (e.ppid === this.deps.self.pid) reap(e.pid);
           continue;
         }
         found.set(e.pid, e.start);
@@ -146,7 +152,7 @@ export class TreeWatch {
       if (!sameMap(found, run.descendants)) changed = true;
       run.descendants = found;
     }
-    this.reapOrphans(children.get(this.deps.self.pid) ?? [], spawned, byGroup);
+    this.reapOrphans(children.get(this.deps.self.pid) ?? [], spawned, byGroup, reap);
     if (changed) this.changed();
   }
 
@@ -155,9 +161,10 @@ export class TreeWatch {
     ours: ProcEntry[],
     spawned: Set<number>,
     byGroup: Map<number, ProcEntry[]>,
+    reap: (pid: number) => void,
   ): void {
     for (const e of ours) {
-      if (dead(e) && !spawned.has(e.pid) && this.sessions.has(e.session)) this.deps.reap(e.pid);
+      if (dead(e) && !spawned.has(e.pid) && this.sessions.has(e.session)) reap(e.pid);
     }
     for (const s of this.sessions) {
       if (!this.runs.has(s) && !byGroup.has(s)) this.sessions.delete(s);

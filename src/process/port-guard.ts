@@ -5,7 +5,6 @@
  * in the config cannot move, so the start fails naming the process that holds it.
  */
 import { splitCommand } from "../config/argv.ts";
-import { isPortFreeOnLoopback } from "../config/ports.ts";
 import type { ModelConfig } from "../config/types.ts";
 import { withContextSize } from "../config/variant.ts";
 import { linuxProc, type ProcFs } from "./proc-fs.ts";
@@ -72,11 +71,24 @@ export interface Holder {
 
 export interface PortProbe {
   fs: ProcFs;
-  /** The bind test used where /proc is missing, and as a second opinion where it is not. */
+  /** The bind test, where /proc is missing. */
   bindable(port: number): boolean;
 }
 
-export const realProbe: PortProbe = { fs: linuxProc, bindable: isPortFreeOnLoopback };
+/**
+ * False only when something listens there (EADDRINUSE): a port below 1024 that qm may not
+ * bind itself can still be free for a model started with the right to.
+ */
+function bindable(port: number): boolean {
+  try {
+    Bun.listen({ hostname: "127.0.0.1", port, socket: { data() {} } }).stop(true);
+    return true;
+  } catch (err) {
+    return (err as { code?: unknown }).code !== "EADDRINUSE";
+  }
+}
+
+export const realProbe: PortProbe = { fs: linuxProc, bindable };
 
 /** Inodes of the sockets listening on `port` at a loopback or wildcard address. */
 export function listenerInodes(port: number, probe: PortProbe = realProbe): Set<string> {
@@ -89,8 +101,12 @@ export function listenerInodes(port: number, probe: PortProbe = realProbe): Set<
   );
 }
 
+/**
+ * Where /proc is there it is the whole truth: a socket in LISTEN state at a loopback or
+ * wildcard address. Elsewhere qm tries to bind 127.0.0.1 itself.
+ */
 export function portBusy(port: number, probe: PortProbe = realProbe): boolean {
-  return listenerInodes(port, probe).size > 0 || !probe.bindable(port);
+  return probe.fs.available ? listenerInodes(port, probe).size > 0 : !probe.bindable(port);
 }
 
 /** The process holding one of `inodes` (a full /proc scan: only when something is wrong). */

@@ -82,12 +82,17 @@ const same = (e: ProcEntry | null, id: ProcId) =>
 /** Kills what dead qm's left behind (see the file comment); returns what it killed. */
 export function reapStale(stateDir: string, deps: ReapDeps): Reaped[] {
   const dir = runDir(stateDir);
-  let names: string[];
+  let all: string[];
   try {
-    names = readdirSync(dir).filter((n) => /^\d+\.json$/.test(n));
+    all = readdirSync(dir);
   } catch {
     return []; // no run dir yet
   }
+  // A write cut short by the crash: the last complete file was renamed into place before.
+  for (const name of all.filter((n) => /^\d+\.json\.tmp$/.test(n))) {
+    if (deps.fs.entry(Number.parseInt(name, 10)) === null) rmSync(join(dir, name), { force: true });
+  }
+  const names = all.filter((n) => /^\d+\.json$/.test(n));
   const reaped: Reaped[] = [];
   for (const name of names) {
     const path = join(dir, name);

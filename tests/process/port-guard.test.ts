@@ -82,10 +82,22 @@ describe("withPort", () => {
 describe("pickPort", () => {
   test("skips busy ports and the ports other models were given", () => {
     claimPort(portModel("other", 9402));
-    const busy = new Set([9401, 9403]);
-    const probe = { fs: new FakeProc(), bindable: (p: number) => !busy.has(p) };
+    const fs = new FakeProc();
+    fs.tcp = [
+      { port: 9401, inode: "1", local: true },
+      { port: 9403, inode: "2", local: true },
+      { port: 9404, inode: "3", local: false }, // bound elsewhere: 127.0.0.1 is free
+    ];
+    const probe = { fs, bindable: () => false }; // /proc is there: bind is not asked
     expect(pickPort(portModel("mover", 9400), 9400, probe)).toBe(9404);
     claimPort(demoModel("other", [], { port: null, proxy: "http://10.0.0.1:1" }));
+  });
+
+  test("without /proc, a bind test decides", () => {
+    const fs = new FakeProc();
+    fs.available = false;
+    const probe = { fs, bindable: (p: number) => p > 9601 };
+    expect(pickPort(portModel("mover", 9600), 9600, probe)).toBe(9602);
   });
 });
 

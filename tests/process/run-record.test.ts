@@ -127,6 +127,16 @@ describe("reapStale", () => {
     expect(reaped.find((r) => r.pid === 210)).toMatchObject({ model: "m", port: 9001 });
   });
 
+  test("a half-written file of a qm that is gone is removed; a live one's is not", () => {
+    const fs = new FakeProc();
+    fs.add(43, { start: 9 });
+    const dir = stateDir();
+    writeFileSync(join(runDir(dir), "42.json.tmp"), "{ half");
+    writeFileSync(join(runDir(dir), "43.json.tmp"), "{ being written");
+    fakeReap(fs, dir);
+    expect(readdirSync(runDir(dir))).toEqual(["43.json.tmp"]);
+  });
+
   test("a file that is not a run file is removed with a warning", () => {
     const dir = stateDir();
     writeFileSync(join(runDir(dir), "42.json"), "{ torn");

@@ -23,7 +23,9 @@ export function portOf(model: ModelConfig): { port: number; movable: boolean } |
   }
   if (!isLocalHost(url.hostname)) return null;
   const t = model.template;
-  if (model.port !== null && (t.cmd.includes(PORT) || t.proxy.includes(PORT))) {
+  // Moving helps only when both what the server listens on and what qm connects to follow.
+  const serverFollows = t.cmd.includes(PORT) || Object.values(t.env).some((v) => v.includes(PORT));
+  if (model.port !== null && t.proxy.includes(PORT) && serverFollows) {
     return { port: model.port, movable: true };
   }
   return url.port === "" ? null : { port: Number(url.port), movable: false };

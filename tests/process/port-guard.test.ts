@@ -55,6 +55,12 @@ describe("portOf", () => {
     expect(portOf(fixed)).toEqual({ port: 9200, movable: false });
   });
 
+  test("a port only the proxy follows cannot move: the server would not follow it", () => {
+    const m = portModel("e", 9250);
+    const proxyOnly = { ...m, template: { ...m.template, cmd: "server --port 9250", env: {} } };
+    expect(portOf(proxyOnly)).toEqual({ port: 9250, movable: false });
+  });
+
   test("no check for an upstream elsewhere or a URL without a port", () => {
     expect(portOf(demoModel("c", [], { port: null, proxy: "http://10.1.2.3:9300" }))).toBeNull();
     expect(portOf(demoModel("d", [], { port: null, proxy: "http://127.0.0.1" }))).toBeNull();

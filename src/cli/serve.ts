@@ -66,5 +66,10 @@ export async function serveCommand(argv: string[]): Promise<number> {
     };
     process.on("SIGINT", onSignal);
     process.on("SIGTERM", onSignal);
+    // A closed terminal or `kill -HUP` (the usual "reload" signal) must not take qm and its
+    // models down; there is nothing to reload yet.
+    process.on("SIGHUP", () => {
+      log.info("SIGHUP: config reload is not available in this version; still serving");
+    });
   });
 }

@@ -5,4 +5,5 @@ export {
   type ProcessState,
   STDERR_TAIL_LINES,
 } from "./model-process.ts";
-export { killAllSync, liveGroups } from "./process-group.ts";
+export { liveGroups } from "./process-group.ts";
+export { killAllSync, type Supervision, startSupervision } from "./supervision.ts";

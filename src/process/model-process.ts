@@ -1,20 +1,25 @@
 /**
- * Supervises one model server process: spawn in its own process group, wait until its
- * health endpoint answers 200, stop it gracefully (cmd_stop or SIGTERM, SIGKILL after
+ * Supervises one model server process: make sure its port is free (start-guard.ts), spawn
+ * it in its own process group, wait until its health endpoint answers 200, stop it and all
+ * it started (tree-watch.ts) gracefully (cmd_stop or SIGTERM, SIGKILL after
  * `stop_timeout_s`), and report exits nobody asked for. Invariants: ./design.md.
  */
 import type { ModelConfig } from "../config/types.ts";
 import { QmError } from "../shared/errors.ts";
 import type { Logger } from "../shared/log.ts";
 import { RingBuffer } from "../shared/ring-buffer.ts";
-import { missingProgram, withParentDeathSignal } from "./death-signal.ts";
 import { delay } from "./delay.ts";
 import { describeExit, describeStatus, formatTail, type ProcessExit } from "./exit-info.ts";
 import { type HealthOutcome, waitHealthy } from "./health.ts";
+import { killLeftovers, signalTree } from "./leftovers.ts";
 import { pumpLines } from "./line-splitter.ts";
-import { signalGroup, trackGroup, untrackGroup, waitGroupGone } from "./process-group.ts";
+import { claimPort, portOf } from "./port-guard.ts";
+import { trackGroup, untrackGroup } from "./process-group.ts";
+import { type ModelSubprocess, spawnModel } from "./spawn.ts";
+import { foreignListener, freePortFor } from "./start-guard.ts";
 import { STDIO_DRAIN_MS } from "./stop-command.ts";
 import { terminate } from "./terminate.ts";
+import { tree } from "./tree-watch.ts";
 
 export type ProcessState = "stopped" | "starting" | "ready" | "stopping";
 
@@ -28,17 +33,19 @@ export interface ModelProcessOptions {
   pollIntervalMs?: number;
   /** Lines kept by `logs()`; default 500. */
   logLines?: number;
+  /** The model was re-rendered (moved to a free port) before a start: requests follow it. */
+  onConfigChange?: (model: ModelConfig) => void;
 }
 
 /** Lines of stderr carried in exits and error messages. */
 export const STDERR_TAIL_LINES = 10;
-/** How long an exit waits for the leader's leftover children to vanish after SIGKILL. */
-const GROUP_GONE_MS = 500;
 
 interface Run {
   readonly model: ModelConfig;
-  readonly proc: Bun.Subprocess<"ignore", "pipe", "pipe">;
+  readonly proc: ModelSubprocess;
   readonly pid: number;
+  /** The leader's start time (/proc), -1 when unknown. */
+  readonly start: number;
   readonly startedAt: number;
   readonly stderr: RingBuffer<string>;
   /** Ends the readiness poll (stop, exit or its outcome). */
@@ -48,6 +55,7 @@ interface Run {
   /** Set synchronously when the process is reaped, before its output is drained. */
   exited: boolean;
   exit: Promise<ProcessExit>;
+  signal(signal: NodeJS.Signals): void;
 }
 
 export class ModelProcess {
@@ -66,6 +74,7 @@ export class ModelProcess {
     private readonly opts: ModelProcessOptions,
   ) {
     this.model = model;
+    claimPort(model);
     this.lines = new RingBuffer(opts.logLines ?? 500);
   }
 
@@ -94,6 +103,7 @@ export class ModelProcess {
   /** Takes effect at the next spawn; a running process keeps the config it started with. */
   setConfig(model: ModelConfig): void {
     this.model = model;
+    claimPort(model);
   }
 
   /**
@@ -127,7 +137,13 @@ export class ModelProcess {
   }
 
   private async startRun(): Promise<void> {
-    const run = this.spawn(this.model);
+    const guard = { log: this.opts.log, ownerOf: (pid: number) => tree.ownerOf(pid) };
+    const free = freePortFor(this.model, guard);
+    if (free !== this.model) {
+      this.model = free;
+      this.opts.onConfigChange?.(free);
+    }
+    const run = this.spawn(free);
     const { model } = run;
     const outcome: HealthOutcome | { kind: "exit" } = await Promise.race([
       model.checkEndpoint === null
@@ -167,43 +183,27 @@ export class ModelProcess {
           `raise server.health_check_timeout_s if it loads slowly; ${formatTail(run.stderr.tail(STDERR_TAIL_LINES))}`,
       );
     }
+    if (model.checkEndpoint !== null) {
+      // The 200 must have come from the model: a stranger may have bound the port since.
+      tree.scan();
+      const foreign = foreignListener(model, tree.members(run.pid), run.start, guard);
+      if (foreign) {
+        this.opts.log.warn(foreign.message);
+        await this.stop();
+        throw foreign;
+      }
+    }
     const ms = Math.round(performance.now() - run.startedAt);
     this.opts.log.info(`model "${model.id}" ready in ${ms} ms (pid ${run.pid})`);
     this.setState("ready");
   }
 
   private spawn(model: ModelConfig): Run {
-    if (model.argv.length === 0) {
-      throw new QmError("upstream_start_failed", `model "${model.id}" has an empty cmd`);
-    }
-    const env = { ...process.env, ...model.env };
-    const missing = missingProgram(model.argv[0]!, env);
-    if (missing) {
-      throw new QmError(
-        "upstream_start_failed",
-        `model "${model.id}" could not be started: ${missing}\ncommand: ${model.cmd}`,
-      );
-    }
-    let proc: Bun.Subprocess<"ignore", "pipe", "pipe">;
-    try {
-      // detached: setsid(2), so the model and all it spawns form one process group.
-      proc = Bun.spawn(withParentDeathSignal(model.argv), {
-        env,
-        stdin: "ignore",
-        stdout: "pipe",
-        stderr: "pipe",
-        detached: true,
-      });
-    } catch (err) {
-      const why = err instanceof Error ? err.message : String(err);
-      throw new QmError(
-        "upstream_start_failed",
-        `model "${model.id}" could not be started: ${why}\ncommand: ${model.cmd}`,
-        { cause: err },
-      );
-    }
+    // The mark lets qm recognise the model's descendants wherever they end up.
+    const proc = spawnModel(model, tree.marker(model.id));
     // Record the group before anything can await, so killAllSync always sees it.
     trackGroup(proc.pid);
+    const leader = tree.register(model.id, proc.pid, portOf(model)?.port ?? null);
     const stderr = new RingBuffer<string>(STDERR_TAIL_LINES * 5);
     this.lastStderr = stderr;
     const pumps = Promise.all([
@@ -217,12 +217,14 @@ export class ModelProcess {
       model,
       proc,
       pid: proc.pid,
+      start: leader.start,
       startedAt: performance.now(),
       stderr,
       abort: new AbortController(),
       stopRequested: false,
       exited: false,
       exit: undefined as unknown as Promise<ProcessExit>, // set below: it needs `run`
+      signal: (signal) => signalTree(proc.pid, signal),
     };
     run.exit = proc.exited.then(() => this.onProcessExit(run, pumps));
     this.run = run;
@@ -236,19 +238,16 @@ export class ModelProcess {
     const current = this.run === run;
     const phase = current && this._state !== "stopped" ? this._state : "stopping";
     untrackGroup(run.pid);
-    // The leader is gone; take down anything it left behind in its group (no orphans
-    // holding GPU memory or the port).
-    signalGroup(run.pid, "SIGKILL");
+    // The leader is gone; take down anything it left behind, in its group or outside it (no
+    // orphans holding GPU memory or the port).
+    const leftovers = killLeftovers(run.pid);
     if (current) {
       this.run = null;
       this.draining = run.exit;
       this.setState("stopped");
     }
-    // Pipes close once the group is gone; bounded in case a grandchild escaped the group.
-    await Promise.all([
-      Promise.race([pumps, delay(STDIO_DRAIN_MS)]),
-      waitGroupGone(run.pid, GROUP_GONE_MS),
-    ]);
+    // Pipes close once the leftovers are gone; bounded in case one we cannot kill has them.
+    await Promise.all([Promise.race([pumps, delay(STDIO_DRAIN_MS)]), leftovers]);
     if (this.draining === run.exit) this.draining = null;
     const { exitCode: code, signalCode } = run.proc;
     const exit: ProcessExit = {
@@ -274,6 +273,7 @@ export class ModelProcess {
     run.stopRequested = true;
     run.abort.abort();
     this.setState("stopping");
+    tree.scan(); // a descendant started since the last scan must get the signal too
     return terminate(run, this.opts.log, (line) => this.onLine(run.model.id, line));
   }
 

@@ -8,6 +8,7 @@ import { splitCommand } from "../config/argv.ts";
 import { delay } from "./delay.ts";
 import { pumpLines } from "./line-splitter.ts";
 import { signalGroup, trackGroup, untrackGroup } from "./process-group.ts";
+import { tree } from "./tree-watch.ts";
 
 /** How long to wait for the last output of a process that has exited. */
 export const STDIO_DRAIN_MS = 250;
@@ -48,6 +49,7 @@ export function runStopCommand(
   }
   const pgid = proc.pid;
   trackGroup(pgid);
+  tree.noteSession(pgid); // its orphans' zombies are reparented to qm: reap them
   const pumps = Promise.all([pumpLines(proc.stdout, onLine), pumpLines(proc.stderr, onLine)]);
   const done = proc.exited.then(async (code) => {
     untrackGroup(pgid);

@@ -1,11 +1,10 @@
 /**
  * Graceful stop with escalation (the execa pattern): ask politely — `cmd_stop` when the
- * model has one, else SIGTERM to the process group — and SIGKILL the group once
+ * model has one, else SIGTERM to the model's processes — and SIGKILL them once
  * `stop_timeout_s` has passed. Resolves when the process has exited.
  */
 import type { ModelConfig } from "../config/types.ts";
 import type { Logger } from "../shared/log.ts";
-import { signalGroup } from "./process-group.ts";
 import { runStopCommand, type StopCommand } from "./stop-command.ts";
 
 export interface Stoppable {
@@ -15,6 +14,8 @@ export interface Stoppable {
   /** Settles once the process has exited. */
   readonly exit: Promise<unknown>;
   readonly exited: boolean;
+  /** Signals the process group and the descendants that left it. */
+  signal(signal: NodeJS.Signals): void;
 }
 
 export async function terminate(
@@ -29,27 +30,27 @@ export async function terminate(
       log.warn(
         `model "${model.id}" still running ${model.stopTimeoutS} s after the stop request; sending SIGKILL`,
       );
-      signalGroup(pid, "SIGKILL");
+      target.signal("SIGKILL");
       stopCmd?.kill();
     },
     Math.max(0, model.stopTimeoutS * 1000),
   );
   try {
     if (model.cmdStop.trim() === "") {
-      signalGroup(pid, "SIGTERM");
+      target.signal("SIGTERM");
     } else {
       const started = runStopCommand(model.cmdStop, pid, model.env, (l) =>
         onLine(`[cmd_stop] ${l}`),
       );
       if ("error" in started) {
         log.warn(`model "${model.id}": ${started.error}; sending SIGTERM instead`);
-        signalGroup(pid, "SIGTERM");
+        target.signal("SIGTERM");
       } else {
         stopCmd = started;
         const ok = await Promise.race([started.done, target.exit.then(() => true)]);
         if (!ok && !target.exited) {
           log.warn(`model "${model.id}": cmd_stop failed; sending SIGTERM instead`);
-          signalGroup(pid, "SIGTERM");
+          target.signal("SIGTERM");
         }
       }
     }

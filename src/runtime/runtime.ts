@@ -98,6 +98,10 @@ export class Runtime implements Effects, Gateway {
           healthCheckTimeoutS: this.config.server.healthCheckTimeoutS,
           log: this.opts.log,
           onExit,
+          // Moved to a free port before a start: requests must follow it there.
+          onConfigChange: (moved) => {
+            this.config.models[moved.id] = moved;
+          },
         });
     this.processes.set(model.id, proc);
   }
@@ -247,7 +251,7 @@ export class Runtime implements Effects, Gateway {
     if (p.signal.aborted) return false;
     let released = false;
     const lease: Lease = {
-      model: p.model,
+      model: this.config.models[p.model.id] ?? p.model,
       waitedMs: Math.round(this.opts.clock.now() - p.askedAt),
       release: (outcome) => {
         if (released) return;

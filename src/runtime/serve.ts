@@ -2,7 +2,7 @@ import { buildApp } from "../api/app.ts";
 import { isLoopbackAddress } from "../api/edge/hosts.ts";
 import { parseHostPort } from "../config/index.ts";
 import type { Config } from "../config/types.ts";
-import { killAllSync } from "../process/index.ts";
+import { killAllSync, startSupervision } from "../process/index.ts";
 import { systemClock } from "../shared/clock.ts";
 import type { Logger } from "../shared/log.ts";
 import { Runtime } from "./runtime.ts";
@@ -26,6 +26,8 @@ const BUN_BODY_LIMIT = Number.MAX_SAFE_INTEGER;
 
 /** Starts every listener on one shared runtime (one scheduler for all ports). */
 export function startServer(config: Config, log: Logger): RunningServer {
+  // Before any model starts: what a crashed qm left behind may hold their ports.
+  const supervision = startSupervision({ stateDir: config.server.stateDir, log });
   const runtime = new Runtime(config, { clock: systemClock, log });
   runtime.start();
   const servers: Listener[] = [];
@@ -51,6 +53,7 @@ export function startServer(config: Config, log: Logger): RunningServer {
     }
   } catch (err) {
     for (const s of servers) void s.stop(true);
+    supervision.close();
     throw err;
   }
 
@@ -69,6 +72,7 @@ export function startServer(config: Config, log: Logger): RunningServer {
       await Promise.race([Promise.all(closing), Bun.sleep(1000)]);
       await Promise.all(servers.map((s) => s.stop(true)));
       await runtime.stopAll();
+      supervision.close();
     })();
     return stopping;
   };

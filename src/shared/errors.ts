@@ -18,6 +18,7 @@ export type QmErrorCode =
   | "upstream_crashed"
   | "upstream_start_failed"
   | "upstream_start_timeout"
+  | "port_in_use"
   | "model_unloaded"
   | "shutting_down"
   | "cannot_fit"
@@ -39,6 +40,8 @@ const STATUS: Record<QmErrorCode, number> = {
   upstream_crashed: 502,
   upstream_start_failed: 502,
   upstream_start_timeout: 504,
+  // Another process holds the model's port: qm will not send it the model's prompts.
+  port_in_use: 503,
   model_unloaded: 503,
   shutting_down: 503,
   cannot_fit: 503,

@@ -15,12 +15,14 @@ export function writeConfig(body: string, listeners = 1): string {
   const start = 20000 + Math.floor(Math.random() * 30000);
   // A `[server]` table in `body` adds its keys to the generated one (TOML allows one table).
   const own = /^\[server\]\n((?:(?!\[).*\n)*)/m.exec(body);
-  const extra = own ? own[1] : "";
+  const extra = own?.[1] ?? "";
   const rest = own ? body.replace(own[0], "") : body;
   writeFileSync(
     path,
-    `[server]\nlisten = [${listen}]\nstart_port = ${start}\nshutdown_timeout_s = 3\n${extra}\n` +
-      `[macros]\ndemo = "\${QM_BIN} demo-upstream --port \${PORT} --name \${MODEL_ID}"\n\n${rest}`,
+    `[server]\nlisten = [${listen}]\nstart_port = ${start}\nshutdown_timeout_s = 3\n${extra}` +
+      // Run files of this qm stay with this test, away from the user's state dir.
+      (/^state_dir\s*=/m.test(extra) ? "" : `state_dir = "${join(dir, "state")}"\n`) +
+      `\n[macros]\ndemo = "\${QM_BIN} demo-upstream --port \${PORT} --name \${MODEL_ID}"\n\n${rest}`,
   );
   return path;
 }

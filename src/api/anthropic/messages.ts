@@ -10,7 +10,7 @@ import { forward, upstreamFailure } from "../../proxy/forward.ts";
 import { placeholderStream } from "../../proxy/wait-status.ts";
 import { asQmError, QmError } from "../../shared/errors.ts";
 import { linkToClient } from "../client-link.ts";
-import type { AcquireHooks } from "../gateway.ts";
+import type { AcquireHooks, Lease } from "../gateway.ts";
 import { schedulingHeaders } from "../openai/inference.ts";
 import type { AnthropicRequest } from "./context.ts";
 import { releaseOnce, SSE_HEADERS } from "./context.ts";
@@ -93,12 +93,12 @@ export async function handleMessages(ctx: AnthropicRequest): Promise<Response> {
   };
 
   /** After the grant: clamp `max_tokens`, then send. Releases the lease if nothing came back. */
-  const open = async (release: (toolCalls: boolean) => void): Promise<Response> => {
+  const open = async (lease: Lease, release: (toolCalls: boolean) => void): Promise<Response> => {
     try {
       const cap = await answerCap(model, profile, prompt, oai.max_tokens, client.signal);
       const payload = cap === null ? oai : { ...oai, max_tokens: Math.min(oai.max_tokens, cap) };
       return await forward({
-        base: model.proxy,
+        base: lease.model.proxy, // the config it started with (its port may have moved)
         pathAndQuery: "/v1/chat/completions",
         method: "POST",
         // A fresh set: no client header (anthropic-version, anthropic-beta, x-stainless-*)
@@ -146,10 +146,9 @@ export async function handleMessages(ctx: AnthropicRequest): Promise<Response> {
       const stream = placeholderStream({
         model: model.id,
         start: async (progress) => {
-          const release = releaseOnce(
-            await gw.acquire(model, client.signal, { ...progress, ...asks }),
-          );
-          return new Response(streamFor(open(release), release));
+          const lease = await gw.acquire(model, client.signal, { ...progress, ...asks });
+          const release = releaseOnce(lease);
+          return new Response(streamFor(open(lease, release), release));
         },
         onCancel: client.abort,
         renderError: (err) => {
@@ -164,7 +163,7 @@ export async function handleMessages(ctx: AnthropicRequest): Promise<Response> {
       const lease = await gw.acquire(model, client.signal, asks);
       headers.set("x-qm-wait-ms", String(lease.waitedMs));
       const release = releaseOnce(lease);
-      const pending = open(release);
+      const pending = open(lease, release);
       // A quick refusal (context overflow, bad grammar) stays an HTTP error; a slow start
       // (llama-server holds its headers through prefill) gets a 200 and pings meanwhile.
       const early = await settleWithin(pending, opts.pingMs);
@@ -192,7 +191,7 @@ export async function handleMessages(ctx: AnthropicRequest): Promise<Response> {
     headers.set("x-qm-wait-ms", String(lease.waitedMs));
     const release = releaseOnce(lease);
     try {
-      const res = await open(release);
+      const res = await open(lease, release);
       const text = await res.text().catch((error: unknown) => {
         throw new QmError("upstream_failed", upstreamFailure(model.id, error, []), {
           cause: error,

@@ -10,7 +10,7 @@ import { forward } from "../../proxy/forward.ts";
 import { placeholderStream } from "../../proxy/wait-status.ts";
 import { asQmError } from "../../shared/errors.ts";
 import { linkToClient } from "../client-link.ts";
-import type { AcquireHooks } from "../gateway.ts";
+import type { AcquireHooks, Lease } from "../gateway.ts";
 import type { AnthropicRequest } from "./context.ts";
 import { releaseOnce, SSE_HEADERS } from "./context.ts";
 import { anthropicError, errorEvent, fromQmError, fromUpstream } from "./errors.ts";
@@ -81,10 +81,11 @@ export async function handleNative(
   const client = linkToClient(request);
   const detach = client.detach;
 
-  const send = (release: (toolCalls: boolean) => void): Promise<Response> => {
+  const send = (lease: Lease): Promise<Response> => {
+    const release = releaseOnce(lease);
     const sniff = toolUseSniffer();
     return forward({
-      base: model.proxy,
+      base: lease.model.proxy, // the config it started with (its port may have moved)
       pathAndQuery,
       method: "POST",
       headers: nativeHeaders(request.headers),
@@ -104,10 +105,7 @@ export async function handleNative(
     const stream = placeholderStream({
       model: model.id,
       start: async (progress) => {
-        const release = releaseOnce(
-          await gw.acquire(model, client.signal, { ...progress, ...asks }),
-        );
-        const res = await send(release);
+        const res = await send(await gw.acquire(model, client.signal, { ...progress, ...asks }));
         if (res.status < 400) return res;
         const text = await res.text().catch(() => "");
         const f = fromUpstream(res.status, text, model.id);
@@ -126,7 +124,7 @@ export async function handleNative(
   try {
     const lease = await gw.acquire(model, client.signal, asks);
     headers.set("x-qm-wait-ms", String(lease.waitedMs));
-    const res = await send(releaseOnce(lease));
+    const res = await send(lease);
     if (res.status >= 400) return await refusal(res, model.id, headers);
     for (const [k, v] of headers) res.headers.set(k, v);
     return res;

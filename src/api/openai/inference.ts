@@ -156,7 +156,8 @@ export async function handleInference(req: InferenceRequest): Promise<Response> 
     done = () => {},
   ) =>
     forward({
-      base: model.proxy,
+      // The lease's config: the model may have been moved to another port to start.
+      base: lease.model.proxy,
       pathAndQuery: req.pathAndQuery,
       method: request.method,
       headers: upstreamHeaders,

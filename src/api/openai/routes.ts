@@ -108,7 +108,7 @@ async function upstream(gw: Gateway, request: Request): Promise<Response> {
     const lease = await gw.acquire(model, aborter.signal);
     const m = model;
     const res = await forward({
-      base: m.proxy,
+      base: lease.model.proxy, // the config it started with (its port may have moved)
       pathAndQuery: path,
       method: request.method,
       headers: request.headers,

@@ -1,0 +1,62 @@
+/**
+ * Process-wide duties of `qm serve` (one per qm, not per model): become the subreaper of
+ * everything it starts, clean up after a previous qm that crashed, keep the run file
+ * current, and kill everything synchronously when qm exits.
+ */
+import type { Logger } from "../shared/log.ts";
+import { becomeSubreaper } from "./libc.ts";
+import { linuxProc, type ProcEntry } from "./proc-fs.ts";
+import { killAllSync as killGroupsSync } from "./process-group.ts";
+import { RunRecord, reapStale } from "./run-record.ts";
+import { tree } from "./tree-watch.ts";
+
+/** How long startup waits for reaped leftovers to let go of their ports and memory. */
+const REAPED_GONE_MS = 2000;
+
+export interface Supervision {
+  /** Removes the run file: only after every model stopped (a clean shutdown). */
+  close(): void;
+}
+
+export function startSupervision(opts: { stateDir: string; log: Logger }): Supervision {
+  const { log } = opts;
+  becomeSubreaper(log);
+  const self = { pid: process.pid, start: linuxProc.entry(process.pid)?.start ?? 0 };
+  const reaped = reapStale(opts.stateDir, {
+    fs: linuxProc,
+    self,
+    kill: (pid, signal) => process.kill(pid, signal),
+    log,
+  });
+  if (reaped.length > 0) waitGoneSync(reaped.map((r) => r.pid));
+  const record = new RunRecord(opts.stateDir, self, log);
+  tree.onChange = () => record.write(tree.snapshot());
+  record.write(tree.snapshot());
+  return {
+    close() {
+      tree.onChange = null;
+      record.close();
+    },
+  };
+}
+
+/**
+ * Startup has nothing else to do yet, and a model started next must find the ports free;
+ * killed processes that are not ours stay zombies until init reaps them, which is fine.
+ */
+function waitGoneSync(pids: number[]): void {
+  const until = performance.now() + REAPED_GONE_MS;
+  const running = (e: ProcEntry | null) => e !== null && e.state !== "Z" && e.state !== "X";
+  while (pids.some((pid) => running(linuxProc.entry(pid))) && performance.now() < until) {
+    Bun.sleepSync(5);
+  }
+}
+
+/**
+ * SIGKILLs every model process group and every recorded descendant, synchronously: for
+ * `process.on("exit")` and fatal paths. Returns how many it signalled.
+ */
+export function killAllSync(): number {
+  tree.scan();
+  return killGroupsSync() + tree.killAllSync();
+}

@@ -19,6 +19,12 @@ export async function serveCommand(argv: string[]): Promise<number> {
   }
   const config = loaded.config;
   const log = createLogger(config.server.logLevel);
+  // A closed terminal or `kill -HUP` (the usual "reload" signal) must not take qm and its
+  // models down; there is nothing to reload yet. Installed before anything listens, so no
+  // SIGHUP can arrive while the default action (exit) still applies.
+  process.on("SIGHUP", () => {
+    log.info("SIGHUP: config reload is not available in this version; still serving");
+  });
   let server: ReturnType<typeof startServer>;
   try {
     server = startServer(config, log);
@@ -66,10 +72,5 @@ export async function serveCommand(argv: string[]): Promise<number> {
     };
     process.on("SIGINT", onSignal);
     process.on("SIGTERM", onSignal);
-    // A closed terminal or `kill -HUP` (the usual "reload" signal) must not take qm and its
-    // models down; there is nothing to reload yet.
-    process.on("SIGHUP", () => {
-      log.info("SIGHUP: config reload is not available in this version; still serving");
-    });
   });
 }

@@ -46,7 +46,14 @@ describe("setLongTimeout", () => {
     const t = fakeTimers();
     let firedAt = -1;
     const delay = 99_999_999_999; // what X-QM-Hold-Ms once asked for
-    setLongTimeout(() => (firedAt = t.now()), delay, t.now, t.api);
+    setLongTimeout(
+      () => {
+        firedAt = t.now();
+      },
+      delay,
+      t.now,
+      t.api,
+    );
     let steps = 0;
     while (firedAt < 0) {
       expect(t.armed).toHaveLength(1);

@@ -166,21 +166,27 @@ export class ModelProcess {
     // A 200 from a process that already died came from someone else on that port.
     if (outcome.kind === "exit" || (outcome.kind === "ready" && run.exited)) {
       const exit = await run.exit;
+      const detail = `${formatTail(exit.stderrTail)}\ncommand: ${model.cmd}`;
+      this.opts.log.warn(`model "${model.id}" exited while loading; ${detail}`);
       throw new QmError(
         "upstream_start_failed",
-        `model "${model.id}" exited while loading (${describeStatus(exit)}); ` +
-          `${formatTail(exit.stderrTail)}\ncommand: ${model.cmd}`,
+        `model "${model.id}" exited while loading (${describeStatus(exit)})${lastWords(exit.stderrTail)}; ` +
+          `its output is at /api/models/${model.id}/logs`,
+        { detail },
       );
     }
     if (outcome.kind === "timeout") {
       const s = this.opts.healthCheckTimeoutS;
       this.opts.log.warn(`model "${model.id}" not ready after ${s} s; stopping it`);
       await this.stop();
+      const detail = formatTail(run.stderr.tail(STDERR_TAIL_LINES));
+      this.opts.log.warn(`model "${model.id}" timed out loading; ${detail}`);
       throw new QmError(
         "upstream_start_timeout",
         `model "${model.id}" did not become ready within ${s} s ` +
-          `(GET ${model.proxy}${model.checkEndpoint}: ${outcome.lastProbe}); ` +
-          `raise server.health_check_timeout_s if it loads slowly; ${formatTail(run.stderr.tail(STDERR_TAIL_LINES))}`,
+          `(GET ${model.checkEndpoint}: ${outcome.lastProbe}); ` +
+          `raise server.health_check_timeout_s if it loads slowly; its output is at /api/models/${model.id}/logs`,
+        { detail },
       );
     }
     if (model.checkEndpoint !== null) {
@@ -287,4 +293,14 @@ export class ModelProcess {
     this._state = state;
     this.opts.onStateChange?.(state);
   }
+}
+
+/**
+ * The model's last stderr line, when it reads like a reason ("error: unknown model file"),
+ * cut to one short line. Only this much of its output reaches a client.
+ */
+function lastWords(tail: readonly string[]): string {
+  const line = tail.at(-1)?.trim();
+  if (!line) return "";
+  return `: ${line.length > 160 ? `${line.slice(0, 157)}...` : line}`;
 }

@@ -16,11 +16,10 @@ export function spawnModel(model: ModelConfig, extraEnv: Record<string, string>)
   }
   const env = { ...process.env, ...model.env, ...extraEnv };
   const failed = (why: string, cause?: unknown) =>
-    new QmError(
-      "upstream_start_failed",
-      `model "${model.id}" could not be started: ${why}\ncommand: ${model.cmd}`,
-      cause === undefined ? {} : { cause },
-    );
+    new QmError("upstream_start_failed", `model "${model.id}" could not be started: ${why}`, {
+      detail: `command: ${model.cmd}`,
+      ...(cause === undefined ? {} : { cause }),
+    });
   const missing = missingProgram(model.argv[0]!, env);
   if (missing) throw failed(missing);
   try {

@@ -300,7 +300,9 @@ export class Runtime implements Effects, Gateway {
         await target.start();
         this.scheduler.swapDone(swap.id, { ok: true });
       } catch (err) {
-        this.scheduler.swapDone(swap.id, { ok: false, error: asQmError(err) });
+        const error = asQmError(err);
+        if (error.detail) this.opts.log.warn(`model "${swap.target}": ${error.detail}`);
+        this.scheduler.swapDone(swap.id, { ok: false, error });
       } finally {
         if (this.swapping.get(swap.target) === token) this.swapping.delete(swap.target);
       }

@@ -56,11 +56,16 @@ export class QmError extends Error {
   readonly param: string | null;
   /** Seconds a client should wait before trying again (`Retry-After`), when that helps. */
   readonly retryAfterS: number | null;
+  /**
+   * For qm's log only, never a client: the command line, the model's last output. They can
+   * carry paths, tokens and prompts; `/api/models/{id}/logs` (behind the key) has them.
+   */
+  readonly detail: string | null;
 
   constructor(
     code: QmErrorCode,
     message: string,
-    opts: { cause?: unknown; param?: string; retryAfterS?: number } = {},
+    opts: { cause?: unknown; param?: string; retryAfterS?: number; detail?: string } = {},
   ) {
     super(message, opts.cause === undefined ? undefined : { cause: opts.cause });
     this.name = "QmError";
@@ -68,6 +73,7 @@ export class QmError extends Error {
     this.status = STATUS[code];
     this.param = opts.param ?? null;
     this.retryAfterS = opts.retryAfterS ?? null;
+    this.detail = opts.detail ?? null;
   }
 }
 

@@ -37,7 +37,7 @@ function errorOf(body: unknown): { message: string; code: string; type: string }
 }
 
 describe("upstream failures", () => {
-  test("a model that crashes at start fails fast with 502 naming it and its stderr", async () => {
+  test("a model that crashes at start fails fast with 502 naming it and a one-line cause", async () => {
     const t0 = Date.now();
     const res = await chat(qm.url, "broken");
     expect(res.status).toBe(502);
@@ -45,6 +45,11 @@ describe("upstream failures", () => {
     expect(err.code).toBe("upstream_start_failed");
     expect(err.message).toContain("broken");
     expect(err.message).toContain("simulated by --crash-at-start");
+    // One line of cause; the command and the output stay in qm's log and behind the key.
+    expect(err.message).not.toContain("command:");
+    expect(err.message).not.toContain("dist/qm");
+    expect(err.message).toContain("/api/models/broken/logs");
+    expect(qm.log()).toContain("command:");
     expect(Date.now() - t0).toBeLessThan(5000);
     expect((await status(qm.url)).models.find((m) => m.id === "broken")?.state).toBe("failed");
   });

@@ -95,7 +95,7 @@ async function loadAll(qm: Qm): Promise<void> {
 /** For a request that must have been served in full. */
 const NOT_OK: readonly Kind[] = ["error", ...LOST];
 /** After qm itself was SIGKILLed, a cut connection is the error the client sees. */
-const KILLED_LOST: readonly Kind[] = ["truncated", "wrong", "hung", "ok"];
+const KILLED_LOST: readonly Kind[] = ["truncated", "wrong", "hung", "aborted"];
 
 /** SIGTERM or SIGINT with work in flight: the work finishes, nothing is left running. */
 async function graceful(dir: string, signal: "SIGTERM" | "SIGINT", t: Tally): Promise<number> {

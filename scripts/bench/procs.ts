@@ -73,10 +73,23 @@ async function pump(
   await sink.end();
 }
 
-/** Starts a process whose readiness the caller checks itself (qm serve). */
-export function startPlain(name: string, argv: string[], logPath: string): Subprocess {
+/**
+ * Starts a process whose readiness the caller checks itself (qm serve). `env`, when given, is
+ * added to this process's environment.
+ */
+export function startPlain(
+  name: string,
+  argv: string[],
+  logPath: string,
+  env?: Record<string, string>,
+): Subprocess {
   const out = Bun.file(logPath);
-  const proc = Bun.spawn(argv, { stdin: "ignore", stdout: out, stderr: out });
+  const proc = Bun.spawn(argv, {
+    stdin: "ignore",
+    stdout: out,
+    stderr: out,
+    env: env ? { ...process.env, ...env } : undefined,
+  });
   children.push({ name, proc });
   return proc;
 }
@@ -98,8 +111,14 @@ export function cleanup(): Promise<void> {
     for (const c of children) if (c.proc.exitCode === null) c.proc.kill("SIGTERM");
     const deadline = Date.now() + 8000;
     for (const c of children) {
-      const left = deadline - Date.now();
-      await Promise.race([c.proc.exited, Bun.sleep(Math.max(0, left))]);
+      if (c.proc.exitCode !== null || c.proc.signalCode !== null) continue;
+      // A timer that is cleared once the process is gone: it must not keep the run alive.
+      let timer: Timer | undefined;
+      const late = new Promise<void>((r) => {
+        timer = setTimeout(r, Math.max(0, deadline - Date.now()));
+      });
+      await Promise.race([c.proc.exited, late]);
+      clearTimeout(timer);
     }
     killSync();
   })();

@@ -46,15 +46,21 @@ function newestMtime(dir: string): number {
 /**
  * Builds dist/qm when it is missing. A binary older than src/ is measured as it is (others may
  * be running it; rebuilding under them would fail with ETXTBSY or change their tests), but the
- * report says so: returns true when it is stale.
+ * report says so: returns true when it is stale. With `rebuildStale`, a stale binary is rebuilt
+ * instead (and false returned).
  */
-export async function ensureBuilt(): Promise<boolean> {
+export async function ensureBuilt(rebuildStale = false): Promise<boolean> {
   if (existsSync(QM_BIN)) {
     const stale = statSync(QM_BIN).mtimeMs < newestMtime(join(ROOT, "src"));
-    if (stale) log("warning: dist/qm is older than src/; run `bun run build` to measure the code");
-    return stale;
+    if (!stale) return false;
+    if (!rebuildStale) {
+      log("warning: dist/qm is older than src/; run `bun run build` to measure the code");
+      return true;
+    }
+    log("dist/qm is older than src/; rebuilding it (bun run build)");
+  } else {
+    log("dist/qm is missing; building it (bun run build)");
   }
-  log("dist/qm is missing; building it (bun run build)");
   const proc = Bun.spawn([process.execPath, "run", "build"], {
     cwd: ROOT,
     stdout: "ignore",

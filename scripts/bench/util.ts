@@ -96,8 +96,15 @@ export function othersCpu(ours: () => number[]): () => number {
   };
 }
 
+let tag = "bench";
+
+/** The prefix of every progress line (another script reusing these helpers sets its own). */
+export function setLogTag(name: string): void {
+  tag = name;
+}
+
 export function log(message: string): void {
-  process.stderr.write(`[bench] ${message}\n`);
+  process.stderr.write(`[${tag}] ${message}\n`);
 }
 
 /** Shell-style single quoting for a word inside a model `cmd` (qm splits it like sh does). */

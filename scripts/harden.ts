@@ -38,6 +38,12 @@
  * - fuzz_unenveloped: error answers (≥ 400) whose body is not the route's JSON error envelope
  *   (OpenAI's, Anthropic's on /v1/messages*; either where the target is ambiguous), HEAD
  *   answers excepted, plus connections closed, or silent for 5 s, without any response.
+ *   Both count only requests that are HTTP Bun's parser accepts, since only those reach qm.
+ * - fuzz_malformed: raw requests that are not (harden/malformed.ts: unknown method, bad
+ *   request line, header syntax or framing, too many header lines). Bun refuses them before
+ *   any of qm's code runs, with a bare 400/431/505 or a closed connection; there is no route
+ *   and so no envelope to judge.
+ * - fuzz_malformed_accepted: of those, any answered with success, or not answered within 5 s.
  * - auth_routes: routes (method and path) probed by the security suite.
  * - auth_bypassed: probes that got through: with `api_keys` set and no valid key, a 2xx other
  *   than /health's own answer, an answer from a model, or data under any status other than
@@ -89,6 +95,8 @@ const figures = {
   fuzz_requests: 0,
   fuzz_5xx: 0,
   fuzz_unenveloped: 0,
+  fuzz_malformed: 0,
+  fuzz_malformed_accepted: 0,
   auth_routes: 0,
   auth_bypassed: 0,
 };
@@ -104,7 +112,7 @@ function print(): void {
 function met(): boolean {
   const f = figures;
   const zero = [f.faults_lost, f.orphans, f.load_lost, f.counters_nonzero, f.fuzz_5xx];
-  zero.push(f.fuzz_unenveloped, f.auth_bypassed);
+  zero.push(f.fuzz_unenveloped, f.fuzz_malformed_accepted, f.auth_bypassed);
   return (
     zero.every((x) => x === 0) &&
     f.load_requests >= 1000 &&
@@ -171,6 +179,8 @@ async function main(): Promise<void> {
     figures.fuzz_requests = tally.requests;
     figures.fuzz_5xx = tally.fivexx;
     figures.fuzz_unenveloped = tally.unenveloped;
+    figures.fuzz_malformed = tally.malformed;
+    figures.fuzz_malformed_accepted = tally.malformedAccepted;
   });
 
   await suite("load", async () => {

@@ -24,6 +24,7 @@ import {
   type Rng,
 } from "./fuzz-cases.ts";
 import { MUTATIONS } from "./fuzz-mutations.ts";
+import { malformedBecause } from "./malformed.ts";
 import { configToml, demoCmd, type Qm } from "./qm.ts";
 import { rawRequest } from "./raw.ts";
 import { enveloped } from "./verdict.ts";
@@ -62,6 +63,8 @@ export interface Case {
   head: boolean;
   /** The request line names another major HTTP version, well-formed: 505 is the right answer. */
   otherVersion?: boolean;
+  /** Why Bun's parser refuses the bytes before qm runs (malformed.ts), or null. */
+  malformed?: string | null;
   show: string;
 }
 
@@ -102,6 +105,10 @@ export class FuzzTally {
   requests = 0;
   fivexx = 0;
   unenveloped = 0;
+  /** Requests Bun's HTTP parser refuses before qm runs (not counted in 5xx or unenveloped). */
+  malformed = 0;
+  /** Of those, the ones that were answered with success or never answered at all. */
+  malformedAccepted = 0;
   /** Per mutation, over the cases with that mutation alone: failures are its own. */
   readonly single = new Map<string, Cell>();
   /** Per class of failing answer (5xx and unenveloped alike). */
@@ -110,6 +117,19 @@ export class FuzzTally {
 
   judge(c: Case, s: Seen): void {
     this.requests++;
+    if (c.malformed) {
+      // No route, no envelope: what matters is that it is refused, promptly.
+      this.malformed++;
+      const refused =
+        s.none === "closed without a response" || (s.none === null && s.status >= 400);
+      if (!refused) {
+        this.malformedAccepted++;
+        bump(this.classes, `malformed accepted ${signature(s, c.api)}`, true, () =>
+          c.show.slice(0, 220),
+        );
+      }
+      return;
+    }
     let bad5 = false;
     let badU = false;
     if (s.none !== null) badU = true;
@@ -171,6 +191,7 @@ function rawCase(r: Rng, port: number): { bytes: string; c: Case } {
     upstream: d.target.toLowerCase().includes("/upstream/"),
     head: d.method === "HEAD",
     otherVersion: /^HTTP\/[02-9]\.\d$/.test(d.version),
+    malformed: malformedBecause(bytes),
     show: JSON.stringify(
       bytes.length > 400 ? `${bytes.slice(0, 300)}…(${bytes.length} bytes)` : bytes,
     ),

@@ -266,8 +266,12 @@ export async function browserProbes(qm: Qm, book: Book): Promise<void> {
         book.note(route, `rebinding Host:${host}`, gotThrough(r), r);
       });
     }
+    // Absolute-form as a proxy would relay a rebound page's request. (With a loopback Host
+    // header instead, Bun hands qm that Host and not the target's authority; only a client
+    // that is not a browser can send it, and the same client is admitted with origin-form and
+    // the loopback Host anyway, so it is no rebinding.)
     jobs.push(async () => {
-      const r = await send(method, `http://evil.example${path}`, local, []);
+      const r = await send(method, `http://evil.example${path}`, "evil.example", []);
       book.note(route, "rebinding absolute-form http://evil.example", gotThrough(r), r);
     });
     for (const origin of [evil, "null"]) {

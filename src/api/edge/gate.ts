@@ -45,9 +45,9 @@ export function createEdge(gw: Gateway, route: Handler, opts: EdgeOptions) {
   return async function edge(request: Request, srv: IdleServer | null): Promise<Response> {
     const url = request.url;
     const target = parseTarget(url, request.headers.get("host"));
-    if (target instanceof QmError) return openaiError(target);
+    if (target instanceof QmError) return envelopeFor(roughPath(url))(target);
     const { path } = target;
-    const render = isAnthropicPath(path) ? anthropicError : openaiError;
+    const render = envelopeFor(path);
     const method = request.method;
     if (!METHODS.has(method)) {
       return render(new QmError("method_not_allowed", `${method} is not allowed on ${path}`), {
@@ -120,6 +120,18 @@ export function createEdge(gw: Gateway, route: Handler, opts: EdgeOptions) {
     }
     return withCors(response, origin.allowOrigin);
   };
+}
+
+function envelopeFor(path: string) {
+  return isAnthropicPath(path) ? anthropicError : openaiError;
+}
+
+/** The path of a target that did not parse, good enough to pick the API's envelope. */
+function roughPath(url: string): string {
+  const at = url.startsWith("/") ? 0 : url.indexOf("/", url.indexOf("//") + 2);
+  if (at < 0) return "/";
+  const end = url.slice(at).search(/[?#]/);
+  return end < 0 ? url.slice(at) : url.slice(at, at + end);
 }
 
 /** Every `%` starts a two-digit hex escape (RFC 3986 §2.1). */

@@ -1,0 +1,62 @@
+/**
+ * Requests that are not HTTP/1.1 messages Bun's parser accepts. Bun refuses them before any of
+ * qm's code runs: a bare 400/431/505, or a closed connection. No route has been chosen, so no
+ * API envelope applies. Judged from the bytes the suite built, never from the answer, so that
+ * a bug of qm's can never hide here. What is refused:
+ * - a method Bun does not know (RFC 9110 §9 lets a server answer 501; Bun closes);
+ * - a request line with a version other than HTTP/1.0 or HTTP/1.1, an empty or `*` target,
+ *   or a target containing a space, tab or control byte (RFC 9112 §3);
+ * - a header line without a colon, an obs-fold, or a control byte in a field (RFC 9112 §5,
+ *   RFC 9110 §5.5);
+ * - framing RFC 9112 §6 rejects: a Content-Length that is not one decimal number,
+ *   Transfer-Encoding other than `chunked`, or both headers at once;
+ * - more header lines than Bun's parser holds (it answers 431 past about 200).
+ */
+const METHODS = new Set([
+  "GET",
+  "HEAD",
+  "POST",
+  "PUT",
+  "PATCH",
+  "DELETE",
+  "OPTIONS",
+  "TRACE",
+  "CONNECT",
+]);
+// biome-ignore lint/suspicious/noControlCharactersInRegex: control bytes are what it looks for
+const CTL = /[\x00-\x08\x0a-\x1f\x7f]/;
+const MAX_HEADER_LINES = 150;
+
+export function malformedBecause(bytes: string): string | null {
+  const headEnd = bytes.indexOf("\r\n\r\n");
+  const head = headEnd < 0 ? bytes : bytes.slice(0, headEnd);
+  const [line = "", ...fields] = head.split("\r\n");
+  const parts = line.split(" ");
+  if (parts.length !== 3) return "request line is not METHOD SP target SP version";
+  const [method = "", target = "", version = ""] = parts;
+  if (!METHODS.has(method))
+    return `method ${JSON.stringify(method.slice(0, 12))} unknown to the parser`;
+  if (version !== "HTTP/1.1" && version !== "HTTP/1.0") return "version";
+  if (target === "" || target === "*" || CTL.test(target) || target.includes("\t")) return "target";
+  if (fields.length > MAX_HEADER_LINES) return "too many header lines";
+  let lengths = 0;
+  let chunked = false;
+  for (const f of fields) {
+    if (f.startsWith(" ") || f.startsWith("\t")) return "obs-fold";
+    const colon = f.indexOf(":");
+    if (colon <= 0) return "header line without a colon";
+    if (CTL.test(f)) return "control byte in a header";
+    const name = f.slice(0, colon).toLowerCase();
+    const value = f.slice(colon + 1).trim();
+    if (name === "content-length") {
+      lengths++;
+      if (!/^\d+$/.test(value) || value.length > 15) return "Content-Length";
+    }
+    if (name === "transfer-encoding") {
+      if (value.toLowerCase() !== "chunked") return "Transfer-Encoding";
+      chunked = true;
+    }
+  }
+  if (lengths > 1 || (lengths > 0 && chunked)) return "framing";
+  return null;
+}

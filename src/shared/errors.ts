@@ -14,6 +14,7 @@ export type QmErrorCode =
   | "upstream_crashed"
   | "upstream_start_failed"
   | "upstream_start_timeout"
+  | "upstream_timeout"
   | "model_unloaded"
   | "shutting_down"
   | "cannot_fit"
@@ -31,6 +32,7 @@ const STATUS: Record<QmErrorCode, number> = {
   upstream_crashed: 502,
   upstream_start_failed: 502,
   upstream_start_timeout: 504,
+  upstream_timeout: 504,
   model_unloaded: 503,
   shutting_down: 503,
   cannot_fit: 503,

@@ -9,7 +9,9 @@
  * Anthropic sends the same keep-alive (`event: ping`, streaming docs).
  */
 import { createParser } from "eventsource-parser";
-import { asQmError } from "../../shared/errors.ts";
+import { upstreamFailure } from "../../proxy/causes.ts";
+import type { ReadWatch } from "../../proxy/deadline.ts";
+import { asQmError, QmError } from "../../shared/errors.ts";
 import { fromQmError, fromUpstream } from "./errors.ts";
 import type { StreamTranslator } from "./translate/stream.ts";
 
@@ -20,6 +22,13 @@ export interface TranslatedStreamOptions {
   /** Model id, for error messages. */
   model: string;
   pingMs: number;
+  /**
+   * The call's time limits: each read of the upstream's body is timed (pings are qm's own and
+   * never count), and the end is reported, `answered` when the message completed.
+   */
+  deadline?: (ReadWatch & { end(answered: boolean): void }) | null;
+  /** Told the raw error of a body read that failed (for qm's log; the client gets a cause). */
+  logFailure?: (error: unknown) => void;
   /** Called exactly once when the stream is over; `toolCalls` when it ended in tool use. */
   onEnd: (toolCalls: boolean) => void;
   /** The client went away: stop the upstream. */
@@ -79,6 +88,7 @@ export function translatedStream(o: TranslatedStreamOptions): ReadableStream<Uin
     if (ended) return;
     ended = true;
     clearTimeout(timer);
+    o.deadline?.end(t.stopReason !== null);
     o.onEnd(t.stopReason === "tool_use");
     void reader?.cancel().catch(() => {});
   };
@@ -108,10 +118,19 @@ export function translatedStream(o: TranslatedStreamOptions): ReadableStream<Uin
     while (!t.finished && !ended) {
       let step: Awaited<ReturnType<typeof reader.read>>;
       try {
+        o.deadline?.reading();
         step = await reader.read();
+        o.deadline?.read();
       } catch (error) {
         if (ended) return;
-        await write(t.fail("api_error", `model "${o.model}" failed mid-answer: ${String(error)}`));
+        if (error instanceof QmError) {
+          // A timeout (the deadline aborted the read): 504, `timeout_error`.
+          const f = fromQmError(error);
+          await write(t.fail(f.type, f.message));
+        } else {
+          o.logFailure?.(error);
+          await write(t.fail("api_error", upstreamFailure(o.model, error, true)));
+        }
         return;
       }
       if (step.done) {

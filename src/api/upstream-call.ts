@@ -5,7 +5,7 @@
  * for qm's log, while the client is told the model and a one-line cause.
  */
 import type { ModelConfig } from "../config/types.ts";
-import { Deadline } from "../proxy/deadline.ts";
+import { Deadline, type Timers } from "../proxy/deadline.ts";
 import { createLogger, type Logger } from "../shared/log.ts";
 import type { Gateway } from "./gateway.ts";
 
@@ -28,15 +28,18 @@ function logOf(gw: Gateway): Logger {
   return log;
 }
 
-export function callGuards(gw: Gateway, model: ModelConfig, log?: Logger): CallGuards {
+/** `log`: the route's own logger, if it has one; `timers`: a fake clock (tests). */
+export function callGuards(
+  gw: Gateway,
+  model: ModelConfig,
+  opts: { log?: Logger; timers?: Timers | undefined } = {},
+): CallGuards {
   const id = model.id;
+  const report = { stalled: () => gw.reportStall(id), answered: () => gw.reportAnswered(id) };
   return {
     model: id,
-    deadline: Deadline.forModel(model, {
-      stalled: () => gw.reportStall(id),
-      answered: () => gw.reportAnswered(id),
-    }),
+    deadline: Deadline.forModel(model, report, opts.timers),
     stderrTail: () => gw.stderrTail(id),
-    log: log ?? logOf(gw),
+    log: opts.log ?? logOf(gw),
   };
 }

@@ -157,7 +157,7 @@ export async function handleMessages(ctx: AnthropicRequest): Promise<Response> {
           const release = releaseOnce(
             await gw.acquire(model, client.signal, { ...progress, ...asks }),
           );
-          const guards = callGuards(gw, model, opts.log);
+          const guards = callGuards(gw, model, opts);
           return new Response(streamFor(open(release, guards), release, guards));
         },
         onCancel: client.abort,
@@ -173,7 +173,7 @@ export async function handleMessages(ctx: AnthropicRequest): Promise<Response> {
       const lease = await gw.acquire(model, client.signal, asks);
       headers.set("x-qm-wait-ms", String(lease.waitedMs));
       const release = releaseOnce(lease);
-      const guards = callGuards(gw, model, opts.log);
+      const guards = callGuards(gw, model, opts);
       const pending = open(release, guards);
       // A quick refusal (context overflow, bad grammar) stays an HTTP error; a slow start
       // (llama-server holds its headers through prefill) gets a 200 and pings meanwhile.
@@ -202,7 +202,7 @@ export async function handleMessages(ctx: AnthropicRequest): Promise<Response> {
     headers.set("x-qm-wait-ms", String(lease.waitedMs));
     const release = releaseOnce(lease);
     try {
-      const res = await open(release, callGuards(gw, model, opts.log));
+      const res = await open(release, callGuards(gw, model, opts));
       const text = await res.text().catch((error: unknown) => {
         throw new QmError("upstream_failed", upstreamFailure(model.id, error), { cause: error });
       });

@@ -91,7 +91,7 @@ export async function handleNative(
       headers: nativeHeaders(request.headers),
       body: encoder.encode(JSON.stringify(payload)),
       signal: client.signal,
-      ...callGuards(gw, model, ctx.opts.log),
+      ...callGuards(gw, model, ctx.opts),
       // A native stream is Anthropic's: so is the event that ends a broken one.
       renderFailure: (err) => {
         const f = fromQmError(err);

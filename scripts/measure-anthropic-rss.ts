@@ -111,13 +111,20 @@ async function measure(qm: Qm, url: string, path: string) {
     body: JSON.stringify(ask(path)),
   });
   let bytes = 0;
-  for await (const chunk of res.body as ReadableStream<Uint8Array>) bytes += chunk.length;
+  let tail = new Uint8Array(0);
+  for await (const chunk of res.body as ReadableStream<Uint8Array>) {
+    bytes += chunk.length;
+    tail = chunk;
+  }
+  // A sanity check, not a measurement: the answer ended the way a complete one does.
+  const end = new TextDecoder().decode(tail.subarray(-200));
   clearInterval(timer);
   peak = Math.max(peak, rssMb(qm));
   return {
     path,
     status: res.status,
     response_mib: Math.round((bytes / MIB) * 10) / 10,
+    complete: end.includes(path === "/v1/messages" ? "message_stop" : "[DONE]"),
     seconds: Math.round(performance.now() - t0) / 1000,
     rss_before_mb: Math.round(before),
     rss_peak_mb: Math.round(peak),

@@ -1,19 +1,27 @@
 /**
- * The thin stream around the pure translator: reads the upstream's SSE bytes (eventsource-parser
- * handles split lines, CRLF and comments per the WHATWG SSE spec), feeds each event to the
- * `StreamTranslator`, and hands its Anthropic events on as the client asks for them.
+ * The thin stream around the pure translator: reads the upstream's SSE bytes (`SseEvents` frames
+ * them per the WHATWG SSE spec; a huge data line goes through `DeltaScanner` as it comes),
+ * feeds each event to the `StreamTranslator`, and hands its Anthropic events on as the client
+ * asks for them.
  *
  * It also writes `ping` events while nothing else has gone out for `pingMs`: prefill of a long
  * prompt on a local GPU can take minutes, and llama-server holds even its response headers
  * until the first token, so the upstream may be a pending promise when the stream starts.
  * Anthropic sends the same keep-alive (`event: ping`, streaming docs).
  */
-import { createParser } from "eventsource-parser";
 import { upstreamFailure } from "../../proxy/causes.ts";
 import type { ReadWatch } from "../../proxy/deadline.ts";
 import { asQmError, QmError } from "../../shared/errors.ts";
 import { fromQmError, fromUpstream } from "./errors.ts";
+import { SseEvents } from "./sse-events.ts";
+import { DeltaScanner } from "./translate/delta-scan.ts";
 import type { StreamTranslator } from "./translate/stream.ts";
+
+/**
+ * A data line still unfinished past this many bytes is translated as it arrives rather than
+ * held whole (`DeltaScanner`); below it, lines are parsed whole, which is cheaper.
+ */
+export const BIG_LINE_BYTES = 256 * 1024;
 
 export interface TranslatedStreamOptions {
   /** The upstream's response, or the promise of it (rejecting with a QmError). */
@@ -33,6 +41,8 @@ export interface TranslatedStreamOptions {
   onEnd: (toolCalls: boolean) => void;
   /** The client went away: stop the upstream. */
   onCancel: () => void;
+  /** `BIG_LINE_BYTES` unless a test asks for less. */
+  bigLineBytes?: number;
 }
 
 /**
@@ -48,7 +58,6 @@ export function translatedStream(o: TranslatedStreamOptions): ReadableStream<Uin
   let lastWrite = performance.now();
   let ended = false;
   let reader: ReadableStreamDefaultReader<Uint8Array> | null = null;
-  const decoder = new TextDecoder();
 
   /** Writes now when the client is attached; before that (a ping), keeps it for the start. */
   const write = (text: string): number | Promise<number> => {
@@ -63,10 +72,15 @@ export function translatedStream(o: TranslatedStreamOptions): ReadableStream<Uin
     return typeof wrote !== "number" ? wrote : flushed;
   };
   let pending = "";
-  const parser = createParser({
-    onEvent: (e) => {
-      pending += t.event(e.data, e.event);
+  const events = new SseEvents({
+    onEvent: (data, name) => {
+      pending += t.event(data, name);
     },
+    bigLineBytes: o.bigLineBytes ?? BIG_LINE_BYTES,
+    bigLine: () =>
+      new DeltaScanner((kind, escaped) => {
+        pending += t.escapedDelta(kind, escaped);
+      }),
   });
   // One timer, re-armed for when the stream will have been quiet for `pingMs`: writes only
   // note the time, so a token stream costs no timer churn, and no gap exceeds `pingMs`.
@@ -134,11 +148,10 @@ export function translatedStream(o: TranslatedStreamOptions): ReadableStream<Uin
         return;
       }
       if (step.done) {
-        parser.feed(decoder.decode());
-        parser.reset({ consume: true });
+        events.end();
         pending += t.end();
       } else {
-        parser.feed(decoder.decode(step.value, { stream: true }));
+        events.feed(step.value);
       }
       if (pending !== "") {
         const text = pending;

@@ -111,7 +111,7 @@ async function measure(qm: Qm, url: string, path: string) {
     body: JSON.stringify(ask(path)),
   });
   let bytes = 0;
-  let tail = new Uint8Array(0);
+  let tail: Uint8Array = new Uint8Array(0);
   for await (const chunk of res.body as ReadableStream<Uint8Array>) {
     bytes += chunk.length;
     tail = chunk;

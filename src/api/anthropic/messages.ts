@@ -181,6 +181,9 @@ export async function handleMessages(ctx: AnthropicRequest): Promise<Response> {
       if (early && !early.ok) throw early.error;
       if (early && early.res.status !== 200) {
         const text = await early.res.text().catch(() => "");
+        // The refusal is the whole exchange (an answer, if not a welcome one): no stream
+        // follows to end the deadline.
+        guards.deadline?.end(true);
         release(false);
         detach();
         const retry = early.res.headers.get("retry-after");

@@ -32,7 +32,7 @@ export interface TranslatedStreamOptions {
   pingMs: number;
   /**
    * The call's time limits: each read of the upstream's body is timed (pings are qm's own and
-   * never count), and the end is reported, `answered` when the message completed.
+   * never count), and the end is reported: `answered` when the upstream answered in full.
    */
   deadline?: (ReadWatch & { end(answered: boolean): void }) | null;
   /** Told the raw error of a body read that failed (for qm's log; the client gets a cause). */
@@ -58,6 +58,8 @@ export function translatedStream(o: TranslatedStreamOptions): ReadableStream<Uin
   let lastWrite = performance.now();
   let ended = false;
   let reader: ReadableStreamDefaultReader<Uint8Array> | null = null;
+  /** The upstream answered in full (a refusal counts): the end is no stall. */
+  let answered = false;
 
   /** Writes now when the client is attached; before that (a ping), keeps it for the start. */
   const write = (text: string): number | Promise<number> => {
@@ -102,7 +104,7 @@ export function translatedStream(o: TranslatedStreamOptions): ReadableStream<Uin
     if (ended) return;
     ended = true;
     clearTimeout(timer);
-    o.deadline?.end(t.stopReason !== null);
+    o.deadline?.end(answered || t.stopReason !== null);
     o.onEnd(t.stopReason === "tool_use");
     void reader?.cancel().catch(() => {});
   };
@@ -123,8 +125,9 @@ export function translatedStream(o: TranslatedStreamOptions): ReadableStream<Uin
     }
     if (res.status !== 200 || !res.body) {
       // Headers went out as 200 long ago: the upstream's refusal becomes an error event.
-      const text = await res.text().catch(() => "");
-      const f = fromUpstream(res.status, text, o.model, res.headers.get("retry-after"));
+      const text = await res.text().catch(() => null);
+      answered = text !== null;
+      const f = fromUpstream(res.status, text ?? "", o.model, res.headers.get("retry-after"));
       await write(t.fail(f.type, f.message));
       return;
     }
@@ -148,6 +151,7 @@ export function translatedStream(o: TranslatedStreamOptions): ReadableStream<Uin
         return;
       }
       if (step.done) {
+        answered = true;
         events.end();
         pending += t.end();
       } else {

@@ -150,7 +150,9 @@ function asFailure(req: ForwardRequest, error: unknown, midAnswer: boolean): QmE
   if (timeout) return timeout;
   if (error instanceof QmError) return error;
   if (error instanceof BrokenStream) {
-    return new QmError("upstream_failed", `model "${req.model}" ${error.message}`);
+    const message = `model "${req.model}" ${error.message}`;
+    req.log?.warn(message);
+    return new QmError("upstream_failed", message);
   }
   req.log?.warn(failureLogLine(req.model, error, req.stderrTail()));
   return new QmError("upstream_failed", upstreamFailure(req.model, error, midAnswer), {

@@ -225,7 +225,7 @@ export class Runtime implements Effects, Gateway {
     return this.processes.get(id)?.stderrTail(lines) ?? [];
   }
 
-  /** An upstream call timed out; a model stuck that way is stopped, and the next request starts it. */
+  /** An upstream call timed out. A model stuck that way is stopped; the next request starts it. */
   reportStall(id: string): void {
     const { count, restart } = this.stalls.stall(id, this.opts.clock.now());
     const limit = this.stalls.limit;

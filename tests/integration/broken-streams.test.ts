@@ -57,6 +57,8 @@ describe("a broken upstream stream ends with an error event", () => {
     // Nothing after the error, and no [DONE] that would make it look finished.
     expect(text.endsWith("\n\n")).toBe(true);
     expect(dataLines(text)).not.toContain("data: [DONE]");
+    // And the operator hears of it.
+    expect(qm.log()).toContain(message);
   });
 
   test("legacy completions need their [DONE] too", async () => {

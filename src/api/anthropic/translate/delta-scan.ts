@@ -57,7 +57,7 @@ export class DeltaScanner {
   feed(bytes: Uint8Array): void {
     let c = bytes;
     if (this.held) {
-      c = Buffer.concat([this.held, c]);
+      c = concat([this.held, c]);
       this.held = null;
     }
     const n = c.length;
@@ -119,7 +119,7 @@ export class DeltaScanner {
   /** The line ended: the chunk with the streamed strings emptied, as JSON text. */
   end(): string {
     if (this.held) this.skeleton.push(this.held);
-    return new TextDecoder().decode(Buffer.concat(this.skeleton));
+    return new TextDecoder().decode(concat(this.skeleton));
   }
 
   /**
@@ -211,4 +211,14 @@ function isHighSurrogate(c: Uint8Array, at: number): boolean {
   if (d !== 100 && d !== 68) return false; // d D
   // 8 9 a b A B
   return x === 56 || x === 57 || x === 97 || x === 98 || x === 65 || x === 66;
+}
+
+function concat(parts: Uint8Array[]): Uint8Array {
+  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
+  let at = 0;
+  for (const p of parts) {
+    out.set(p, at);
+    at += p.length;
+  }
+  return out;
 }

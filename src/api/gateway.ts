@@ -47,6 +47,13 @@ export interface Gateway {
   renewLease(model: string, lease: string, ttlMs?: number): LeaseInfo;
   releaseLease(model: string, lease: string): void;
   subscribe(fn: (e: QmEvent) => void): () => void;
+  /**
+   * A proxied call of `modelId` timed out (`first_byte_timeout_s` / `stall_timeout_s`); a
+   * model that keeps timing out, with no answer in between, is restarted.
+   */
+  reportStall(modelId: string): void;
+  /** A proxied call of `modelId` ended normally: whatever stall streak it had is over. */
+  reportAnswered(modelId: string): void;
 }
 
 export interface ModelStatusJson {

@@ -35,7 +35,23 @@ export interface DemoOptions {
   ctxSize?: number;
   /** `-m PATH`, as llama-server takes it: accepted (and shown in /props), never read. */
   modelPath?: string;
+  /** Inference requests are taken and never answered: no headers, ever (a wedged server). */
+  hangBeforeHeaders?: true;
+  /**
+   * Answers go silent after this many tokens, connection open: streams after N token frames,
+   * JSON answers after their headers and the first half of the body.
+   */
+  stallAfterTokens?: number;
+  /** Streams end broken instead of with their usual tail (see `BAD_SSE`). */
+  badSse?: BadSse;
 }
+
+/**
+ * `--bad-sse KIND`: `no-done` ends cleanly but without `data: [DONE]`; `mid-event` stops in
+ * the middle of an event; `not-json` sends a `data:` line that is not JSON, then `[DONE]`.
+ */
+export const BAD_SSE = ["no-done", "mid-event", "not-json"] as const;
+export type BadSse = (typeof BAD_SSE)[number];
 
 export const DEFAULT_DEMO_OPTIONS: DemoOptions = {
   port: 0,
@@ -75,6 +91,11 @@ Options:
   -m, --model PATH         model file, as llama-server takes it (accepted, not read)
   --ctx-size N             context size: GET /props reports it; prompt + max_tokens over it
                            answers 400 (like vLLM)
+  --hang-before-headers    inference requests are never answered (not even headers)
+  --stall-after-tokens N   answers go silent after N tokens, connection open (JSON answers:
+                           after the headers and half the body)
+  --bad-sse KIND           streams end broken: no-done (no data: [DONE]), mid-event (cut in
+                           the middle of an event), not-json (a data: line that is not JSON)
   --crash-at-start         print an error to stderr and exit 1 before listening
   --crash-after-tokens N   exit 1 mid-response after N tokens
   --exit-after-ms N        exit 1 by itself N ms after start (a crash of a ready model)
@@ -93,7 +114,12 @@ export type DemoFlagsResult =
 type IntKey = "port" | "loadDelayMs" | "tokenMs" | "tokens";
 type NullableIntKey = "crashAfterTokens" | "exitAfterMs" | "failStatus";
 type BoolKey = "crashAtStart" | "ignoreSigterm" | "hangHealth" | "toolCalls";
-type OptionalIntKey = "reasoningTokens" | "cachedTokens" | "firstTokenMs" | "ctxSize";
+type OptionalIntKey =
+  | "reasoningTokens"
+  | "cachedTokens"
+  | "firstTokenMs"
+  | "ctxSize"
+  | "stallAfterTokens";
 
 const INT_FLAGS: Record<string, IntKey> = {
   "--port": "port",
@@ -111,6 +137,7 @@ const OPTIONAL_INT_FLAGS: Record<string, OptionalIntKey> = {
   "--cached-tokens": "cachedTokens",
   "--first-token-ms": "firstTokenMs",
   "--ctx-size": "ctxSize",
+  "--stall-after-tokens": "stallAfterTokens",
 };
 const BOOL_FLAGS: Record<string, BoolKey> = {
   "--crash-at-start": "crashAtStart",
@@ -132,6 +159,19 @@ export function parseDemoFlags(argv: readonly string[]): DemoFlagsResult {
     if (boolKey !== undefined) {
       if (inline !== undefined) return { kind: "error", message: `${flag} takes no value` };
       options[boolKey] = true;
+      continue;
+    }
+    if (flag === "--hang-before-headers") {
+      if (inline !== undefined) return { kind: "error", message: `${flag} takes no value` };
+      options.hangBeforeHeaders = true;
+      continue;
+    }
+    if (flag === "--bad-sse") {
+      const kind = inline ?? argv[++i];
+      if (!BAD_SSE.includes(kind as BadSse)) {
+        return { kind: "error", message: `--bad-sse needs one of ${BAD_SSE.join(", ")}` };
+      }
+      options.badSse = kind as BadSse;
       continue;
     }
     if (flag === "-m" || flag === "--model") {

@@ -51,3 +51,23 @@ export async function readJsonObject(
   }
   return [body as Record<string, unknown>, text];
 }
+
+/** Resolves when the client has gone away (Bun aborts the request's signal then). */
+export function untilAborted(req: Request): Promise<void> {
+  if (req.signal.aborted) return Promise.resolve();
+  return new Promise((resolve) => req.signal.addEventListener("abort", () => resolve()));
+}
+
+/** `--stall-after-tokens` on a JSON answer: headers and half the body, then silence. */
+export function stalledJson(req: Request, body: string): Response {
+  const stream = new ReadableStream({
+    type: "direct",
+    async pull(controller) {
+      controller.write(body.slice(0, Math.floor(body.length / 2)));
+      await controller.flush();
+      await untilAborted(req);
+      controller.close();
+    },
+  });
+  return new Response(stream, { headers: JSON_HEADERS });
+}

@@ -16,8 +16,16 @@ import {
   type Usage,
   usage,
 } from "./completion.ts";
-import type { DemoOptions } from "./flags.ts";
-import { json, jsonText, openAiError, readJsonObject, sse } from "./http.ts";
+import type { BadSse, DemoOptions } from "./flags.ts";
+import {
+  json,
+  jsonText,
+  openAiError,
+  readJsonObject,
+  sse,
+  stalledJson,
+  untilAborted,
+} from "./http.ts";
 import { contextOverflow } from "./llama-extras.ts";
 
 export interface DemoContext {
@@ -100,6 +108,9 @@ export async function chatCompletions(ctx: DemoContext, req: Request): Promise<R
   if (c.stream) {
     return streamPlan(ctx, req, chatStreamPlan({ ...input, usage: c.includeUsage ? use : null }));
   }
+  if (ctx.options.stallAfterTokens !== undefined) {
+    return stalledJson(req, chatResponse({ ...input, usage: use }));
+  }
   await generateWhole(ctx, completionTokens);
   return jsonText(chatResponse({ ...input, usage: use }));
 }
@@ -119,6 +130,9 @@ export async function completions(ctx: DemoContext, req: Request): Promise<Respo
   const use: Usage = usage(c.promptTokens, c.count);
   if (c.stream) {
     return streamPlan(ctx, req, textStreamPlan({ ...input, usage: c.includeUsage ? use : null }));
+  }
+  if (ctx.options.stallAfterTokens !== undefined) {
+    return stalledJson(req, textResponse({ ...input, usage: use }));
   }
   await generateWhole(ctx, c.count);
   return jsonText(textResponse({ ...input, usage: use }));
@@ -180,8 +194,25 @@ function crashMessage(ctx: DemoContext, n: number): string {
   return `demo-upstream ${ctx.options.name}: simulated crash after ${n} tokens (--crash-after-tokens)`;
 }
 
+/** `--bad-sse`: the tail a broken server would send instead of the usual one. */
+function brokenTail(tail: string[], kind: BadSse | undefined): string[] {
+  switch (kind) {
+    case undefined:
+      return tail;
+    case "no-done":
+      return tail.slice(0, -1);
+    case "mid-event": {
+      const last = tail[0] as string;
+      return [last.slice(0, Math.floor(last.length / 2))];
+    }
+    case "not-json":
+      return ["data: upstream error: out of memory\n\n", ...tail.slice(-1)];
+  }
+}
+
 function streamPlan(ctx: DemoContext, req: Request, plan: StreamPlan): Response {
-  const { tokenMs, crashAfterTokens: crashAt, firstTokenMs } = ctx.options;
+  const { tokenMs, crashAfterTokens: crashAt, firstTokenMs, stallAfterTokens } = ctx.options;
+  const tail = brokenTail(plan.tail, ctx.options.badSse);
   const stream = new ReadableStream({
     type: "direct",
     async pull(controller) {
@@ -193,6 +224,12 @@ function streamPlan(ctx: DemoContext, req: Request, plan: StreamPlan): Response 
         if (req.signal.aborted) return controller.close();
       }
       for (let i = 0; i < plan.tokens.length; i++) {
+        if (i === stallAfterTokens) {
+          // A wedged server: what it made so far is out, then nothing, connection open.
+          await controller.flush();
+          await untilAborted(req);
+          return controller.close();
+        }
         if (crashAt !== null && i === crashAt) {
           // Let the tokens already made reach the client, as a real crash mid-stream would.
           await controller.flush(true);
@@ -211,7 +248,7 @@ function streamPlan(ctx: DemoContext, req: Request, plan: StreamPlan): Response 
         // 0 means the client went away: stop generating for nobody.
         else if (wrote === 0) return controller.close();
       }
-      for (const frame of plan.tail) controller.write(frame);
+      for (const frame of tail) controller.write(frame);
       controller.close();
     },
   });

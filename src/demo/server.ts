@@ -6,7 +6,7 @@
 import type { Server } from "bun";
 import { buildTokens } from "./completion.ts";
 import type { DemoOptions } from "./flags.ts";
-import { json, jsonText, openAiError, pathOf } from "./http.ts";
+import { json, jsonText, openAiError, pathOf, untilAborted } from "./http.ts";
 import { chatCompletions, completions, type DemoContext, embeddings } from "./inference.ts";
 import { applyTemplate, props, tokenize } from "./llama-extras.ts";
 
@@ -78,6 +78,8 @@ export function startDemoServer(options: DemoOptions, hooks: DemoServerHooks): D
     if (!loaded()) return openAiError(503, "Loading model", "unavailable_error");
     // A slow generation must not be cut by Bun's per-connection idle timer.
     srv.timeout(req, 0);
+    // A wedged server: the request is taken, nothing ever comes back.
+    if (options.hangBeforeHeaders) return untilAborted(req).then(() => new Response(null));
     return handler(ctx, req);
   }
 

@@ -1,6 +1,10 @@
 import { QmError } from "../shared/errors.ts";
+import type { Logger } from "../shared/log.ts";
+import { failureLogLine, upstreamFailure } from "./causes.ts";
+import type { Deadline } from "./deadline.ts";
 import { clientResponseHeaders, upstreamRequestHeaders } from "./headers.ts";
-import { type RelayEnd, relay } from "./relay.ts";
+import { BrokenStream, type RelayEnd, relay } from "./relay.ts";
+import { SseCheck } from "./sse-check.ts";
 
 export interface ForwardRequest {
   /** Upstream base URL (no trailing slash) and the path + query to call on it. */
@@ -12,8 +16,19 @@ export interface ForwardRequest {
   signal: AbortSignal;
   /** Model id, for error messages. */
   model: string;
-  /** Last lines the upstream printed, read only when something goes wrong. */
+  /** Last lines the upstream printed, read only for qm's log line when something goes wrong. */
   stderrTail: () => string[];
+  /** Where a failure's raw error and the stderr tail go; clients get a one-line cause. */
+  log?: Logger | undefined;
+  /** The call's time limits; none when absent. A `raw` caller drives its body reads itself. */
+  deadline?: Deadline | null | undefined;
+  /**
+   * Check an SSE answer as it passes (`SseCheck`): a broken one ends with an error event
+   * rather than looking complete. `requireDone`: it must end with `data: [DONE]`.
+   */
+  checkSse?: { requireDone: boolean } | undefined;
+  /** A mid-stream failure as the client's API writes it; default an OpenAI error event. */
+  renderFailure?: ((error: QmError) => Uint8Array) | undefined;
   onChunk?: ((chunk: Uint8Array) => void) | undefined;
   /**
    * Return the upstream's response as it came, body unread: for a caller that consumes the
@@ -31,16 +46,18 @@ export interface ForwardRequest {
  * chunk. Throws a QmError (after calling onEnd) when no response came at all.
  */
 export async function forward(req: ForwardRequest): Promise<Response> {
+  const deadline = req.deadline ?? null;
   let upstream: Response;
   try {
+    deadline?.start();
     upstream = await fetch(req.base + req.pathAndQuery, {
       method: req.method,
       headers: upstreamRequestHeaders(req.headers),
       body: req.body,
-      signal: req.signal,
+      signal: deadline ? AbortSignal.any([req.signal, deadline.signal]) : req.signal,
       redirect: "manual",
-      // Relay bytes as they are; a model can think for minutes before its first byte; and a
-      // loopback upstream must never be sent through an HTTP proxy from the environment.
+      // Relay bytes as they are; the deadline, not fetch, limits how long a model may think;
+      // and a loopback upstream must never be sent through an HTTP proxy from the environment.
       decompress: false,
       timeout: false,
       proxy: false,
@@ -48,36 +65,44 @@ export async function forward(req: ForwardRequest): Promise<Response> {
   } catch (error) {
     throw ended(req, error);
   }
-  if (req.raw) return upstream;
+  deadline?.headers();
+  if (req.raw) {
+    // Whatever the caller does with the body, the clock runs until its first read returns.
+    deadline?.reading();
+    return upstream;
+  }
   const headers = clientResponseHeaders(upstream.headers);
   if (req.extraHeaders) for (const [k, v] of req.extraHeaders) headers.set(k, v);
+  const onEnd = (end: RelayEnd) => {
+    deadline?.end(end.kind === "done");
+    req.onEnd(end);
+  };
   if (!upstream.body) {
-    req.onEnd({ kind: "done" });
+    onEnd({ kind: "done" });
     return new Response(null, { status: upstream.status, headers });
   }
   const type = headers.get("content-type") ?? "";
   const sse = type.includes("text/event-stream");
   if (!sse && WHOLE_JSON.test(type)) {
     // A JSON answer is only usable whole, so nothing is gained by relaying it piecemeal; taking
-    // it in one read is cheaper per request and tells us exactly when the exchange is over.
+    // it whole is cheaper per request and tells us exactly when the exchange is over.
     let bytes: Uint8Array;
     try {
-      bytes = await upstream.bytes();
+      bytes = await readWhole(upstream, upstream.body, deadline);
     } catch (error) {
       throw ended(req, error);
     }
     req.onChunk?.(bytes);
-    req.onEnd({ kind: "done" });
+    onEnd({ kind: "done" });
     return new Response(bytes, { status: upstream.status, headers });
   }
   const body = relay(upstream.body, {
     onChunk: req.onChunk,
-    onEnd: req.onEnd,
+    watch: deadline,
+    check: sse && req.checkSse && upstream.ok ? new SseCheck(req.checkSse.requireDone) : null,
+    onEnd,
     // An SSE client can be told why its stream ended; any other body is simply cut short.
-    onFailure: sse
-      ? (error) =>
-          req.signal.aborted ? null : sseError(upstreamFailure(req.model, error, req.stderrTail()))
-      : undefined,
+    onFailure: sse ? (error) => (req.signal.aborted ? null : midStream(req, error)) : undefined,
   });
   return new Response(body, { status: upstream.status, headers });
 }
@@ -88,22 +113,66 @@ export async function forward(req: ForwardRequest): Promise<Response> {
  */
 const WHOLE_JSON = /^\s*application\/(?:json|[\w.+-]*\+json)\s*(?:;|$)/i;
 
+/** The whole body; each read is timed, so a body that stops coming ends the exchange. */
+async function readWhole(
+  res: Response,
+  body: ReadableStream<Uint8Array>,
+  deadline: Deadline | null,
+): Promise<Uint8Array> {
+  // Untimed, one native read is cheapest.
+  if (!deadline) return res.bytes();
+  const reader = body.getReader();
+  const parts: Uint8Array[] = [];
+  for (;;) {
+    deadline.reading();
+    const step = await reader.read();
+    deadline.read();
+    if (step.done) break;
+    parts.push(step.value);
+  }
+  return parts.length === 1 ? (parts[0] as Uint8Array) : Buffer.concat(parts);
+}
+
 /** Reports the end of an exchange that produced no response, and the error to answer with. */
 function ended(req: ForwardRequest, error: unknown): QmError {
-  req.onEnd({ kind: req.signal.aborted ? "cancelled" : "failed", error });
+  const end: RelayEnd = req.signal.aborted ? { kind: "cancelled" } : { kind: "failed", error };
+  req.deadline?.end(false);
+  req.onEnd(end);
   if (req.signal.aborted) {
     return new QmError("cancelled", `the client went away while "${req.model}" was answering`);
   }
-  return new QmError("upstream_failed", upstreamFailure(req.model, error, req.stderrTail()), {
+  return asFailure(req, error, false);
+}
+
+/** The QmError a client is shown: a timeout as it is, anything else as one plain cause. */
+function asFailure(req: ForwardRequest, error: unknown, midAnswer: boolean): QmError {
+  const timeout = req.deadline?.timedOut;
+  if (timeout) return timeout;
+  if (error instanceof QmError) return error;
+  if (error instanceof BrokenStream) {
+    const message = `model "${req.model}" ${error.message}`;
+    req.log?.warn(message);
+    return new QmError("upstream_failed", message);
+  }
+  req.log?.warn(failureLogLine(req.model, error, req.stderrTail()));
+  return new QmError("upstream_failed", upstreamFailure(req.model, error, midAnswer), {
     cause: error,
   });
 }
 
-export function upstreamFailure(model: string, error: unknown, tail: string[]): string {
-  const why = error instanceof Error ? error.message : String(error);
-  const lines = tail.length ? `; last output:\n${tail.join("\n")}` : "";
-  return `model "${model}" failed to answer: ${why}${lines}`;
+/**
+ * The event that ends a stream broken mid-way. The body may have stopped mid-line; a blank line
+ * first ends whatever was half sent, so the error is an event of its own (blank lines between
+ * events are no-ops for every SSE parser).
+ */
+function midStream(req: ForwardRequest, error: unknown): Uint8Array {
+  const failure = asFailure(req, error, true);
+  const frame =
+    req.renderFailure?.(failure) ?? sseError(failure.message, "upstream_error", failure.code);
+  return Buffer.concat([BLANK_LINES, frame]);
 }
+
+const BLANK_LINES = Buffer.from("\n\n");
 
 const encoder = new TextEncoder();
 

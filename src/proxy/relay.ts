@@ -6,14 +6,34 @@
  * write and one flush instead of a trip through a stream queue. Back-pressure still reaches the
  * upstream: a pending write is awaited before the next read.
  */
+import type { ReadWatch } from "./deadline.ts";
+
 export type RelayEnd =
   | { kind: "done" }
   | { kind: "cancelled" }
   | { kind: "failed"; error: unknown };
 
+/** What a `check` found wrong with the bytes (the message says what, without the model). */
+export class BrokenStream extends Error {
+  override readonly name = "BrokenStream";
+}
+
+export interface StreamCheck {
+  feed(chunk: Uint8Array): { problem: string; keep: number } | null;
+  end(): string | null;
+}
+
 export interface RelayOptions {
   /** Called once per chunk before it is passed on (e.g. to watch for tool calls). */
   onChunk?: ((chunk: Uint8Array) => void) | undefined;
+  /** Told when each read of the upstream starts and returns (the call's deadline). */
+  watch?: ReadWatch | null | undefined;
+  /**
+   * Judges the bytes as they pass: a problem ends the relay as a failure, after the chunk's
+   * first `keep` bytes (nothing that follows a broken event is sound); `end()` judges how the
+   * body ended.
+   */
+  check?: StreamCheck | null | undefined;
   /** Bytes to write after a mid-stream failure instead of cutting the connection bluntly. */
   onFailure?: ((error: unknown) => Uint8Array | null) | undefined;
   onEnd: (end: RelayEnd) => void;
@@ -24,6 +44,7 @@ export function relay(
   opts: RelayOptions,
 ): ReadableStream<Uint8Array> {
   const reader = source.getReader();
+  const { onChunk, watch, check } = opts;
   let ended = false;
   const end = (e: RelayEnd) => {
     if (ended) return;
@@ -33,25 +54,44 @@ export function relay(
   const direct: Bun.DirectUnderlyingSource<Uint8Array> = {
     type: "direct",
     async pull(controller) {
+      const fail = (error: unknown) => {
+        const tail = opts.onFailure?.(error) ?? null;
+        if (tail) controller.write(tail);
+        end({ kind: "failed", error });
+      };
       try {
+        let problem: string | null = null;
         for (;;) {
+          watch?.reading();
           const step = await reader.read();
-          if (step.done) break;
-          opts.onChunk?.(step.value);
-          const wrote = controller.write(step.value);
+          watch?.read();
+          if (step.done) {
+            problem = check?.end() ?? null;
+            break;
+          }
+          onChunk?.(step.value);
+          let chunk = step.value;
+          const verdict = check ? check.feed(chunk) : null;
+          if (verdict) {
+            problem = verdict.problem;
+            chunk = chunk.subarray(0, verdict.keep);
+          }
+          const wrote = controller.write(chunk);
           if (typeof wrote !== "number") await wrote;
           const flushed = controller.flush();
           if (typeof flushed !== "number") await flushed;
+          if (problem) {
+            // Nothing sound can follow: stop the upstream too.
+            void reader.cancel().catch(() => {});
+            break;
+          }
         }
-        end({ kind: "done" });
+        if (problem) fail(new BrokenStream(problem));
+        else end({ kind: "done" });
       } catch (error) {
         // A client that left has already been reported by cancel(); the read that failed
         // because of it is not an upstream failure.
-        if (!ended) {
-          const tail = opts.onFailure?.(error) ?? null;
-          if (tail) controller.write(tail);
-          end({ kind: "failed", error });
-        }
+        if (!ended) fail(error);
       }
       controller.close();
     },

@@ -1,4 +1,5 @@
 import { QmError } from "../shared/errors.ts";
+import { upstreamFailure } from "./causes.ts";
 import { sseError } from "./forward.ts";
 
 /**
@@ -104,7 +105,8 @@ export function placeholderStream(opts: PlaceholderOptions): ReadableStream<Uint
             const step = await reader.read().catch((error) => ({ error }));
             if ("error" in step) {
               controller.enqueue(
-                opts.renderError?.(step.error) ?? sseError(errorMessage(step.error)),
+                opts.renderError?.(step.error) ??
+                  sseError(upstreamFailure(opts.model, step.error, true)),
               );
               controller.close();
               finish();

@@ -22,6 +22,7 @@ import { EventHub } from "./event-hub.ts";
 import { GpuWatch } from "./gpu-watch.ts";
 import { LeaseBook } from "./leases.ts";
 import { LiveBudget } from "./live-budget.ts";
+import { StallStreaks } from "./stalls.ts";
 import { buildStatus } from "./status.ts";
 import { Variants } from "./variants.ts";
 
@@ -64,6 +65,7 @@ export class Runtime implements Effects, Gateway {
   readonly gpu: GpuWatch;
   private readonly variants: Variants;
   private readonly startedAt = Date.now();
+  private readonly stalls = new StallStreaks();
 
   constructor(
     readonly config: Config,
@@ -239,6 +241,22 @@ export class Runtime implements Effects, Gateway {
   /** Last lines of a model's stderr, for error messages. */
   stderrTail(id: string, lines = 5): string[] {
     return this.processes.get(id)?.stderrTail(lines) ?? [];
+  }
+
+  /** An upstream call timed out. A model stuck that way is stopped; the next request starts it. */
+  reportStall(id: string): void {
+    const { count, restart } = this.stalls.stall(id, this.opts.clock.now());
+    const limit = this.stalls.limit;
+    if (!restart) {
+      this.opts.log.warn(`model "${id}" timed out (${count} of ${limit} before a restart)`);
+      return;
+    }
+    this.opts.log.warn(`model "${id}" timed out ${count} times without an answer: restarting it`);
+    this.scheduler.unload(id);
+  }
+
+  reportAnswered(id: string): void {
+    this.stalls.answered(id);
   }
 
   // ── Effects ───────────────────────────────────────────────────────────────────────────────

@@ -19,6 +19,7 @@ export type QmErrorCode =
   | "upstream_start_failed"
   | "upstream_start_timeout"
   | "port_in_use"
+  | "upstream_timeout"
   | "model_unloaded"
   | "shutting_down"
   | "cannot_fit"
@@ -42,6 +43,7 @@ const STATUS: Record<QmErrorCode, number> = {
   upstream_start_timeout: 504,
   // Another process holds the model's port: qm will not send it the model's prompts.
   port_in_use: 503,
+  upstream_timeout: 504,
   model_unloaded: 503,
   shutting_down: 503,
   cannot_fit: 503,

@@ -1,5 +1,8 @@
 /** `anthropic_native = true`: `/v1/messages` passes through untranslated. */
-import { afterAll, beforeEach, expect, test } from "bun:test";
+import { afterAll, beforeEach, describe, expect, test } from "bun:test";
+import { Elysia } from "elysia";
+import { anthropicRoutes } from "../../src/api/anthropic/routes.ts";
+import { FakeTimers } from "../support/fake-timers.ts";
 import {
   appFor,
   basic,
@@ -9,6 +12,7 @@ import {
   fakeGateway,
   modelToml,
   post,
+  quietLog,
 } from "./support.ts";
 
 const up = new FakeUpstream();
@@ -90,4 +94,79 @@ test("upstream errors: OpenAI-shaped ones are rewrapped, Anthropic ones pass", a
   const res2 = await post(appFor(gw), "/v1/messages", native);
   expect([res2.status, await res2.json()]).toEqual([529, own]);
   expect(gw.releases).toEqual([{ toolCalls: false }, { toolCalls: false }]);
+});
+
+describe("an upstream that hangs (first_byte_timeout_s, stall_timeout_s on a fake clock)", () => {
+  const timed = () => {
+    const timers = new FakeTimers();
+    const g = fakeGateway(
+      modelToml("n", up, "anthropic_native = true\nfirst_byte_timeout_s = 2\nstall_timeout_s = 1"),
+    );
+    g.states.n = "ready";
+    const app = new Elysia().use(anthropicRoutes(g, { pingMs: 60_000, log: quietLog(), timers }));
+    return { g, app, timers };
+  };
+  /** Moves the clock until the response settles: the relay's read may start a turn later. */
+  const expire = async (timers: FakeTimers, ms: number, done: () => boolean) => {
+    for (let i = 0; i < 100 && !done(); i++) {
+      timers.advance(ms);
+      await new Promise((r) => setImmediate(r));
+    }
+  };
+
+  test("no headers in time: 504 timeout_error in Anthropic's envelope; reported, released", async () => {
+    const { g, app, timers } = timed();
+    let arrived: () => void = () => {};
+    const taken = new Promise<void>((r) => {
+      arrived = r;
+    });
+    up.handle = (rec) => {
+      arrived();
+      return new Promise((r) => rec.signal.addEventListener("abort", () => r(new Response(""))));
+    };
+    const pending = post(app, "/v1/messages", native);
+    await taken;
+    timers.advance(2000);
+    const res = await pending;
+    expect(res.status).toBe(504);
+    expect((await bodyOf(res)).error).toEqual({
+      type: "timeout_error",
+      message: 'model "n" sent no response within 2 s (first_byte_timeout_s)',
+    });
+    expect(g.reports).toEqual(["stall n"]);
+    expect(g.releases).toEqual([{ toolCalls: false }]);
+  });
+
+  test("silence mid-stream: an Anthropic `event: error`, not an OpenAI frame", async () => {
+    const { g, app, timers } = timed();
+    const start = 'event: message_start\ndata: {"type":"message_start","message":{}}\n\n';
+    up.handle = (rec) =>
+      new Response(
+        new ReadableStream({
+          type: "direct",
+          async pull(c) {
+            c.write(start);
+            await c.flush();
+            await new Promise((r) => rec.signal.addEventListener("abort", r));
+            c.close();
+          },
+        }),
+        { headers: { "content-type": "text/event-stream" } },
+      );
+    const res = await post(app, "/v1/messages", { ...native, stream: true });
+    let text = "";
+    let done = false;
+    const reading = (async () => {
+      text = await res.text();
+      done = true;
+    })();
+    await expire(timers, 1000, () => done);
+    await reading;
+    expect(text.startsWith(start)).toBe(true);
+    const last = text.trim().split("\n\n").at(-1)!;
+    expect(last.split("\n")[0]).toBe("event: error");
+    expect(JSON.parse(last.split("\n")[1]!.slice(6)).error.type).toBe("timeout_error");
+    expect(g.reports).toEqual(["stall n"]);
+    expect(g.releases).toEqual([{ toolCalls: false }]);
+  });
 });

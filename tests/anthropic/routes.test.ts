@@ -114,6 +114,8 @@ describe.each(SDKS)("%s as the client", (_name, Sdk) => {
         },
       });
     }
+    // A refusal is an answer: no stall reported, and each call's time limits ended.
+    expect(gw.reports).toEqual(["answered m", "answered m"]);
   });
 
   test("22: upstream 503 (loading) is 529 overloaded_error with retry-after", async () => {

@@ -5,7 +5,9 @@
 import { describe, expect, test } from "bun:test";
 import { translatedStream } from "../../src/api/anthropic/stream-body.ts";
 import { StreamTranslator } from "../../src/api/anthropic/translate/stream.ts";
+import { Deadline } from "../../src/proxy/deadline.ts";
 import { QmError } from "../../src/shared/errors.ts";
+import { FakeTimers } from "../support/fake-timers.ts";
 import { build } from "./grammar.ts";
 import { encoder, everySplit, OPTS, run } from "./replay.ts";
 import { chunk, parseEvents, sseResponse, sseText, types } from "./support.ts";
@@ -175,5 +177,85 @@ describe("the stream wrapper", () => {
     expect(cancelled).toBe(true);
     expect(upstreamCancelled).toBe(true);
     expect(ends).toBe(1);
+  });
+});
+
+describe("the call's time limits", () => {
+  /** An upstream body that sends `first`, then nothing, and fails as fetch does on abort. */
+  const silentAfter = (first: string, signal: AbortSignal) =>
+    new ReadableStream<Uint8Array>({
+      start(c) {
+        c.enqueue(encoder.encode(first));
+        signal.addEventListener("abort", () => c.error(signal.reason));
+      },
+    });
+
+  test("pings go out while the upstream is silent but are no progress: the stall ends it", async () => {
+    const timers = new FakeTimers();
+    const reports: string[] = [];
+    const deadline = new Deadline({
+      model: "m",
+      firstByteMs: 0,
+      stallMs: 1000,
+      timers,
+      report: { stalled: () => reports.push("stalled"), answered: () => reports.push("answered") },
+    });
+    deadline.start();
+    deadline.headers();
+    const stream = translatedStream({
+      upstream: sseResponse(
+        silentAfter(sseText([chunk({ content: "x" })], false), deadline.signal),
+      ),
+      translator: new StreamTranslator(OPTS),
+      model: "m",
+      pingMs: 5,
+      deadline,
+      onEnd: () => {},
+      onCancel: () => {},
+    });
+    const reader = stream.getReader();
+    const decoder = new TextDecoder();
+    let text = "";
+    // Two pings: qm has been writing all along, the upstream has not.
+    while ((text.match(/event: ping/g) ?? []).length < 2) {
+      text += decoder.decode((await reader.read()).value);
+    }
+    timers.advance(1000);
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      text += decoder.decode(value);
+    }
+    const built = build(parseEvents(text));
+    expect(built.message.content).toEqual([{ type: "text", text: "x" }]);
+    expect(built.error).toEqual({
+      type: "timeout_error",
+      message: 'model "m" sent nothing for 1 s mid-answer (stall_timeout_s)',
+    });
+    expect(reports).toEqual(["stalled"]);
+  });
+
+  test("a message that completes is reported answered", async () => {
+    const reports: string[] = [];
+    const deadline = new Deadline({
+      model: "m",
+      firstByteMs: 1000,
+      stallMs: 1000,
+      timers: new FakeTimers(),
+      report: { stalled: () => reports.push("stalled"), answered: () => reports.push("answered") },
+    });
+    deadline.start();
+    deadline.headers();
+    const stream = translatedStream({
+      upstream: sseResponse(sseText([chunk({ content: "x" }), chunk({}, "stop")])),
+      translator: new StreamTranslator(OPTS),
+      model: "m",
+      pingMs: 60_000,
+      deadline,
+      onEnd: () => {},
+      onCancel: () => {},
+    });
+    await new Response(stream).text();
+    expect(reports).toEqual(["answered"]);
   });
 });

@@ -179,12 +179,17 @@ describe("streaming translation", () => {
     const eof = await everySplit(partial);
     expect(eof.built.error?.type).toBe("api_error");
     expect(eof.built.error?.message).toContain("ended unexpectedly");
-    const broken = await run(
-      sseResponse(bodyOf([encoder.encode(partial)], new Error("socket closed"))),
-    );
+    // Bun's own wording is for developers; the client is told the model and a plain cause.
+    const reset = Object.assign(new Error("ECONNRESET: … pass `verbose: true` to fetch()"), {
+      code: "ECONNRESET",
+    });
+    const broken = await run(sseResponse(bodyOf([encoder.encode(partial)], reset)));
     const b = build(parseEvents(broken.text));
     expect(b.end).toBe("error");
-    expect(b.error?.message).toContain("socket closed");
+    expect(b.error).toEqual({
+      type: "api_error",
+      message: 'model "m" failed mid-answer: connection reset',
+    });
     expect(broken.toolCalls).toBe(false);
   });
 

@@ -90,6 +90,8 @@ export interface FakeGw extends Gateway {
   gate: Promise<void> | null;
   /** Called once acquire has reported loading and starts waiting for `gate`. */
   onWaiting: () => void;
+  /** Model ids as `reportStall` / `reportAnswered` heard of them, in order. */
+  reports: string[];
 }
 
 /** A Gateway over an inline TOML config; leases are recorded, never scheduled. */
@@ -103,6 +105,7 @@ export function fakeGateway(toml: string): FakeGw {
     acquired: 0,
     gate: null,
     onWaiting: () => {},
+    reports: [],
     resolve(name: string): ModelConfig | undefined {
       const id = cfg.aliases[name] ?? name;
       return cfg.models[id];
@@ -130,6 +133,8 @@ export function fakeGateway(toml: string): FakeGw {
     },
     releaseLease: () => {},
     subscribe: () => () => {},
+    reportStall: (id: string) => void gw.reports.push(`stall ${id}`),
+    reportAnswered: (id: string) => void gw.reports.push(`answered ${id}`),
   };
   return gw;
 }

@@ -49,6 +49,24 @@ describe("parseDemoFlags", () => {
     });
   });
 
+  test("the flags that break answers", () => {
+    const r = parseDemoFlags([
+      "--hang-before-headers",
+      "--stall-after-tokens",
+      "4",
+      "--bad-sse=mid-event",
+    ]);
+    expect(r).toEqual({
+      kind: "run",
+      options: {
+        ...DEFAULT_DEMO_OPTIONS,
+        hangBeforeHeaders: true,
+        stallAfterTokens: 4,
+        badSse: "mid-event",
+      },
+    });
+  });
+
   test("help", () => {
     expect(parseDemoFlags(["--port", "1", "--help"])).toEqual({ kind: "help" });
     expect(parseDemoFlags(["-h"])).toEqual({ kind: "help" });
@@ -63,6 +81,9 @@ describe("parseDemoFlags", () => {
     [["--fail-status", "200"], "--fail-status must be an HTTP error status (400-599)"],
     [["--tool-calls=yes"], "--tool-calls takes no value"],
     [["--name", ""], "--name must not be empty"],
+    [["--bad-sse", "weird"], "--bad-sse needs one of no-done, mid-event, not-json"],
+    [["--bad-sse"], "--bad-sse needs one of no-done, mid-event, not-json"],
+    [["--hang-before-headers=1"], "--hang-before-headers takes no value"],
   ])("%p is a usage error", (argv, message) => {
     expect(parseDemoFlags(argv)).toEqual({ kind: "error", message });
   });

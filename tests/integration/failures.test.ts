@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
-import { chat, serve, status, until } from "../support/e2e.ts";
+import { chat, freePort, serve, status, until } from "../support/e2e.ts";
 import type { QmServer } from "../support/qm-process.ts";
 
 // Real processes: loads, stops and TTLs take real time.
@@ -10,7 +10,7 @@ let qm: QmServer;
 beforeAll(async () => {
   qm = await serve(`
 [groups.solo]
-members = ["broken", "midway", "steady", "slowpoke"]
+members = ["broken", "midway", "steady", "slowpoke", "refuser"]
 swap = false
 exclusive = false
 
@@ -25,6 +25,12 @@ cmd = "\${demo}"
 
 [models.slowpoke]
 cmd = "\${demo} --hang-health"
+
+# Runs, but nothing listens where qm sends its requests.
+[models.refuser]
+cmd = "sleep 3600"
+proxy = "http://127.0.0.1:${freePort()}"
+check_endpoint = "none"
 `);
 });
 
@@ -71,7 +77,8 @@ describe("upstream failures", () => {
     const text = await res.text();
     const data = text.split("\n").filter((l) => l.startsWith("data: "));
     const last = JSON.parse(data.at(-1)!.slice(6));
-    expect(errorOf(last).message).toContain('"midway"');
+    // The model and a plain cause: no runtime internals (the stderr tail is for the logs).
+    expect(errorOf(last).message).toMatch(/^model "midway" failed mid-answer: [a-z ]+$/);
     expect(text).not.toContain("[DONE]");
     await until(
       () => status(qm.url),
@@ -97,6 +104,15 @@ describe("upstream failures", () => {
     expect(res.status).toBe(200);
     expect(res.headers.get("x-qm-model-loaded")).toBe("false");
     await res.json();
+  });
+
+  test("an upstream nobody listens for: 502 with one plain cause; the details are in qm's log", async () => {
+    const res = await chat(qm.url, "refuser");
+    expect(res.status).toBe(502);
+    const err = errorOf(await res.json());
+    expect(err.code).toBe("upstream_failed");
+    expect(err.message).toBe('model "refuser" failed to answer: connection refused');
+    expect(qm.log()).toMatch(/model "refuser": upstream call failed: .*(ECONNREFUSED|refused)/i);
   });
 
   test("a client that leaves while its model loads leaves no trace; the load is not lost", async () => {

@@ -1,3 +1,4 @@
+import type { Timers } from "../../proxy/deadline.ts";
 import type { Logger } from "../../shared/log.ts";
 import type { Gateway, Lease } from "../gateway.ts";
 
@@ -9,6 +10,8 @@ export interface AnthropicOptions {
    */
   pingMs: number;
   log: Logger;
+  /** The clock of upstream time limits; a fake one in tests. */
+  timers?: Timers;
 }
 
 /** One Anthropic request as the route hands it over. */

@@ -6,12 +6,14 @@
  * agent-loop hold). Models marked `anthropic_native` are passed through (`native.ts`).
  */
 
-import { forward, upstreamFailure } from "../../proxy/forward.ts";
+import { failureLogLine, upstreamFailure } from "../../proxy/causes.ts";
+import { forward } from "../../proxy/forward.ts";
 import { placeholderStream } from "../../proxy/wait-status.ts";
 import { asQmError, QmError } from "../../shared/errors.ts";
 import { linkToClient } from "../client-link.ts";
 import type { AcquireHooks, Lease } from "../gateway.ts";
 import { schedulingHeaders } from "../openai/inference.ts";
+import { type CallGuards, callGuards } from "../upstream-call.ts";
 import type { AnthropicRequest } from "./context.ts";
 import { releaseOnce, SSE_HEADERS } from "./context.ts";
 import { anthropicError, errorEvent, fromQmError, fromUpstream } from "./errors.ts";
@@ -93,7 +95,11 @@ export async function handleMessages(ctx: AnthropicRequest): Promise<Response> {
   };
 
   /** After the grant: clamp `max_tokens`, then send. Releases the lease if nothing came back. */
-  const open = async (lease: Lease, release: (toolCalls: boolean) => void): Promise<Response> => {
+  const open = async (
+    lease: Lease,
+    release: (toolCalls: boolean) => void,
+    guards: CallGuards,
+  ): Promise<Response> => {
     try {
       const cap = await answerCap(model, profile, prompt, oai.max_tokens, client.signal);
       const payload = cap === null ? oai : { ...oai, max_tokens: Math.min(oai.max_tokens, cap) };
@@ -111,8 +117,7 @@ export async function handleMessages(ctx: AnthropicRequest): Promise<Response> {
         }),
         body: encoder.encode(JSON.stringify(payload)),
         signal: client.signal,
-        model: model.id,
-        stderrTail: () => gw.stderrTail(model.id),
+        ...guards,
         // The translator reads the upstream's body itself and reports the end.
         raw: oai.stream,
         onEnd: () => {},
@@ -128,12 +133,16 @@ export async function handleMessages(ctx: AnthropicRequest): Promise<Response> {
     const streamFor = (
       upstream: Response | Promise<Response>,
       release: (toolCalls: boolean) => void,
+      guards: CallGuards,
     ) =>
       translatedStream({
         upstream,
         translator: new StreamTranslator(shape),
         model: model.id,
         pingMs: opts.pingMs,
+        deadline: guards.deadline,
+        logFailure: (error) =>
+          guards.log.warn(failureLogLine(model.id, error, guards.stderrTail())),
         onEnd: (toolCalls) => {
           detach();
           release(toolCalls);
@@ -148,7 +157,8 @@ export async function handleMessages(ctx: AnthropicRequest): Promise<Response> {
         start: async (progress) => {
           const lease = await gw.acquire(model, client.signal, { ...progress, ...asks });
           const release = releaseOnce(lease);
-          return new Response(streamFor(open(lease, release), release));
+          const guards = callGuards(gw, model, opts);
+          return new Response(streamFor(open(lease, release, guards), release, guards));
         },
         onCancel: client.abort,
         renderError: (err) => {
@@ -163,19 +173,23 @@ export async function handleMessages(ctx: AnthropicRequest): Promise<Response> {
       const lease = await gw.acquire(model, client.signal, asks);
       headers.set("x-qm-wait-ms", String(lease.waitedMs));
       const release = releaseOnce(lease);
-      const pending = open(lease, release);
+      const guards = callGuards(gw, model, opts);
+      const pending = open(lease, release, guards);
       // A quick refusal (context overflow, bad grammar) stays an HTTP error; a slow start
       // (llama-server holds its headers through prefill) gets a 200 and pings meanwhile.
       const early = await settleWithin(pending, opts.pingMs);
       if (early && !early.ok) throw early.error;
       if (early && early.res.status !== 200) {
         const text = await early.res.text().catch(() => "");
+        // The refusal is the whole exchange (an answer, if not a welcome one): no stream
+        // follows to end the deadline.
+        guards.deadline?.end(true);
         release(false);
         detach();
         const retry = early.res.headers.get("retry-after");
         return anthropicError(fromUpstream(early.res.status, text, model.id, retry), headers);
       }
-      return new Response(streamFor(early ? early.res : pending, release), {
+      return new Response(streamFor(early ? early.res : pending, release, guards), {
         status: 200,
         headers,
       });
@@ -191,11 +205,9 @@ export async function handleMessages(ctx: AnthropicRequest): Promise<Response> {
     headers.set("x-qm-wait-ms", String(lease.waitedMs));
     const release = releaseOnce(lease);
     try {
-      const res = await open(lease, release);
+      const res = await open(lease, release, callGuards(gw, model, opts));
       const text = await res.text().catch((error: unknown) => {
-        throw new QmError("upstream_failed", upstreamFailure(model.id, error, []), {
-          cause: error,
-        });
+        throw new QmError("upstream_failed", upstreamFailure(model.id, error), { cause: error });
       });
       if (res.status !== 200) {
         const retry = res.headers.get("retry-after");

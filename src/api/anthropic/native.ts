@@ -11,6 +11,7 @@ import { placeholderStream } from "../../proxy/wait-status.ts";
 import { asQmError } from "../../shared/errors.ts";
 import { linkToClient } from "../client-link.ts";
 import type { AcquireHooks, Lease } from "../gateway.ts";
+import { callGuards } from "../upstream-call.ts";
 import type { AnthropicRequest } from "./context.ts";
 import { releaseOnce, SSE_HEADERS } from "./context.ts";
 import { anthropicError, errorEvent, fromQmError, fromUpstream } from "./errors.ts";
@@ -91,8 +92,12 @@ export async function handleNative(
       headers: nativeHeaders(request.headers),
       body: encoder.encode(JSON.stringify(payload)),
       signal: client.signal,
-      model: model.id,
-      stderrTail: () => gw.stderrTail(model.id),
+      ...callGuards(gw, model, ctx.opts),
+      // A native stream is Anthropic's: so is the event that ends a broken one.
+      renderFailure: (err) => {
+        const f = fromQmError(err);
+        return encoder.encode(errorEvent(f.type, f.message));
+      },
       onChunk: sniff.feed,
       onEnd: () => {
         detach();

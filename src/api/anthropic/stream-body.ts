@@ -1,17 +1,27 @@
 /**
- * The thin stream around the pure translator: reads the upstream's SSE bytes (eventsource-parser
- * handles split lines, CRLF and comments per the WHATWG SSE spec), feeds each event to the
- * `StreamTranslator`, and hands its Anthropic events on as the client asks for them.
+ * The thin stream around the pure translator: reads the upstream's SSE bytes (`SseEvents` frames
+ * them per the WHATWG SSE spec; a huge data line goes through `DeltaScanner` as it comes),
+ * feeds each event to the `StreamTranslator`, and hands its Anthropic events on as the client
+ * asks for them.
  *
  * It also writes `ping` events while nothing else has gone out for `pingMs`: prefill of a long
  * prompt on a local GPU can take minutes, and llama-server holds even its response headers
  * until the first token, so the upstream may be a pending promise when the stream starts.
  * Anthropic sends the same keep-alive (`event: ping`, streaming docs).
  */
-import { createParser } from "eventsource-parser";
-import { asQmError } from "../../shared/errors.ts";
+import { upstreamFailure } from "../../proxy/causes.ts";
+import type { ReadWatch } from "../../proxy/deadline.ts";
+import { asQmError, QmError } from "../../shared/errors.ts";
 import { fromQmError, fromUpstream } from "./errors.ts";
+import { SseEvents } from "./sse-events.ts";
+import { DeltaScanner } from "./translate/delta-scan.ts";
 import type { StreamTranslator } from "./translate/stream.ts";
+
+/**
+ * A data line still unfinished past this many bytes is translated as it arrives rather than
+ * held whole (`DeltaScanner`); below it, lines are parsed whole, which is cheaper.
+ */
+export const BIG_LINE_BYTES = 256 * 1024;
 
 export interface TranslatedStreamOptions {
   /** The upstream's response, or the promise of it (rejecting with a QmError). */
@@ -20,10 +30,19 @@ export interface TranslatedStreamOptions {
   /** Model id, for error messages. */
   model: string;
   pingMs: number;
+  /**
+   * The call's time limits: each read of the upstream's body is timed (pings are qm's own and
+   * never count), and the end is reported: `answered` when the upstream answered in full.
+   */
+  deadline?: (ReadWatch & { end(answered: boolean): void }) | null;
+  /** Told the raw error of a body read that failed (for qm's log; the client gets a cause). */
+  logFailure?: (error: unknown) => void;
   /** Called exactly once when the stream is over; `toolCalls` when it ended in tool use. */
   onEnd: (toolCalls: boolean) => void;
   /** The client went away: stop the upstream. */
   onCancel: () => void;
+  /** `BIG_LINE_BYTES` unless a test asks for less. */
+  bigLineBytes?: number;
 }
 
 /**
@@ -39,7 +58,8 @@ export function translatedStream(o: TranslatedStreamOptions): ReadableStream<Uin
   let lastWrite = performance.now();
   let ended = false;
   let reader: ReadableStreamDefaultReader<Uint8Array> | null = null;
-  const decoder = new TextDecoder();
+  /** The upstream answered in full (a refusal counts): the end is no stall. */
+  let answered = false;
 
   /** Writes now when the client is attached; before that (a ping), keeps it for the start. */
   const write = (text: string): number | Promise<number> => {
@@ -54,10 +74,15 @@ export function translatedStream(o: TranslatedStreamOptions): ReadableStream<Uin
     return typeof wrote !== "number" ? wrote : flushed;
   };
   let pending = "";
-  const parser = createParser({
-    onEvent: (e) => {
-      pending += t.event(e.data, e.event);
+  const events = new SseEvents({
+    onEvent: (data, name) => {
+      pending += t.event(data, name);
     },
+    bigLineBytes: o.bigLineBytes ?? BIG_LINE_BYTES,
+    bigLine: () =>
+      new DeltaScanner((kind, escaped) => {
+        pending += t.escapedDelta(kind, escaped);
+      }),
   });
   // One timer, re-armed for when the stream will have been quiet for `pingMs`: writes only
   // note the time, so a token stream costs no timer churn, and no gap exceeds `pingMs`.
@@ -79,6 +104,7 @@ export function translatedStream(o: TranslatedStreamOptions): ReadableStream<Uin
     if (ended) return;
     ended = true;
     clearTimeout(timer);
+    o.deadline?.end(answered || t.stopReason !== null);
     o.onEnd(t.stopReason === "tool_use");
     void reader?.cancel().catch(() => {});
   };
@@ -99,8 +125,9 @@ export function translatedStream(o: TranslatedStreamOptions): ReadableStream<Uin
     }
     if (res.status !== 200 || !res.body) {
       // Headers went out as 200 long ago: the upstream's refusal becomes an error event.
-      const text = await res.text().catch(() => "");
-      const f = fromUpstream(res.status, text, o.model, res.headers.get("retry-after"));
+      const text = await res.text().catch(() => null);
+      answered = text !== null;
+      const f = fromUpstream(res.status, text ?? "", o.model, res.headers.get("retry-after"));
       await write(t.fail(f.type, f.message));
       return;
     }
@@ -108,18 +135,27 @@ export function translatedStream(o: TranslatedStreamOptions): ReadableStream<Uin
     while (!t.finished && !ended) {
       let step: Awaited<ReturnType<typeof reader.read>>;
       try {
+        o.deadline?.reading();
         step = await reader.read();
+        o.deadline?.read();
       } catch (error) {
         if (ended) return;
-        await write(t.fail("api_error", `model "${o.model}" failed mid-answer: ${String(error)}`));
+        if (error instanceof QmError) {
+          // A timeout (the deadline aborted the read): 504, `timeout_error`.
+          const f = fromQmError(error);
+          await write(t.fail(f.type, f.message));
+        } else {
+          o.logFailure?.(error);
+          await write(t.fail("api_error", upstreamFailure(o.model, error, true)));
+        }
         return;
       }
       if (step.done) {
-        parser.feed(decoder.decode());
-        parser.reset({ consume: true });
+        answered = true;
+        events.end();
         pending += t.end();
       } else {
-        parser.feed(decoder.decode(step.value, { stream: true }));
+        events.feed(step.value);
       }
       if (pending !== "") {
         const text = pending;

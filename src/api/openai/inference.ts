@@ -6,6 +6,7 @@ import { placeholderStream } from "../../proxy/wait-status.ts";
 import { asQmError, QmError } from "../../shared/errors.ts";
 import { linkToClient } from "../client-link.ts";
 import type { AcquireHooks, Gateway, Lease } from "../gateway.ts";
+import { callGuards } from "../upstream-call.ts";
 import { parseJsonObject, readBody } from "./body.ts";
 import { badRequest, openaiError } from "./errors.ts";
 
@@ -110,6 +111,11 @@ function msHeader(headers: Headers, name: string): number | undefined {
   return n;
 }
 
+/** Chat and text completion streams end with `data: [DONE]`; one without it was cut short. */
+function endsWithDone(pathAndQuery: string): boolean {
+  return /^\/v1\/(?:chat\/)?completions(?:\?|$)/.test(pathAndQuery);
+}
+
 /** Per-request scheduling asks: `X-QM-Hold-Ms` and `X-QM-Patience-Ms`. */
 export function schedulingHeaders(headers: Headers): Pick<AcquireHooks, "holdMs" | "patienceMs"> {
   return {
@@ -163,8 +169,8 @@ export async function handleInference(req: InferenceRequest): Promise<Response> 
       headers: upstreamHeaders,
       body: parsed.body,
       signal,
-      model: model.id,
-      stderrTail: () => gw.stderrTail(model.id),
+      ...callGuards(gw, model),
+      checkSse: { requireDone: endsWithDone(req.pathAndQuery) },
       extraHeaders,
       onChunk: watcher ? (c: Uint8Array) => watcher.feed(c) : undefined,
       onEnd: () => {

@@ -4,6 +4,7 @@ import { forward } from "../../proxy/forward.ts";
 import { asQmError, QmError } from "../../shared/errors.ts";
 import { noIdleTimeout } from "../edge/idle.ts";
 import type { Gateway } from "../gateway.ts";
+import { callGuards } from "../upstream-call.ts";
 import { readBody } from "./body.ts";
 import { openaiError } from "./errors.ts";
 import { handleInference } from "./inference.ts";
@@ -114,8 +115,7 @@ async function upstream(gw: Gateway, request: Request): Promise<Response> {
       headers: request.headers,
       body,
       signal: aborter.signal,
-      model: m.id,
-      stderrTail: () => gw.stderrTail(m.id),
+      ...callGuards(gw, m),
       onEnd: () => {
         request.signal.removeEventListener("abort", onGone);
         lease.release();

@@ -53,12 +53,13 @@ export const PING = sse("ping", {});
 /**
  * The event of every token, written out by hand: the same bytes `sse()` would produce for
  * `{type, index, delta: {type, text|thinking}}`, without building and spreading objects.
+ * `literal` is the text as a JSON string literal, quotes included.
  */
-function deltaEvent(index: number, kind: "text" | "thinking", text: string): string {
+function deltaEvent(index: number, kind: "text" | "thinking", literal: string): string {
   const delta =
     kind === "text"
-      ? `{"type":"text_delta","text":${JSON.stringify(text)}}`
-      : `{"type":"thinking_delta","thinking":${JSON.stringify(text)}}`;
+      ? `{"type":"text_delta","text":${literal}}`
+      : `{"type":"thinking_delta","thinking":${literal}}`;
   return `event: content_block_delta\ndata: {"type":"content_block_delta","index":${index},"delta":${delta}}\n\n`;
 }
 
@@ -173,7 +174,20 @@ export class StreamTranslator {
     return out;
   }
 
-  private blockDelta(kind: "text" | "thinking", text: string): string {
+  /**
+   * A piece of a huge delta's text, still JSON-escaped as the upstream sent it (DeltaScanner):
+   * it goes out inside a JSON string as it is.
+   */
+  escapedDelta(kind: "text" | "thinking", escaped: string): string {
+    if (this.done || escaped === "") return "";
+    return this.start() + this.blockDelta(kind, escaped, `"${escaped}"`);
+  }
+
+  private blockDelta(
+    kind: "text" | "thinking",
+    text: string,
+    literal = JSON.stringify(text),
+  ): string {
     let out = "";
     if (this.open?.kind !== kind) {
       out += this.closeOpen();
@@ -186,7 +200,7 @@ export class StreamTranslator {
       out += sse("content_block_start", { index, content_block: block });
     }
     this.chars += text.length;
-    return out + deltaEvent(this.open.index, kind, text);
+    return out + deltaEvent(this.open.index, kind, literal);
   }
 
   private closeOpen(): string {

@@ -1,0 +1,159 @@
+/**
+ * The time limits of one upstream call, per model: the response headers must come within
+ * `first_byte_timeout_s` of sending the request, and once they are in, no read of the body may
+ * wait longer than `stall_timeout_s`. An upstream that hangs would otherwise hold its request,
+ * its lease and with them its whole swap group forever. When a limit passes, `signal` aborts
+ * with a QmError("upstream_timeout"): the pending fetch or body read fails with it, so the
+ * exchange ends the way any failure does and the lease is released.
+ *
+ * Only time spent waiting on the upstream counts. While qm writes to a slow client no read is
+ * pending, and that time never counts (a slow reader must not get a model restarted); nor does
+ * anything qm sends by itself (pings, wait-status comments): only the upstream's reads move the
+ * clock. One timer per call, re-armed only when it fires: a read costs two clock reads.
+ */
+import type { ModelConfig } from "../config/types.ts";
+import { QmError } from "../shared/errors.ts";
+
+export interface Timers {
+  now(): number;
+  set(fn: () => void, ms: number): unknown;
+  clear(handle: unknown): void;
+}
+
+export const realTimers: Timers = {
+  now: () => performance.now(),
+  set: (fn, ms) => setTimeout(fn, ms),
+  clear: (handle) => clearTimeout(handle as Timer),
+};
+
+/** What the limits are reported to (the runtime counts stalls to restart a stuck model). */
+export interface DeadlineReport {
+  /** A limit passed. */
+  stalled(): void;
+  /** The exchange ended normally: a stall streak is over. */
+  answered(): void;
+}
+
+export interface DeadlineOptions {
+  model: string;
+  /** 0 = no limit. */
+  firstByteMs: number;
+  /** 0 = no limit. */
+  stallMs: number;
+  report?: DeadlineReport;
+  timers?: Timers;
+}
+
+/** The part of a deadline that a body reader drives. */
+export interface ReadWatch {
+  /** A read of the upstream's body starts (the clock runs)... */
+  reading(): void;
+  /** ...and returned (the clock stops). */
+  read(): void;
+}
+
+const seconds = (ms: number) => `${Math.round(ms) / 1000} s`;
+
+export class Deadline implements ReadWatch {
+  private readonly aborter = new AbortController();
+  private readonly timers: Timers;
+  private handle: unknown = null;
+  private phase: "idle" | "headers" | "body" | "over" = "idle";
+  /** When the pending read started; -1 while none is pending. */
+  private since = -1;
+  private expired: QmError | null = null;
+
+  /** A deadline for a call to `model`, or null when it has no limits at all. */
+  static forModel(model: ModelConfig, report?: DeadlineReport, timers?: Timers): Deadline | null {
+    if (model.firstByteTimeoutMs <= 0 && model.stallTimeoutMs <= 0) return null;
+    return new Deadline({
+      model: model.id,
+      firstByteMs: model.firstByteTimeoutMs,
+      stallMs: model.stallTimeoutMs,
+      ...(report ? { report } : {}),
+      ...(timers ? { timers } : {}),
+    });
+  }
+
+  constructor(private readonly opts: DeadlineOptions) {
+    this.timers = opts.timers ?? realTimers;
+  }
+
+  /** Aborts (with the timeout QmError as its reason) when a limit passes. */
+  get signal(): AbortSignal {
+    return this.aborter.signal;
+  }
+
+  /** The timeout, once one happened. */
+  get timedOut(): QmError | null {
+    return this.expired;
+  }
+
+  /** The request is being sent: the first-byte clock runs. */
+  start(): void {
+    if (this.phase !== "idle") return;
+    this.phase = "headers";
+    if (this.opts.firstByteMs > 0) this.arm(this.opts.firstByteMs);
+  }
+
+  /** The response headers are in: from now on only body reads are timed. */
+  headers(): void {
+    if (this.phase !== "headers") return;
+    this.phase = "body";
+    this.disarm();
+    if (this.opts.stallMs > 0) this.arm(this.opts.stallMs);
+  }
+
+  reading(): void {
+    this.since = this.timers.now();
+  }
+
+  read(): void {
+    this.since = -1;
+  }
+
+  /** The exchange is over (`answered`: it ended normally); the limits no longer apply. */
+  end(answered: boolean): void {
+    if (this.phase === "over") return;
+    this.phase = "over";
+    this.disarm();
+    if (answered) this.opts.report?.answered();
+  }
+
+  private arm(ms: number): void {
+    this.handle = this.timers.set(() => this.fire(), ms);
+  }
+
+  private disarm(): void {
+    if (this.handle !== null) this.timers.clear(this.handle);
+    this.handle = null;
+  }
+
+  private fire(): void {
+    this.handle = null;
+    if (this.phase === "headers") {
+      this.expire(
+        `model "${this.opts.model}" sent no response within ${seconds(this.opts.firstByteMs)} (first_byte_timeout_s)`,
+      );
+      return;
+    }
+    if (this.phase !== "body") return;
+    const stall = this.opts.stallMs;
+    // No read pending: qm is busy writing to the client, which is not the upstream's delay.
+    const quiet = this.since < 0 ? 0 : this.timers.now() - this.since;
+    if (quiet < stall) {
+      this.arm(stall - quiet);
+      return;
+    }
+    this.expire(
+      `model "${this.opts.model}" sent nothing for ${seconds(stall)} mid-answer (stall_timeout_s)`,
+    );
+  }
+
+  private expire(message: string): void {
+    this.phase = "over";
+    this.expired = new QmError("upstream_timeout", message);
+    this.opts.report?.stalled();
+    this.aborter.abort(this.expired);
+  }
+}

@@ -31,6 +31,8 @@ export interface QmEvent {
 export interface Gateway {
   readonly config: Config;
   readonly shuttingDown: boolean;
+  /** Aborts when shutdown's grace is over: calls still running are cut (clients get an error). */
+  readonly cutSignal?: AbortSignal;
   resolve(name: string): ModelConfig | undefined;
   /** `resolve`, plus `model?ctx=N` variants minted on first use (throws QmError if malformed). */
   resolveModel(name: string): Promise<ModelConfig | undefined>;

@@ -38,7 +38,7 @@ export function callGuards(
   const report = { stalled: () => gw.reportStall(id), answered: () => gw.reportAnswered(id) };
   return {
     model: id,
-    deadline: Deadline.forModel(model, report, opts.timers),
+    deadline: Deadline.forModel(model, report, opts.timers, gw.cutSignal),
     stderrTail: () => gw.stderrTail(id),
     log: opts.log ?? logOf(gw),
   };

@@ -42,6 +42,11 @@ export interface DeadlineOptions {
   stallMs: number;
   report?: DeadlineReport;
   timers?: Timers;
+  /**
+   * Ends the call from outside with the signal's reason (qm's shutdown grace is over): the
+   * client gets that error the way it would get a timeout's, and no stall is counted.
+   */
+  cut?: AbortSignal;
 }
 
 /** The part of a deadline that a body reader drives. */
@@ -64,19 +69,29 @@ export class Deadline implements ReadWatch {
   private expired: QmError | null = null;
 
   /** A deadline for a call to `model`, or null when it has no limits at all. */
-  static forModel(model: ModelConfig, report?: DeadlineReport, timers?: Timers): Deadline | null {
-    if (model.firstByteTimeoutMs <= 0 && model.stallTimeoutMs <= 0) return null;
+  static forModel(
+    model: ModelConfig,
+    report?: DeadlineReport,
+    timers?: Timers,
+    cut?: AbortSignal,
+  ): Deadline | null {
+    if (model.firstByteTimeoutMs <= 0 && model.stallTimeoutMs <= 0 && !cut) return null;
     return new Deadline({
       model: model.id,
       firstByteMs: model.firstByteTimeoutMs,
       stallMs: model.stallTimeoutMs,
       ...(report ? { report } : {}),
       ...(timers ? { timers } : {}),
+      ...(cut ? { cut } : {}),
     });
   }
 
+  private readonly onCut = () => this.interrupt(this.opts.cut?.reason);
+
   constructor(private readonly opts: DeadlineOptions) {
     this.timers = opts.timers ?? realTimers;
+    if (opts.cut?.aborted) this.interrupt(opts.cut.reason);
+    else opts.cut?.addEventListener("abort", this.onCut, { once: true });
   }
 
   /** Aborts (with the timeout QmError as its reason) when a limit passes. */
@@ -114,10 +129,24 @@ export class Deadline implements ReadWatch {
 
   /** The exchange is over (`answered`: it ended normally); the limits no longer apply. */
   end(answered: boolean): void {
+    this.opts.cut?.removeEventListener("abort", this.onCut);
     if (this.phase === "over") return;
     this.phase = "over";
     this.disarm();
     if (answered) this.opts.report?.answered();
+  }
+
+  /** Ends the call now with `reason` (not a stall: nothing is reported). */
+  interrupt(reason: unknown): void {
+    this.opts.cut?.removeEventListener("abort", this.onCut);
+    if (this.phase === "over") return;
+    this.phase = "over";
+    this.disarm();
+    this.expired =
+      reason instanceof QmError
+        ? reason
+        : new QmError("shutting_down", `the call to model "${this.opts.model}" was cut`);
+    this.aborter.abort(this.expired);
   }
 
   private arm(ms: number): void {
@@ -151,6 +180,7 @@ export class Deadline implements ReadWatch {
   }
 
   private expire(message: string): void {
+    this.opts.cut?.removeEventListener("abort", this.onCut);
     this.phase = "over";
     this.expired = new QmError("upstream_timeout", message);
     this.opts.report?.stalled();

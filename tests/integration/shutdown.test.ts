@@ -40,6 +40,62 @@ stop_timeout_s = 0.5
     expect(qm.log()).toContain("SIGTERM");
   });
 
+  test("past shutdown_timeout_s running streams are cut with an error frame, models stop, exit 0", async () => {
+    const qm = await serve(`
+[server]
+shutdown_timeout_s = 1
+
+[groups.all]
+members = ["long", "claude"]
+swap = false
+
+[models.long]
+cmd = "\${demo} --token-ms 20 --tokens 100000"
+
+[models.claude]
+cmd = "\${demo} --token-ms 20 --tokens 100000"
+`);
+    const openai = await chat(qm.url, "long", { stream: true });
+    const anthropic = await fetch(`${qm.url}/v1/messages`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({
+        model: "claude",
+        max_tokens: 100000,
+        stream: true,
+        messages: [{ role: "user", content: "hi" }],
+      }),
+    });
+    const readAll = async (res: Response) => {
+      const reader = res.body!.getReader();
+      const decoder = new TextDecoder();
+      let text = "";
+      for (;;) {
+        const { done, value } = await reader.read();
+        if (done) return text;
+        text += decoder.decode(value);
+      }
+    };
+    const texts = [readAll(openai), readAll(anthropic)];
+    await until(
+      () => status(qm.url),
+      (s) => s.models.every((m) => m.inflight === 1),
+    );
+    const pids = (await status(qm.url)).models.map((m) => m.pid!);
+    const t0 = Date.now();
+    qm.proc.kill("SIGTERM");
+    const [o, a] = await Promise.all(texts);
+    expect(await qm.proc.exited).toBe(0);
+    // One second of grace, then the cut and the models' stop; nowhere near the stream's end.
+    expect(Date.now() - t0).toBeLessThan(8000);
+    expect(o).not.toContain("[DONE]");
+    expect(o).toMatch(/data: \{"error":\{"message":"qm is shutting down[^"]*shutdown_timeout_s/);
+    expect(a).toContain("event: error");
+    expect(a).toContain("shutting down");
+    for (const pid of pids) expect(alive(pid)).toBe(false);
+    expect(qm.log()).toContain("cutting 2 request(s)");
+  });
+
   test("requests arriving during shutdown are refused, not lost silently", async () => {
     const qm = await serve(`[models.one]\ncmd = "\${demo} --token-ms 50 --tokens 20"\n`);
     const res = await chat(qm.url, "one", { stream: true });

@@ -19,7 +19,9 @@ export function writeConfig(body: string, listeners = 1): string {
   const rest = own ? body.replace(own[0], "") : body;
   writeFileSync(
     path,
-    `[server]\nlisten = [${listen}]\nstart_port = ${start}\nshutdown_timeout_s = 3\n${extra}` +
+    `[server]\nlisten = [${listen}]\nstart_port = ${start}\n` +
+      (/^shutdown_timeout_s\s*=/m.test(extra) ? "" : "shutdown_timeout_s = 3\n") +
+      extra +
       // Run files of this qm stay with this test, away from the user's state dir.
       (/^state_dir\s*=/m.test(extra) ? "" : `state_dir = "${join(dir, "state")}"\n`) +
       `\n[macros]\ndemo = "\${QM_BIN} demo-upstream --port \${PORT} --name \${MODEL_ID}"\n\n${rest}`,

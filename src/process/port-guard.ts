@@ -28,7 +28,17 @@ export function portOf(model: ModelConfig): { port: number; movable: boolean } |
   if (model.port !== null && t.proxy.includes(PORT) && serverFollows) {
     return { port: model.port, movable: true };
   }
-  return url.port === "" ? null : { port: Number(url.port), movable: false };
+  if (url.port === "") return null;
+  const port = Number(url.port);
+  // A command that never names the port, with readiness unchecked, proxies to a server that
+  // runs elsewhere (the process is a placeholder or a companion of it): that server is meant
+  // to be listening already, so there is nothing to guard.
+  const text = String(port);
+  const named =
+    model.argv.some((a) => a.includes(text)) ||
+    Object.values(model.env).some((v) => v.includes(text));
+  if (!named && model.checkEndpoint === null) return null;
+  return { port, movable: false };
 }
 
 function isLocalHost(host: string): boolean {

@@ -61,6 +61,25 @@ describe("portOf", () => {
     expect(portOf(proxyOnly)).toEqual({ port: 9250, movable: false });
   });
 
+  test("a command that never names the port, with readiness unchecked, proxies to a server run elsewhere", () => {
+    const outside = demoModel("x", [], {
+      port: null,
+      argv: ["sleep", "3600"],
+      proxy: "http://127.0.0.1:9400",
+      checkEndpoint: null,
+    });
+    expect(portOf(outside)).toBeNull();
+    // Naming the port, or checking readiness, makes the model the one meant to listen there.
+    expect(portOf({ ...outside, argv: ["server", "--port", "9400"] })).toEqual({
+      port: 9400,
+      movable: false,
+    });
+    expect(portOf({ ...outside, checkEndpoint: "/health" })).toEqual({
+      port: 9400,
+      movable: false,
+    });
+  });
+
   test("no check for an upstream elsewhere or a URL without a port", () => {
     expect(portOf(demoModel("c", [], { port: null, proxy: "http://10.1.2.3:9300" }))).toBeNull();
     expect(portOf(demoModel("d", [], { port: null, proxy: "http://127.0.0.1" }))).toBeNull();

@@ -80,7 +80,13 @@ describe("the real /proc", () => {
   test("a child's environment", async () => {
     const child = Bun.spawn(["sleep", "5"], { env: { ...process.env, QM_PROBE: "yes" } });
     try {
-      expect(linuxProc.environ(child.pid)).toContain("QM_PROBE=yes");
+      // Right after spawn the child may not have exec'd yet: wait (bounded) until it has.
+      let env = linuxProc.environ(child.pid);
+      for (let i = 0; i < 200 && !env?.includes("QM_PROBE=yes"); i++) {
+        await Bun.sleep(10);
+        env = linuxProc.environ(child.pid);
+      }
+      expect(env).toContain("QM_PROBE=yes");
     } finally {
       child.kill("SIGKILL");
       await child.exited;

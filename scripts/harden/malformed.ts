@@ -10,6 +10,7 @@
  *   RFC 9110 §5.5);
  * - framing RFC 9112 §6 rejects: a Content-Length that is not one decimal number,
  *   Transfer-Encoding other than `chunked`, or both headers at once;
+ * - an HTTP/1.1 request without a Host header (RFC 9112 §3.2 requires the 400 Bun sends);
  * - more header lines than Bun's parser holds (it answers 431 past about 200).
  */
 const METHODS = new Set([
@@ -41,6 +42,7 @@ export function malformedBecause(bytes: string): string | null {
   if (fields.length > MAX_HEADER_LINES) return "too many header lines";
   let lengths = 0;
   let chunked = false;
+  let hosts = 0;
   for (const f of fields) {
     if (f.startsWith(" ") || f.startsWith("\t")) return "obs-fold";
     const colon = f.indexOf(":");
@@ -48,6 +50,7 @@ export function malformedBecause(bytes: string): string | null {
     if (CTL.test(f)) return "control byte in a header";
     const name = f.slice(0, colon).toLowerCase();
     const value = f.slice(colon + 1).trim();
+    if (name === "host") hosts++;
     if (name === "content-length") {
       lengths++;
       if (!/^\d+$/.test(value) || value.length > 15) return "Content-Length";
@@ -58,5 +61,6 @@ export function malformedBecause(bytes: string): string | null {
     }
   }
   if (lengths > 1 || (lengths > 0 && chunked)) return "framing";
+  if (version === "HTTP/1.1" && hosts === 0) return "HTTP/1.1 without Host";
   return null;
 }

@@ -4,12 +4,14 @@
  * API envelope applies. Judged from the bytes the suite built, never from the answer, so that
  * a bug of qm's can never hide here. What is refused:
  * - a method Bun does not know (RFC 9110 §9 lets a server answer 501; Bun closes);
- * - a request line with a version other than HTTP/1.0 or HTTP/1.1, an empty or `*` target,
- *   or a target containing a space, tab or control byte (RFC 9112 §3);
+ * - a request line with a version other than HTTP/1.0 or HTTP/1.1, or a target that is
+ *   neither origin-form (starting with `/`) nor absolute-form, or that contains a space, tab
+ *   or control byte (RFC 9112 §3);
  * - a header line without a colon, an obs-fold, or a control byte in a field (RFC 9112 §5,
  *   RFC 9110 §5.5);
  * - framing RFC 9112 §6 rejects: a Content-Length that is not one decimal number,
- *   Transfer-Encoding other than `chunked`, or both headers at once;
+ *   Transfer-Encoding other than `chunked`, both headers at once, or a chunked body whose
+ *   chunk sizes are not hex numbers (RFC 9112 §7.1);
  * - an HTTP/1.1 request without a Host header (RFC 9112 §3.2 requires the 400 Bun sends);
  * - more header lines than Bun's parser holds (it answers 431 past about 200).
  */
@@ -28,6 +30,25 @@ const METHODS = new Set([
 const CTL = /[\x00-\x08\x0a-\x1f\x7f]/;
 const MAX_HEADER_LINES = 150;
 
+/**
+ * Broken chunking is found only when a route reads the body: a route that needs none may
+ * answer, and rightly. For these, any prompt answer is fine; only a hang is not.
+ */
+export const BODY_FRAMING = "chunk framing";
+
+/** The body ends before its framing says it does: the parser waits for the rest. */
+export function bodyCutShort(bytes: string): boolean {
+  const headEnd = bytes.indexOf("\r\n\r\n");
+  if (headEnd < 0) return false;
+  const head = bytes.slice(0, headEnd).toLowerCase();
+  const body = bytes.slice(headEnd + 4);
+  const cl = /\r\ncontent-length:\s*(\d+)\s*(?:\r\n|$)/.exec(head);
+  if (cl) return body.length < Number(cl[1]);
+  if (/\r\ntransfer-encoding:\s*chunked\s*(?:\r\n|$)/.test(head))
+    return !/(^|\r\n)0\r\n\r\n$/.test(body);
+  return false;
+}
+
 export function malformedBecause(bytes: string): string | null {
   const headEnd = bytes.indexOf("\r\n\r\n");
   const head = headEnd < 0 ? bytes : bytes.slice(0, headEnd);
@@ -38,7 +59,8 @@ export function malformedBecause(bytes: string): string | null {
   if (!METHODS.has(method))
     return `method ${JSON.stringify(method.slice(0, 12))} unknown to the parser`;
   if (version !== "HTTP/1.1" && version !== "HTTP/1.0") return "version";
-  if (target === "" || target === "*" || CTL.test(target) || target.includes("\t")) return "target";
+  const form = target.startsWith("/") || /^[a-z][a-z0-9+.-]*:\/\//i.test(target);
+  if (!form || CTL.test(target) || target.includes("\t")) return "target";
   if (fields.length > MAX_HEADER_LINES) return "too many header lines";
   let lengths = 0;
   let chunked = false;
@@ -61,6 +83,26 @@ export function malformedBecause(bytes: string): string | null {
     }
   }
   if (lengths > 1 || (lengths > 0 && chunked)) return "framing";
+  // RFC 9112 §6.1: Transfer-Encoding in HTTP/1.0 means the framing is faulty.
+  if (chunked && version === "HTTP/1.0") return "framing";
   if (version === "HTTP/1.1" && hosts === 0) return "HTTP/1.1 without Host";
+  if (chunked && headEnd >= 0 && !wellChunked(bytes.slice(headEnd + 4))) return BODY_FRAMING;
   return null;
+}
+
+/** Chunks as RFC 9112 §7.1 frames them: hex size (extensions allowed), CRLF, data, CRLF. */
+function wellChunked(body: string): boolean {
+  let at = 0;
+  while (at < body.length) {
+    const eol = body.indexOf("\r\n", at);
+    if (eol < 0) return true; // cut short: the parser waits, it does not refuse
+    const size = body.slice(at, eol).split(";")[0]!.trim();
+    if (!/^[0-9a-fA-F]+$/.test(size)) return false;
+    const n = Number.parseInt(size, 16);
+    if (n === 0) return true;
+    at = eol + 2 + n;
+    if (body.length >= at + 2 && body.slice(at, at + 2) !== "\r\n") return false;
+    at += 2;
+  }
+  return true;
 }

@@ -8,6 +8,7 @@ export type QmErrorCode =
   | "unauthorized"
   | "forbidden"
   | "conflict"
+  | "request_timeout"
   | "uri_too_long"
   | "queue_full"
   | "model_not_found"
@@ -31,6 +32,7 @@ const STATUS: Record<QmErrorCode, number> = {
   unauthorized: 401,
   forbidden: 403,
   conflict: 409,
+  request_timeout: 408,
   uri_too_long: 414,
   queue_full: 503,
   model_not_found: 404,

@@ -252,6 +252,21 @@ describe("browsers (Origin)", () => {
   });
 });
 
+describe("HEAD", () => {
+  test("answers as GET would, without a body, even on the endless /api/events", async () => {
+    for (const path of ["/api/events", "/v1/models", "/api/status"]) {
+      const res = await fetch(`${open.url}${path}`, {
+        method: "HEAD",
+        signal: AbortSignal.timeout(3000),
+      });
+      expect(res.status).toBe(200);
+      expect(await res.text()).toBe("");
+    }
+    const events = await fetch(`${open.url}/api/events`, { method: "HEAD" });
+    expect(events.headers.get("content-type")).toBe("text/event-stream");
+  });
+});
+
 describe("every refusal is enveloped", () => {
   test("bad escapes, odd methods, long targets and big bodies", async () => {
     const cases: [string, number][] = [

@@ -103,8 +103,15 @@ export function createEdge(gw: Gateway, route: Handler, opts: EdgeOptions) {
       }
     }
     let routed = request;
-    if (target.pathAt < ROUTER_PATH_FROM) {
-      routed = new Request(`http://localhost${url.slice(target.pathAt)}`, request);
+    if (target.pathAt < ROUTER_PATH_FROM || method === "HEAD") {
+      // HEAD is routed as the GET it mirrors (RFC 9110 §9.3.2), its body dropped below: the
+      // router would otherwise read the whole body to count it, for ever on /api/events.
+      const at =
+        target.pathAt < ROUTER_PATH_FROM ? `http://localhost${url.slice(target.pathAt)}` : url;
+      routed =
+        method === "HEAD"
+          ? new Request(at, { method: "GET", headers: request.headers, signal: request.signal })
+          : new Request(at, request);
       if (srv) rememberOriginal(routed, request, srv);
     } else if (srv) {
       rememberOriginal(request, request, srv);
@@ -117,6 +124,12 @@ export function createEdge(gw: Gateway, route: Handler, opts: EdgeOptions) {
         `${method} ${path}: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`,
       );
       response = render(new QmError("internal", "qm failed to handle this request (see its log)"));
+    }
+    if (method === "HEAD" && response.body) {
+      // HEAD is GET without the body (RFC 9110 §9.3.2); an endless stream (/api/events) must
+      // not keep its headers waiting.
+      void response.body.cancel().catch(() => {});
+      response = new Response(null, response);
     }
     return withCors(response, origin.allowOrigin);
   };

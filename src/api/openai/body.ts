@@ -25,23 +25,66 @@ function tooLarge(limit: number): QmError {
 }
 
 /**
- * Reads a request body, refusing more than `limit` bytes. A declared Content-Length over the
- * limit is refused before reading; a chunked body is counted as it arrives and cut at the limit.
+ * A client that stops sending its body mid-way gets 408 after this long without a byte,
+ * rather than holding its connection until the idle timeout closes it without an answer.
  */
-export async function readBody(request: Request, limit: number): Promise<Uint8Array> {
+export const BODY_STALL_MS = 10_000;
+
+/**
+ * Reads a request body, refusing more than `limit` bytes. A declared Content-Length over the
+ * limit is refused before reading; a chunked body is counted as it arrives and cut at the
+ * limit. A body that stops arriving for `stallMs` is a 408; one whose framing breaks is a 400.
+ */
+export async function readBody(
+  request: Request,
+  limit: number,
+  stallMs = BODY_STALL_MS,
+): Promise<Uint8Array> {
   const declared = request.headers.get("content-length");
-  if (declared !== null) {
-    if (Number(declared) > limit) throw tooLarge(limit);
-    return new Uint8Array(await request.arrayBuffer());
-  }
+  if (declared !== null && Number(declared) > limit) throw tooLarge(limit);
   if (!request.body) return new Uint8Array(0);
+  const reader = request.body.getReader();
   const chunks: Uint8Array[] = [];
   let total = 0;
-  for await (const chunk of request.body) {
-    total += chunk.byteLength;
-    if (total > limit) throw tooLarge(limit);
-    chunks.push(chunk);
+  let last = performance.now();
+  let timer: ReturnType<typeof setTimeout> | null = null;
+  let stalled: (err: QmError) => void = () => {};
+  const stall = new Promise<never>((_, reject) => {
+    stalled = reject;
+  });
+  stall.catch(() => {});
+  // One timer for the whole read, re-armed only when it fires: a chunk costs a clock read.
+  const check = () => {
+    const quiet = performance.now() - last;
+    if (quiet < stallMs) {
+      timer = setTimeout(check, stallMs - quiet);
+      return;
+    }
+    stalled(
+      new QmError(
+        "request_timeout",
+        `the request body stopped arriving (nothing for ${stallMs / 1000} s)`,
+      ),
+    );
+  };
+  timer = setTimeout(check, stallMs);
+  try {
+    for (;;) {
+      const step = await Promise.race([reader.read(), stall]);
+      if (step.done) break;
+      last = performance.now();
+      total += step.value.byteLength;
+      if (total > limit) throw tooLarge(limit);
+      chunks.push(step.value);
+    }
+  } catch (err) {
+    void reader.cancel().catch(() => {});
+    if (err instanceof QmError) throw err;
+    throw new QmError("bad_request", "the request body could not be read (broken framing)");
+  } finally {
+    if (timer !== null) clearTimeout(timer);
   }
+  if (chunks.length === 1) return chunks[0]!;
   const out = new Uint8Array(total);
   let at = 0;
   for (const c of chunks) {

@@ -6,6 +6,7 @@
  * `text/plain` so no preflight) must be refused (403), and no CORS header may let a foreign
  * page read an answer.
  */
+import { INFERENCE_PATHS } from "../../src/api/openai/routes.ts";
 import { log } from "../bench/util.ts";
 import { configToml, demoCmd, load, type Qm } from "./qm.ts";
 import { type RawResponse, rawRequest } from "./raw.ts";
@@ -51,18 +52,9 @@ export const ROUTES: [string, string, string?][] = [
   ["POST", `/api/models/${LEASED}/lease`, '{"ttl_s":2}'],
   ["POST", `/api/models/${LEASED}/lease/${LEASE_ID}`, '{"ttl_s":2}'],
   ["DELETE", `/api/models/${LEASED}/lease/${LEASE_ID}`],
-  ...[
-    "/v1/chat/completions",
-    "/v1/completions",
-    "/v1/embeddings",
-    "/v1/rerank",
-    "/v1/reranking",
-    "/v1/audio/speech",
-    "/v1/audio/transcriptions",
-    "/v1/images/generations",
-    "/v1/messages",
-    "/v1/messages/count_tokens",
-  ].map((p): [string, string, string] => ["POST", p, chat]),
+  ...[...INFERENCE_PATHS, "/v1/messages", "/v1/messages/count_tokens"].map(
+    (p): [string, string, string] => ["POST", p, chat],
+  ),
   ["GET", `/upstream/${OK}/health`],
   ["POST", `/upstream/${OK}/v1/chat/completions`, chat],
   ["GET", `/upstream/${OK}/v1/models`],

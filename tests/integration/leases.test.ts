@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
-import { chat, serve, status, until } from "../support/e2e.ts";
+import { chat, postJson, serve, status, until } from "../support/e2e.ts";
 import type { QmServer } from "../support/qm-process.ts";
 
 // Real processes: loads and lease expiry take real time.
@@ -21,12 +21,7 @@ afterAll(async () => {
   expect(await qm.stop()).toBe(0);
 });
 
-const post = (path: string, body?: unknown) =>
-  fetch(`${qm.url}${path}`, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
+const post = (path: string, body?: unknown) => postJson(qm.url, path, body);
 
 describe("leases", () => {
   test("a lease holds a model busy: a swap that would evict it waits until it is released, once", async () => {

@@ -3,7 +3,7 @@
  * unload that would otherwise wait out a lease.
  */
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
-import { chat, serve, status, until } from "../support/e2e.ts";
+import { chat, postJson, serve, status, until } from "../support/e2e.ts";
 import type { QmServer } from "../support/qm-process.ts";
 
 setDefaultTimeout(20_000);
@@ -39,12 +39,7 @@ afterAll(async () => {
   expect(await qm.stop()).toBe(0);
 });
 
-const post = (path: string, body?: unknown) =>
-  fetch(`${qm.url}${path}`, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
+const post = (path: string, body?: unknown) => postJson(qm.url, path, body);
 
 describe("request headers a timer cannot hold", () => {
   test("X-QM-Hold-Ms and X-QM-Patience-Ms past 2^31-1 ms are a 400 naming the header", async () => {

@@ -59,6 +59,15 @@ export function chat(
   });
 }
 
+/** A POST with an optional JSON body. */
+export function postJson(url: string, path: string, body?: unknown) {
+  return fetch(`${url}${path}`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+}
+
 export async function status(url: string) {
   const res = await fetch(`${url}/api/status`);
   return (await res.json()) as {

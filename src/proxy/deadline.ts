@@ -99,6 +99,29 @@ export class Deadline implements ReadWatch {
     return this.aborter.signal;
   }
 
+  /**
+   * The signal for the upstream call: this deadline's, also aborted when `client` aborts (with
+   * its reason). Cheaper than `AbortSignal.any`, which builds a composite on every call.
+   */
+  follow(client: AbortSignal): AbortSignal {
+    if (client.aborted) this.aborter.abort(client.reason);
+    else {
+      this.client = client;
+      client.addEventListener("abort", this.onClient, { once: true });
+    }
+    return this.aborter.signal;
+  }
+
+  private client: AbortSignal | null = null;
+  private readonly onClient = () => {
+    if (!this.aborter.signal.aborted) this.aborter.abort(this.client?.reason);
+  };
+
+  private unfollow(): void {
+    this.client?.removeEventListener("abort", this.onClient);
+    this.client = null;
+  }
+
   /** The timeout, once one happened. */
   get timedOut(): QmError | null {
     return this.expired;
@@ -130,6 +153,7 @@ export class Deadline implements ReadWatch {
   /** The exchange is over (`answered`: it ended normally); the limits no longer apply. */
   end(answered: boolean): void {
     this.opts.cut?.removeEventListener("abort", this.onCut);
+    this.unfollow();
     if (this.phase === "over") return;
     this.phase = "over";
     this.disarm();

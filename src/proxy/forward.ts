@@ -54,7 +54,7 @@ export async function forward(req: ForwardRequest): Promise<Response> {
       method: req.method,
       headers: upstreamRequestHeaders(req.headers),
       body: req.body,
-      signal: deadline ? AbortSignal.any([req.signal, deadline.signal]) : req.signal,
+      signal: deadline ? deadline.follow(req.signal) : req.signal,
       redirect: "manual",
       // Relay bytes as they are; the deadline, not fetch, limits how long a model may think;
       // and a loopback upstream must never be sent through an HTTP proxy from the environment.
@@ -88,7 +88,7 @@ export async function forward(req: ForwardRequest): Promise<Response> {
     // it whole is cheaper per request and tells us exactly when the exchange is over.
     let bytes: Uint8Array;
     try {
-      bytes = await readWhole(upstream, upstream.body, deadline);
+      bytes = await readWhole(upstream, deadline);
     } catch (error) {
       throw ended(req, error);
     }
@@ -113,24 +113,20 @@ export async function forward(req: ForwardRequest): Promise<Response> {
  */
 const WHOLE_JSON = /^\s*application\/(?:json|[\w.+-]*\+json)\s*(?:;|$)/i;
 
-/** The whole body; each read is timed, so a body that stops coming ends the exchange. */
-async function readWhole(
-  res: Response,
-  body: ReadableStream<Uint8Array>,
-  deadline: Deadline | null,
-): Promise<Uint8Array> {
-  // Untimed, one native read is cheapest.
+/**
+ * The whole body, in one native read (a JS reader loop costs several times more per request).
+ * The read is timed as one: the body must be complete within `stall_timeout_s` of the headers
+ * — a JSON answer arrives whole once the model is done, so that is ample — and the deadline
+ * aborts it otherwise.
+ */
+async function readWhole(res: Response, deadline: Deadline | null): Promise<Uint8Array> {
   if (!deadline) return res.bytes();
-  const reader = body.getReader();
-  const parts: Uint8Array[] = [];
-  for (;;) {
-    deadline.reading();
-    const step = await reader.read();
+  deadline.reading();
+  try {
+    return await res.bytes();
+  } finally {
     deadline.read();
-    if (step.done) break;
-    parts.push(step.value);
   }
-  return parts.length === 1 ? (parts[0] as Uint8Array) : Buffer.concat(parts);
 }
 
 /** Reports the end of an exchange that produced no response, and the error to answer with. */

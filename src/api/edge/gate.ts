@@ -21,7 +21,8 @@ export interface EdgeOptions {
   log: Logger;
 }
 
-type Handler = (request: Request) => Response | Promise<Response>;
+/** Routes a request the edge let through; `path` is the one it authorized. */
+type Handler = (request: Request, path: string) => Response | Promise<Response>;
 type IdleServer = { timeout(request: Request, seconds: number): void };
 
 /** Methods any route may use; TRACE, CONNECT and inventions get 405 here. */
@@ -118,7 +119,7 @@ export function createEdge(gw: Gateway, route: Handler, opts: EdgeOptions) {
     }
     let response: Response;
     try {
-      response = await route(routed);
+      response = await route(routed, path);
     } catch (err) {
       opts.log.error(
         `${method} ${path}: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`,

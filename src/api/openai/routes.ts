@@ -28,25 +28,27 @@ function methodNotAllowed(method: string, path: string, allowed: string): Respon
   );
 }
 
+/** The handler of one inference route (the edge calls these directly: they are the hot path). */
+export function inferenceRoute(gw: Gateway, path: string) {
+  return (request: Request): Promise<Response> | Response => {
+    if (request.method !== "POST") return methodNotAllowed(request.method, path, "POST");
+    const url = request.url;
+    const q = url.indexOf("?");
+    return handleInference({
+      gw,
+      request,
+      pathAndQuery: q >= 0 ? path + url.slice(q) : path,
+      route: path,
+      noIdleTimeout: () => noIdleTimeout(request),
+    });
+  };
+}
+
 export function openaiRoutes(gw: Gateway) {
   const app = new Elysia();
   for (const path of INFERENCE_PATHS) {
-    app.all(
-      path,
-      ({ request }) => {
-        if (request.method !== "POST") return methodNotAllowed(request.method, path, "POST");
-        const url = request.url;
-        const q = url.indexOf("?");
-        return handleInference({
-          gw,
-          request,
-          pathAndQuery: q >= 0 ? path + url.slice(q) : path,
-          route: path,
-          noIdleTimeout: () => noIdleTimeout(request),
-        });
-      },
-      { parse: "none" },
-    );
+    const handle = inferenceRoute(gw, path);
+    app.all(path, ({ request }) => handle(request), { parse: "none" });
   }
 
   app.all("/v1/models", ({ request }) => {

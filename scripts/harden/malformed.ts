@@ -95,7 +95,8 @@ function wellChunked(body: string): boolean {
   let at = 0;
   while (at < body.length) {
     const eol = body.indexOf("\r\n", at);
-    if (eol < 0) return true; // cut short: the parser waits, it does not refuse
+    // Cut short: the parser waits for the rest, unless what is there cannot start a size.
+    if (eol < 0) return /^[0-9a-fA-F]*(;.*)?$/.test(body.slice(at));
     const size = body.slice(at, eol).split(";")[0]!.trim();
     if (!/^[0-9a-fA-F]+$/.test(size)) return false;
     const n = Number.parseInt(size, 16);

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { readBody } from "../../src/api/openai/body.ts";
+import { readBody } from "../../src/api/request/body.ts";
 import { QmError } from "../../src/shared/errors.ts";
 
 function streamed(parts: Uint8Array[], then: "end" | "hang" | "break"): Request {

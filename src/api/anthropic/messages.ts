@@ -12,7 +12,7 @@ import { placeholderStream } from "../../proxy/wait-status.ts";
 import { asQmError, QmError } from "../../shared/errors.ts";
 import { linkToClient } from "../client-link.ts";
 import type { AcquireHooks, Lease } from "../gateway.ts";
-import { schedulingHeaders } from "../openai/inference.ts";
+import { schedulingHeaders } from "../request/scheduling.ts";
 import { type CallGuards, callGuards } from "../upstream-call.ts";
 import type { AnthropicRequest } from "./context.ts";
 import { releaseOnce, SSE_HEADERS } from "./context.ts";

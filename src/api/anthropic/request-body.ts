@@ -6,8 +6,7 @@ import type { TSchema } from "@sinclair/typebox";
 import type { ModelConfig } from "../../config/types.ts";
 import { QmError } from "../../shared/errors.ts";
 import type { Gateway } from "../gateway.ts";
-import { parseJsonObject, readBody } from "../openai/body.ts";
-import { badRequest } from "../openai/errors.ts";
+import { badRequest, parseJsonObject, readBody } from "../request/body.ts";
 import { checkWire } from "./wire.ts";
 
 export interface ParsedRequest<T> {

@@ -10,7 +10,7 @@
  *   → {count} (vLLM's TokenizeChatRequest).
  */
 import type { ModelConfig } from "../../config/types.ts";
-import { badRequest } from "../openai/errors.ts";
+import { badRequest } from "../request/body.ts";
 import { estimatePrompt, promptUpperBound } from "./translate/estimate.ts";
 import type { Profile } from "./translate/profile.ts";
 import type { Prompt } from "./translate/request.ts";

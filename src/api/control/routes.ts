@@ -2,8 +2,8 @@ import { Elysia } from "elysia";
 import { asQmError, QmError } from "../../shared/errors.ts";
 import { noIdleTimeout } from "../edge/idle.ts";
 import type { Gateway } from "../gateway.ts";
-import { readBody } from "../openai/body.ts";
 import { openaiError } from "../openai/errors.ts";
+import { readBody } from "../request/body.ts";
 
 /** `/health`, `/api/*` and llama-swap's `/running`. Errors use the OpenAI envelope. */
 export function controlRoutes(gw: Gateway) {

@@ -10,6 +10,7 @@ import { anthropicError } from "../anthropic/errors.ts";
 import { isAnthropicPath } from "../anthropic/routes.ts";
 import type { Gateway } from "../gateway.ts";
 import { openaiError } from "../openai/errors.ts";
+import { tooLarge } from "../request/body.ts";
 import { checkOrigin, corsHeaders, preflight } from "./cors.ts";
 import { hostPolicy } from "./hosts.ts";
 import { rememberOriginal } from "./idle.ts";
@@ -162,14 +163,6 @@ function withCors(response: Response, allowOrigin: string | null): Response {
     corsHeaders(allowOrigin, copy.headers);
     return copy;
   }
-}
-
-export function tooLarge(limit: number): QmError {
-  const mb = Math.round((limit / 1024 / 1024) * 10) / 10;
-  return new QmError(
-    "payload_too_large",
-    `request body is larger than the ${mb} MB limit (server.max_body_mb)`,
-  );
 }
 
 function presentedKey(headers: Headers): string | null {

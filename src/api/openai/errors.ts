@@ -1,4 +1,4 @@
-import { isFinalStatus, QmError } from "../../shared/errors.ts";
+import { isFinalStatus, type QmError } from "../../shared/errors.ts";
 
 /**
  * OpenAI's error envelope: `{"error":{"message","type","param","code"}}`
@@ -42,8 +42,4 @@ function openaiType(err: QmError): string {
     default:
       return "server_error";
   }
-}
-
-export function badRequest(message: string, param?: string): QmError {
-  return new QmError("bad_request", message, param === undefined ? {} : { param });
 }

@@ -1,4 +1,3 @@
-import { MAX_TIMER_MS } from "../../config/schema.ts";
 import type { ModelConfig } from "../../config/types.ts";
 import { forward } from "../../proxy/forward.ts";
 import { ToolCallWatcher } from "../../proxy/tool-calls.ts";
@@ -6,9 +5,10 @@ import { placeholderStream } from "../../proxy/wait-status.ts";
 import { asQmError, QmError } from "../../shared/errors.ts";
 import { linkToClient } from "../client-link.ts";
 import type { AcquireHooks, Gateway, Lease } from "../gateway.ts";
+import { badRequest, parseJsonObject, readBody } from "../request/body.ts";
+import { schedulingHeaders } from "../request/scheduling.ts";
 import { callGuards } from "../upstream-call.ts";
-import { parseJsonObject, readBody } from "./body.ts";
-import { badRequest, openaiError } from "./errors.ts";
+import { openaiError } from "./errors.ts";
 
 export interface InferenceRequest {
   gw: Gateway;
@@ -98,30 +98,9 @@ async function resolveModel(gw: Gateway, name: unknown): Promise<ModelConfig> {
   return model;
 }
 
-/** A non-negative whole number of milliseconds from a request header, if present. */
-function msHeader(headers: Headers, name: string): number | undefined {
-  const raw = headers.get(name);
-  if (raw === null) return undefined;
-  const n = Number(raw.trim());
-  if (raw.trim() === "" || !Number.isInteger(n) || n < 0 || n > MAX_TIMER_MS) {
-    throw badRequest(
-      `${name} must be a whole number of milliseconds from 0 to ${MAX_TIMER_MS}, got "${raw.slice(0, 40)}"`,
-    );
-  }
-  return n;
-}
-
 /** Chat and text completion streams end with `data: [DONE]`; one without it was cut short. */
 function endsWithDone(pathAndQuery: string): boolean {
   return /^\/v1\/(?:chat\/)?completions(?:\?|$)/.test(pathAndQuery);
-}
-
-/** Per-request scheduling asks: `X-QM-Hold-Ms` and `X-QM-Patience-Ms`. */
-export function schedulingHeaders(headers: Headers): Pick<AcquireHooks, "holdMs" | "patienceMs"> {
-  return {
-    holdMs: msHeader(headers, "x-qm-hold-ms"),
-    patienceMs: msHeader(headers, "x-qm-patience-ms"),
-  };
 }
 
 /** Handles one OpenAI inference request end to end; always returns a Response. */

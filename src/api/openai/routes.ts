@@ -4,8 +4,8 @@ import { forward } from "../../proxy/forward.ts";
 import { asQmError, QmError } from "../../shared/errors.ts";
 import { noIdleTimeout } from "../edge/idle.ts";
 import type { Gateway } from "../gateway.ts";
+import { readBody } from "../request/body.ts";
 import { callGuards } from "../upstream-call.ts";
-import { readBody } from "./body.ts";
 import { openaiError } from "./errors.ts";
 import { handleInference } from "./inference.ts";
 

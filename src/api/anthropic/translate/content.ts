@@ -3,7 +3,7 @@
  * data URIs, documents and search results become text, tool results are flattened to the text
  * an OpenAI `tool` message can carry (images travel separately, after the tool messages).
  */
-import { badRequest } from "../../openai/errors.ts";
+import { badRequest } from "../../request/body.ts";
 import type { WireBlock } from "../wire.ts";
 import type { OaiPart } from "./openai-types.ts";
 

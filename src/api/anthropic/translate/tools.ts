@@ -4,7 +4,7 @@
  * dropped; `tools: []` is never sent (vLLM rejects it); `tool_choice` is only sent when tools
  * remain ("tools are required when tool choice is specified").
  */
-import { badRequest } from "../../openai/errors.ts";
+import { badRequest } from "../../request/body.ts";
 import type { WireTool, WireToolChoice } from "../wire.ts";
 import type { OaiChatRequest, OaiTool } from "./openai-types.ts";
 import type { Profile } from "./profile.ts";

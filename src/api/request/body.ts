@@ -16,7 +16,7 @@ export function parseJsonObject(bytes: Uint8Array): Record<string, unknown> {
   return json as Record<string, unknown>;
 }
 
-function tooLarge(limit: number): QmError {
+export function tooLarge(limit: number): QmError {
   const mb = Math.round((limit / 1024 / 1024) * 10) / 10;
   return new QmError(
     "payload_too_large",
@@ -125,4 +125,9 @@ async function withStallLimit(read: Promise<Uint8Array>, stallMs: number): Promi
   } finally {
     clearTimeout(timer);
   }
+}
+
+/** A 400 naming what is wrong and, when there is one, the request field at fault. */
+export function badRequest(message: string, param?: string): QmError {
+  return new QmError("bad_request", message, param === undefined ? {} : { param });
 }

@@ -28,17 +28,28 @@ function logOf(gw: Gateway): Logger {
   return log;
 }
 
-/** `log`: the route's own logger, if it has one; `timers`: a fake clock (tests). */
+/**
+ * `log`: the route's own logger, if it has one; `timers`: a fake clock (tests); `mayIdle`: the
+ * answer may legitimately go quiet for long (a model's own web UI or event stream fetched
+ * through `/upstream/…`), so only the first-byte limit applies, and its silences are never
+ * counted as a stalling model.
+ */
 export function callGuards(
   gw: Gateway,
   model: ModelConfig,
-  opts: { log?: Logger; timers?: Timers | undefined } = {},
+  opts: { log?: Logger; timers?: Timers | undefined; mayIdle?: boolean } = {},
 ): CallGuards {
   const id = model.id;
   const report = { stalled: () => gw.reportStall(id), answered: () => gw.reportAnswered(id) };
+  const limits = opts.mayIdle ? { ...model, stallTimeoutMs: 0 } : model;
   return {
     model: id,
-    deadline: Deadline.forModel(model, report, opts.timers, gw.cutSignal),
+    deadline: Deadline.forModel(
+      limits,
+      opts.mayIdle ? undefined : report,
+      opts.timers,
+      gw.cutSignal,
+    ),
     stderrTail: () => gw.stderrTail(id),
     log: opts.log ?? logOf(gw),
   };

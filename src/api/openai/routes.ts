@@ -117,7 +117,8 @@ async function upstream(gw: Gateway, request: Request): Promise<Response> {
       headers: request.headers,
       body,
       signal: aborter.signal,
-      ...callGuards(gw, m),
+      // A GET through /upstream (a model's web UI, an event stream) may idle for long.
+      ...callGuards(gw, m, { mayIdle: request.method === "GET" || request.method === "HEAD" }),
       onEnd: () => {
         request.signal.removeEventListener("abort", onGone);
         lease.release();

@@ -78,15 +78,14 @@ describe("the real /proc", () => {
   });
 
   test("a child's environment", async () => {
-    const child = Bun.spawn(["sleep", "5"], { env: { ...process.env, QM_PROBE: "yes" } });
+    // The child says "up" only once the shell runs, so its environment is in place by then.
+    const child = Bun.spawn(["sh", "-c", "echo up; exec sleep 5"], {
+      env: { ...process.env, QM_PROBE: "yes" },
+      stdout: "pipe",
+    });
     try {
-      // Right after spawn the child may not have exec'd yet: wait (bounded) until it has.
-      let env = linuxProc.environ(child.pid);
-      for (let i = 0; i < 200 && !env?.includes("QM_PROBE=yes"); i++) {
-        await Bun.sleep(10);
-        env = linuxProc.environ(child.pid);
-      }
-      expect(env).toContain("QM_PROBE=yes");
+      await child.stdout.getReader().read();
+      expect(linuxProc.environ(child.pid)).toContain("QM_PROBE=yes");
     } finally {
       child.kill("SIGKILL");
       await child.exited;

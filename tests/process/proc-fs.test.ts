@@ -79,8 +79,10 @@ describe("the real /proc", () => {
 
   test("a child's environment", async () => {
     // The child says "up" only once the shell runs, so its environment is in place by then.
-    const child = Bun.spawn(["sh", "-c", "echo up; exec sleep 5"], {
+    // The shell waits on its stdin: no grandchild to leave behind when it is killed.
+    const child = Bun.spawn(["sh", "-c", "echo up; read line"], {
       env: { ...process.env, QM_PROBE: "yes" },
+      stdin: "pipe",
       stdout: "pipe",
     });
     try {

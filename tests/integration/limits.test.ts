@@ -3,8 +3,11 @@
  * unload that would otherwise wait out a lease.
  */
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { chat, postJson, serve, status, until } from "../support/e2e.ts";
-import type { QmServer } from "../support/qm-process.ts";
+import { QM, type QmServer } from "../support/qm-process.ts";
 
 setDefaultTimeout(20_000);
 
@@ -16,7 +19,7 @@ beforeAll(async () => {
 max_queue = 2
 
 [groups.solo]
-members = ["slow", "emb", "other", "vectors"]
+members = ["slow", "emb", "other", "vectors", "refuses"]
 swap = false
 exclusive = false
 
@@ -32,6 +35,9 @@ cmd = "\${demo}"
 
 [models.vectors]
 cmd = "\${demo} --load-delay-ms 300"
+
+[models.refuses]
+cmd = "\${demo} --fail-status 503"
 `);
 });
 
@@ -113,5 +119,32 @@ describe("stream: true where answers are not streams", () => {
     const body = (await res.json()) as { object: string; data: unknown[] };
     expect(body.object).toBe("list");
     expect(body.data.length).toBe(1);
+  });
+});
+
+describe("durations in the config", () => {
+  test("qm config check refuses one a timer cannot hold, at its line and column", () => {
+    const path = join(mkdtempSync(join(tmpdir(), "qm-limits-")), "quartermaster.toml");
+    writeFileSync(path, `[models.m]\ncmd = "x"\nttl_s = 2592000\n`);
+    const run = Bun.spawnSync([QM, "config", "check", "-c", path]);
+    expect(run.exitCode).toBe(1);
+    expect(run.stderr.toString() + run.stdout.toString()).toContain(
+      ":3:1: models.m.ttl_s: must be at most 2147483, got 2592000",
+    );
+  });
+});
+
+describe("a 503 from a model that is up", () => {
+  test("is named as the model server's own, not as qm still loading it", async () => {
+    const res = await post("/v1/messages", {
+      model: "refuses",
+      max_tokens: 8,
+      messages: [{ role: "user", content: "hi" }],
+    });
+    expect(res.status).toBe(529);
+    const body = (await res.json()) as { error: { type: string; message: string } };
+    expect(body.error.type).toBe("overloaded_error");
+    expect(body.error.message).toContain("answered 503");
+    expect(body.error.message).not.toContain("loading");
   });
 });

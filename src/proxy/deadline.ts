@@ -76,13 +76,14 @@ export class Deadline implements ReadWatch {
     cut?: AbortSignal,
   ): Deadline | null {
     if (model.firstByteTimeoutMs <= 0 && model.stallTimeoutMs <= 0 && !cut) return null;
+    // Built without spreads: this runs for every proxied request.
     return new Deadline({
       model: model.id,
       firstByteMs: model.firstByteTimeoutMs,
       stallMs: model.stallTimeoutMs,
-      ...(report ? { report } : {}),
-      ...(timers ? { timers } : {}),
-      ...(cut ? { cut } : {}),
+      report,
+      timers,
+      cut,
     });
   }
 

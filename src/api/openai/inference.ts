@@ -139,8 +139,9 @@ export async function handleInference(req: InferenceRequest): Promise<Response> 
     signal: AbortSignal,
     extraHeaders: [string, string][],
     done = () => {},
-  ) =>
-    forward({
+  ) => {
+    const guards = callGuards(gw, model);
+    return forward({
       // The lease's config: the model may have been moved to another port to start.
       base: lease.model.proxy,
       pathAndQuery: req.pathAndQuery,
@@ -148,7 +149,11 @@ export async function handleInference(req: InferenceRequest): Promise<Response> 
       headers: upstreamHeaders,
       body: parsed.body,
       signal,
-      ...callGuards(gw, model),
+      // Field by field, not spread: this is every request's path.
+      model: guards.model,
+      deadline: guards.deadline,
+      stderrTail: guards.stderrTail,
+      log: guards.log,
       checkSse: { requireDone: endsWithDone(req.pathAndQuery) },
       extraHeaders,
       onChunk: watcher ? (c: Uint8Array) => watcher.feed(c) : undefined,
@@ -157,6 +162,7 @@ export async function handleInference(req: InferenceRequest): Promise<Response> 
         lease.release({ toolCalls: watcher?.sawToolCalls ?? false });
       },
     });
+  };
 
   if (parsed.stream && !loaded && model.sendLoadingState && STREAMING_PATHS.has(req.route)) {
     // The placeholder stream can be cancelled before the client's connection closes, so the

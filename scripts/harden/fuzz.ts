@@ -11,6 +11,8 @@
  *   body, text/plain, HTML; a HEAD answer has no body and is exempt), and a connection that
  *   closed or went silent without any response.
  */
+
+import { rawRequest } from "../../tests/support/raw-http.ts";
 import { log } from "../bench/util.ts";
 import {
   assemble,
@@ -26,7 +28,6 @@ import {
 import { MUTATIONS } from "./fuzz-mutations.ts";
 import { BODY_FRAMING, bodyCutShort, malformedBecause } from "./malformed.ts";
 import { configToml, demoCmd, type Qm } from "./qm.ts";
-import { rawRequest } from "./raw.ts";
 import { enveloped } from "./verdict.ts";
 
 export function fuzzConfig(stateDir: string): string {

@@ -7,9 +7,9 @@
  * page read an answer.
  */
 import { INFERENCE_PATHS } from "../../src/api/openai/routes.ts";
+import { type RawResponse, rawRequest } from "../../tests/support/raw-http.ts";
 import { log } from "../bench/util.ts";
 import { configToml, demoCmd, load, type Qm } from "./qm.ts";
-import { type RawResponse, rawRequest } from "./raw.ts";
 import { anthropicEnvelope, openaiEnvelope } from "./verdict.ts";
 
 const OK = "s-ok";

@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { serve } from "../support/e2e.ts";
 import type { QmServer } from "../support/qm-process.ts";
-import { rawGet, rawRequest } from "../support/raw-http.ts";
+import { rawGet, rawTo } from "../support/raw-http.ts";
 
 setDefaultTimeout(20_000);
 
@@ -105,7 +105,7 @@ describe("API keys cannot be bypassed", () => {
           headers["Content-Length"] = String(body.length);
         }
         const text = rawGet(target, headers, method).replace(/\r\n\r\n$/, `\r\n\r\n${body}`);
-        const res = await rawRequest(keyed.url, text);
+        const res = await rawTo(keyed.url, text);
         const ok =
           [400, 401, 403, 404].includes(res.status) &&
           (isOpenAiEnvelope(res.body) || isAnthropicEnvelope(res.body));
@@ -119,15 +119,15 @@ describe("API keys cannot be bypassed", () => {
   });
 
   test("a fragment is refused with 400; /health stays open", async () => {
-    const frag = await rawRequest(keyed.url, rawGet("/health#/api/status", { Host: "x" }));
+    const frag = await rawTo(keyed.url, rawGet("/health#/api/status", { Host: "x" }));
     expect(frag.status).toBe(400);
     expect(frag.body).toContain("fragment");
-    const health = await rawRequest(keyed.url, rawGet("/health", { Host: "localhost" }));
+    const health = await rawTo(keyed.url, rawGet("/health", { Host: "localhost" }));
     expect(health.status).toBe(200);
   });
 
   test("absolute-form is routed and authorized on its path", async () => {
-    const res = await rawRequest(
+    const res = await rawTo(
       keyed.url,
       rawGet("http://127.0.0.1/api/status", { Host: "localhost", Authorization: "Bearer k" }),
     );
@@ -137,7 +137,7 @@ describe("API keys cannot be bypassed", () => {
 
   test("a short Host that is allowed routes POST /v1/* correctly with the key", async () => {
     const body = JSON.stringify({ model: "m", messages: [{ role: "user", content: "hi" }] });
-    const res = await rawRequest(
+    const res = await rawTo(
       keyed.url,
       rawGet(
         "/v1/chat/completions",
@@ -168,32 +168,30 @@ describe("API keys cannot be bypassed", () => {
 
 describe("Host names (DNS rebinding)", () => {
   test("a loopback listener refuses foreign names with 403 and admits loopback ones", async () => {
-    const evil = await rawRequest(open.url, rawGet("/api/status", { Host: "evil.example" }));
+    const evil = await rawTo(open.url, rawGet("/api/status", { Host: "evil.example" }));
     expect(evil.status).toBe(403);
     expect(isOpenAiEnvelope(evil.body)).toBe(true);
     expect(evil.body).toContain("server.allowed_hosts");
     for (const host of ["localhost", "127.0.0.1", "[::1]", "app.localhost"]) {
-      const res = await rawRequest(open.url, rawGet("/api/status", { Host: host }));
+      const res = await rawTo(open.url, rawGet("/api/status", { Host: host }));
       expect(res.status).toBe(200);
     }
   });
 
   test("allowed_hosts admits its names and wildcards, and nothing else", async () => {
     const auth = { Authorization: "Bearer k" };
-    expect((await rawRequest(keyed.url, rawGet("/running", { Host: "qm", ...auth }))).status).toBe(
-      200,
-    );
+    expect((await rawTo(keyed.url, rawGet("/running", { Host: "qm", ...auth }))).status).toBe(200);
     expect(
-      (await rawRequest(keyed.url, rawGet("/running", { Host: "box.lan:8080", ...auth }))).status,
+      (await rawTo(keyed.url, rawGet("/running", { Host: "box.lan:8080", ...auth }))).status,
     ).toBe(200);
-    expect(
-      (await rawRequest(keyed.url, rawGet("/running", { Host: "lan.evil", ...auth }))).status,
-    ).toBe(403);
+    expect((await rawTo(keyed.url, rawGet("/running", { Host: "lan.evil", ...auth }))).status).toBe(
+      403,
+    );
   });
 
   test("a malformed or doubled Host is a 400", async () => {
     for (const host of ["a/b", "a b", "a, b"]) {
-      const res = await rawRequest(open.url, rawGet("/api/status", { Host: host }));
+      const res = await rawTo(open.url, rawGet("/api/status", { Host: host }));
       expect(res.status).toBe(400);
       expect(isOpenAiEnvelope(res.body)).toBe(true);
     }
@@ -291,7 +289,7 @@ describe("every refusal is enveloped", () => {
       ],
     ];
     for (const [text, want] of cases) {
-      const res = await rawRequest(open.url, text);
+      const res = await rawTo(open.url, text);
       expect(res.status).toBe(want);
       expect(isOpenAiEnvelope(res.body)).toBe(true);
       expect(res.headers.get("x-should-retry")).toBe("false");

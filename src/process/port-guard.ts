@@ -7,6 +7,7 @@
 import { splitCommand } from "../config/argv.ts";
 import type { ModelConfig } from "../config/types.ts";
 import { withContextSize } from "../config/variant.ts";
+import { isLoopbackName } from "../shared/net.ts";
 import { linuxProc, type ProcFs } from "./proc-fs.ts";
 
 // The macros a template still holds (spelled out: they are literal text, not templates).
@@ -21,7 +22,8 @@ export function portOf(model: ModelConfig): { port: number; movable: boolean } |
   } catch {
     return null;
   }
-  if (!isLocalHost(url.hostname)) return null;
+  // A listener on the wildcard address is reached through loopback too.
+  if (!isLoopbackName(url.hostname) && url.hostname !== "0.0.0.0") return null;
   const t = model.template;
   // Moving helps only when both what the server listens on and what qm connects to follow.
   const serverFollows = t.cmd.includes(PORT) || Object.values(t.env).some((v) => v.includes(PORT));
@@ -39,15 +41,6 @@ export function portOf(model: ModelConfig): { port: number; movable: boolean } |
     Object.values(model.env).some((v) => v.includes(text));
   if (!named && model.checkEndpoint === null) return null;
   return { port, movable: false };
-}
-
-function isLocalHost(host: string): boolean {
-  return (
-    host === "localhost" ||
-    host === "[::1]" ||
-    host === "0.0.0.0" ||
-    /^127\.\d+\.\d+\.\d+$/.test(host)
-  );
 }
 
 /** The model with `${PORT}` rendered as `port` again; same id, command, proxy, env. */

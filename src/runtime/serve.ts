@@ -1,10 +1,10 @@
 import { buildApp } from "../api/app.ts";
-import { isLoopbackAddress } from "../api/edge/hosts.ts";
 import { parseHostPort } from "../config/index.ts";
 import type { Config } from "../config/types.ts";
 import { killAllSync, startSupervision } from "../process/index.ts";
 import { systemClock } from "../shared/clock.ts";
 import type { Logger } from "../shared/log.ts";
+import { isLoopbackName } from "../shared/net.ts";
 import { Runtime } from "./runtime.ts";
 
 export interface RunningServer {
@@ -37,7 +37,7 @@ export function startServer(config: Config, log: Logger): RunningServer {
       const hp = parseHostPort(address);
       if (!hp) throw new Error(`bad listen address "${address}"`);
       const { host, port } = hp;
-      const app = buildApp(runtime, { loopback: isLoopbackAddress(host), log });
+      const app = buildApp(runtime, { loopback: isLoopbackName(host), log });
       const server: Listener = Bun.serve({
         hostname: host,
         port,

@@ -4,24 +4,12 @@
  * page and qm share an origin. The browser still sends the attacker's name in `Host`, so a
  * loopback listener that only answers to loopback names cannot be reached that way.
  */
+import { hostnameOf, isLoopbackName } from "../../shared/net.ts";
 
 export interface HostPolicy {
   allows(hostname: string): boolean;
   /** For the 403 message: what this listener accepts. */
   readonly describe: string;
-}
-
-/** True for a listen address that only the local machine can reach. */
-export function isLoopbackAddress(host: string): boolean {
-  const h = host.replace(/^\[|\]$/g, "").toLowerCase();
-  return h === "localhost" || h === "::1" || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(h);
-}
-
-/** localhost, *.localhost (RFC 6761 §6.3), 127.0.0.0/8 and [::1]. */
-export function isLoopbackName(hostname: string): boolean {
-  if (hostname === "localhost" || hostname.endsWith(".localhost")) return true;
-  if (hostname === "[::1]") return true;
-  return /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(hostname);
 }
 
 /**
@@ -33,7 +21,7 @@ export function hostPolicy(allowed: readonly string[], loopbackListener: boolean
   if (allowed.includes("*") || (allowed.length === 0 && !loopbackListener)) {
     return { allows: () => true, describe: "any host" };
   }
-  const exact = new Set(allowed.filter((h) => !h.startsWith("*.")).map(stripPort));
+  const exact = new Set(allowed.filter((h) => !h.startsWith("*.")).map(hostnameOf));
   const suffixes = allowed.filter((h) => h.startsWith("*.")).map((h) => h.slice(1));
   const names = [...(loopbackListener ? ["localhost", "127.0.0.1", "[::1]"] : []), ...allowed];
   return {
@@ -43,11 +31,4 @@ export function hostPolicy(allowed: readonly string[], loopbackListener: boolean
       suffixes.some((s) => hostname.endsWith(s)),
     describe: names.join(", "),
   };
-}
-
-/** `allowed_hosts` entries may be written with a port; names are matched without it. */
-function stripPort(host: string): string {
-  if (host.startsWith("[")) return host.slice(0, host.indexOf("]") + 1);
-  const colon = host.indexOf(":");
-  return colon < 0 ? host : host.slice(0, colon);
 }

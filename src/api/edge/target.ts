@@ -8,6 +8,7 @@
  * a URL that does not start with `http://` means the Host was malformed.
  */
 import { QmError } from "../../shared/errors.ts";
+import { hostnameOf } from "../../shared/net.ts";
 
 export interface Target {
   /** `host[:port]` as sent, or "" when the request had no Host (HTTP/1.0). */
@@ -55,10 +56,4 @@ export function parseTarget(url: string, hostHeader: string | null): Target | Qm
   const path = q < 0 ? url.slice(pathAt) : url.slice(pathAt, q);
   const host = hostHeader ?? "";
   return { host, hostname: hostnameOf(host), path, pathAt };
-}
-
-function hostnameOf(host: string): string {
-  if (host.startsWith("[")) return host.slice(0, host.indexOf("]") + 1).toLowerCase();
-  const colon = host.indexOf(":");
-  return (colon < 0 ? host : host.slice(0, colon)).toLowerCase();
 }

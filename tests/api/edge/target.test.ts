@@ -1,8 +1,9 @@
 import { describe, expect, test } from "bun:test";
 import { checkOrigin } from "../../../src/api/edge/cors.ts";
-import { hostPolicy, isLoopbackAddress } from "../../../src/api/edge/hosts.ts";
+import { hostPolicy } from "../../../src/api/edge/hosts.ts";
 import { parseTarget } from "../../../src/api/edge/target.ts";
 import { QmError } from "../../../src/shared/errors.ts";
+import { isLoopbackName } from "../../../src/shared/net.ts";
 
 describe("parseTarget", () => {
   test("finds the path after any Host, short ones included", () => {
@@ -63,10 +64,10 @@ describe("hostPolicy", () => {
 
   test("listed names may carry a port; listeners are loopback by their address", () => {
     expect(hostPolicy(["box:8080"], false).allows("box")).toBe(true);
-    expect(isLoopbackAddress("127.0.0.1")).toBe(true);
-    expect(isLoopbackAddress("::1")).toBe(true);
-    expect(isLoopbackAddress("0.0.0.0")).toBe(false);
-    expect(isLoopbackAddress("192.168.1.2")).toBe(false);
+    expect(isLoopbackName("127.0.0.1")).toBe(true);
+    expect(isLoopbackName("::1")).toBe(true);
+    expect(isLoopbackName("0.0.0.0")).toBe(false);
+    expect(isLoopbackName("192.168.1.2")).toBe(false);
   });
 });
 

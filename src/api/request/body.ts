@@ -44,87 +44,68 @@ export async function readBody(
   stallMs = BODY_STALL_MS,
 ): Promise<Uint8Array> {
   const declared = request.headers.get("content-length");
-  if (declared !== null) {
-    if (Number(declared) > limit) throw tooLarge(limit);
+  if (declared !== null && Number(declared) > limit) throw tooLarge(limit);
+  if (declared === null && !request.body) return new Uint8Array(0);
+  const watch = stallWatch(stallMs);
+  const reader =
+    declared !== null && Number(declared) <= WHOLE_READ_BYTES ? null : request.body?.getReader();
+  try {
     // A small declared body (every chat request) is read natively in one go, far cheaper than
-    // a reader loop, within the stall limit as a whole; a large upload is read chunk by chunk
-    // so that only silence, not a slow link, runs into the limit.
-    if (Number(declared) <= WHOLE_READ_BYTES) return await withStallLimit(request.bytes(), stallMs);
+    // a reader loop; a large upload is read chunk by chunk, so that only silence, not a slow
+    // link, runs into the limit.
+    if (!reader) return await Promise.race([request.bytes(), watch.stalled]);
+    const chunks: Uint8Array[] = [];
+    let total = 0;
+    for (;;) {
+      const step = await Promise.race([reader.read(), watch.stalled]);
+      if (step.done) break;
+      watch.progress();
+      total += step.value.byteLength;
+      if (total > limit) throw tooLarge(limit);
+      chunks.push(step.value);
+    }
+    return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, total);
+  } catch (err) {
+    void reader?.cancel().catch(() => {});
+    if (err instanceof QmError) throw err;
+    throw new QmError("bad_request", "the request body could not be read (broken framing)");
+  } finally {
+    watch.stop();
   }
-  if (!request.body) return new Uint8Array(0);
-  const reader = request.body.getReader();
-  const chunks: Uint8Array[] = [];
-  let total = 0;
+}
+
+/**
+ * Rejects `stalled` once `stallMs` pass without `progress()`. One timer for the whole read,
+ * re-armed only when it fires: progress costs a clock read.
+ */
+function stallWatch(stallMs: number) {
   let last = performance.now();
-  let timer: ReturnType<typeof setTimeout> | null = null;
-  let stalled: (err: QmError) => void = () => {};
-  const stall = new Promise<never>((_, reject) => {
-    stalled = reject;
+  let fail: (err: QmError) => void = () => {};
+  const stalled = new Promise<never>((_, reject) => {
+    fail = reject;
   });
-  stall.catch(() => {});
-  // One timer for the whole read, re-armed only when it fires: a chunk costs a clock read.
+  stalled.catch(() => {});
   const check = () => {
     const quiet = performance.now() - last;
     if (quiet < stallMs) {
       timer = setTimeout(check, stallMs - quiet);
       return;
     }
-    stalled(
+    fail(
       new QmError(
         "request_timeout",
         `the request body stopped arriving (nothing for ${stallMs / 1000} s)`,
       ),
     );
   };
-  timer = setTimeout(check, stallMs);
-  try {
-    for (;;) {
-      const step = await Promise.race([reader.read(), stall]);
-      if (step.done) break;
+  let timer = setTimeout(check, stallMs);
+  return {
+    stalled,
+    progress: () => {
       last = performance.now();
-      total += step.value.byteLength;
-      if (total > limit) throw tooLarge(limit);
-      chunks.push(step.value);
-    }
-  } catch (err) {
-    void reader.cancel().catch(() => {});
-    if (err instanceof QmError) throw err;
-    throw new QmError("bad_request", "the request body could not be read (broken framing)");
-  } finally {
-    if (timer !== null) clearTimeout(timer);
-  }
-  if (chunks.length === 1) return chunks[0]!;
-  const out = new Uint8Array(total);
-  let at = 0;
-  for (const c of chunks) {
-    out.set(c, at);
-    at += c.byteLength;
-  }
-  return out;
-}
-
-async function withStallLimit(read: Promise<Uint8Array>, stallMs: number): Promise<Uint8Array> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const stall = new Promise<never>((_, reject) => {
-    timer = setTimeout(
-      () =>
-        reject(
-          new QmError(
-            "request_timeout",
-            `the request body did not arrive within ${stallMs / 1000} s`,
-          ),
-        ),
-      stallMs,
-    );
-  });
-  try {
-    return await Promise.race([read, stall]);
-  } catch (err) {
-    if (err instanceof QmError) throw err;
-    throw new QmError("bad_request", "the request body could not be read (broken framing)");
-  } finally {
-    clearTimeout(timer);
-  }
+    },
+    stop: () => clearTimeout(timer),
+  };
 }
 
 /** A 400 naming what is wrong and, when there is one, the request field at fault. */

@@ -4,7 +4,7 @@
  * with out-of-range values. Judged by the same rules as the raw half (fuzz.ts).
  */
 
-import type { Case, FuzzTally, Seen } from "./fuzz.ts";
+import { bounded, type Case, type FuzzTally, type Seen } from "./fuzz.ts";
 import {
   BROKEN_MODEL,
   envelopeFor,
@@ -182,35 +182,30 @@ export async function fetchFuzz(
   workers: number,
   deadline: number,
 ) {
-  let issued = 0;
-  const worker = async () => {
-    while (issued < n && Date.now() < deadline) {
-      issued++;
-      const [label, make] = pickWith(r)(FETCH_CASES);
-      const { path, init, names } = make(r, qm.url);
-      const method = init.method ?? "GET";
-      const c: Case = {
-        labels: [label],
-        api: envelopeFor(path),
-        excused:
-          (names ?? String(init.body ?? "")).includes(BROKEN_MODEL) ||
-          (init.body instanceof FormData && init.body.get("model") === BROKEN_MODEL),
-        upstream: path.startsWith("/upstream/"),
-        head: method === "HEAD",
-        show: `${method} ${path}`,
-      };
-      const seen: Seen = { status: 0, contentType: "", body: "", none: null };
-      try {
-        const res = await fetch(qm.url + path, { ...init, signal: AbortSignal.timeout(6000) });
-        seen.status = res.status;
-        seen.contentType = res.headers.get("content-type") ?? "";
-        if (res.status >= 400) seen.body = await res.text();
-        else await res.body?.cancel();
-      } catch (err) {
-        if (seen.status === 0) seen.none = `no response: ${(err as Error).message}`;
-      }
-      t.judge(c, seen);
+  await bounded(n, workers, deadline, async () => {
+    const [label, make] = pickWith(r)(FETCH_CASES);
+    const { path, init, names } = make(r, qm.url);
+    const method = init.method ?? "GET";
+    const c: Case = {
+      labels: [label],
+      api: envelopeFor(path),
+      excused:
+        (names ?? String(init.body ?? "")).includes(BROKEN_MODEL) ||
+        (init.body instanceof FormData && init.body.get("model") === BROKEN_MODEL),
+      upstream: path.startsWith("/upstream/"),
+      head: method === "HEAD",
+      show: `${method} ${path}`,
+    };
+    const seen: Seen = { status: 0, contentType: "", body: "", none: null };
+    try {
+      const res = await fetch(qm.url + path, { ...init, signal: AbortSignal.timeout(6000) });
+      seen.status = res.status;
+      seen.contentType = res.headers.get("content-type") ?? "";
+      if (res.status >= 400) seen.body = await res.text();
+      else await res.body?.cancel();
+    } catch (err) {
+      if (seen.status === 0) seen.none = `no response: ${(err as Error).message}`;
     }
-  };
-  await Promise.all(Array.from({ length: workers }, worker));
+    t.judge(c, seen);
+  });
 }

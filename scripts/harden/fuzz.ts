@@ -212,26 +212,38 @@ export async function rawFuzz(
   workers: number,
   deadline: number,
 ) {
+  await bounded(n, workers, deadline, async () => {
+    const { bytes, c } = rawCase(r, qm.port);
+    // A body cut short is waited for (BODY_STALL_MS, 10 s) before its 408.
+    const waitMs = c.cutShort ? 15_000 : 5000;
+    const res = await rawRequest(qm.port, bytes, { timeoutMs: waitMs, headOnly: c.head });
+    const none =
+      res.timedOut && res.noResponse
+        ? `no response within ${waitMs / 1000} s`
+        : res.noResponse
+          ? "closed without a response"
+          : null;
+    t.judge(c, {
+      status: res.status,
+      contentType: res.headers.get("content-type") ?? "",
+      body: res.body,
+      none,
+    });
+  });
+}
+
+/** Runs `one` up to `n` times, `workers` at a time, starting none after `deadline`. */
+export async function bounded(
+  n: number,
+  workers: number,
+  deadline: number,
+  one: () => Promise<void>,
+): Promise<void> {
   let issued = 0;
   const worker = async () => {
     while (issued < n && Date.now() < deadline) {
       issued++;
-      const { bytes, c } = rawCase(r, qm.port);
-      // A body cut short is waited for (BODY_STALL_MS, 10 s) before its 408.
-      const waitMs = c.cutShort ? 15_000 : 5000;
-      const res = await rawRequest(qm.port, bytes, { timeoutMs: waitMs, headOnly: c.head });
-      const none =
-        res.timedOut && res.noResponse
-          ? `no response within ${waitMs / 1000} s`
-          : res.noResponse
-            ? "closed without a response"
-            : null;
-      t.judge(c, {
-        status: res.status,
-        contentType: res.headers.get("content-type") ?? "",
-        body: res.body,
-        none,
-      });
+      await one();
     }
   };
   await Promise.all(Array.from({ length: workers }, worker));

@@ -13,18 +13,9 @@
  */
 import type { ModelConfig } from "../config/types.ts";
 import { QmError } from "../shared/errors.ts";
+import { realTimers, type Timers } from "../shared/timer.ts";
 
-export interface Timers {
-  now(): number;
-  set(fn: () => void, ms: number): unknown;
-  clear(handle: unknown): void;
-}
-
-export const realTimers: Timers = {
-  now: () => performance.now(),
-  set: (fn, ms) => setTimeout(fn, ms),
-  clear: (handle) => clearTimeout(handle as Timer),
-};
+export type { Timers } from "../shared/timer.ts";
 
 /** What the limits are reported to (the runtime counts stalls to restart a stuck model). */
 export interface DeadlineReport {

@@ -17,7 +17,7 @@ import type { Effects, ModelState, Swap } from "../scheduler/types.ts";
 import type { Clock } from "../shared/clock.ts";
 import { asQmError, QmError } from "../shared/errors.ts";
 import type { Logger } from "../shared/log.ts";
-import { setLongTimeout } from "../shared/timer.ts";
+import { realTimers, setLongTimeout, type Timers } from "../shared/timer.ts";
 import { EventHub } from "./event-hub.ts";
 import { GpuWatch } from "./gpu-watch.ts";
 import { LeaseBook } from "./leases.ts";
@@ -54,6 +54,11 @@ export class Runtime implements Effects, Gateway {
   private readonly pending = new Map<number, Pending>();
   private nextRequestId = 1;
   private cancelWake: (() => void) | null = null;
+  /** Real timers on the scheduler's clock, for the wake timer. */
+  private readonly wakeTimers: Timers = {
+    ...realTimers,
+    now: () => this.opts.clock.now(),
+  };
   /** Aborted when shutdown's grace runs out: requests still running are cut. */
   private readonly cut = new AbortController();
   /** Swaps whose target has not started yet, by target: a stop must keep it from starting. */
@@ -360,7 +365,7 @@ export class Runtime implements Effects, Gateway {
         this.scheduler.wake();
       },
       delay,
-      () => this.opts.clock.now(),
+      this.wakeTimers,
     );
   }
 

@@ -3,30 +3,46 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { freePort, type QmServer, startQm } from "./qm-process.ts";
 
+export interface ConfigFile {
+  path: string;
+  /** A scratch dir for the test (scripts, pid files). */
+  dir: string;
+  stateDir: string;
+}
+
 /**
  * Writes a config whose models run the demo upstream inside the compiled binary
- * (`${QM_BIN} demo-upstream`), listening on port 0 (one line per `listeners`).
+ * (`${QM_BIN} demo-upstream`), listening on port 0 (one line per `listeners`). A `[server]`
+ * table in `body` adds its keys to the generated one (TOML allows one table) and replaces
+ * the defaults it names. `body` may be a function of the scratch dir, for paths commands use.
  */
-export function writeConfig(body: string, listeners = 1): string {
+export function configFile(body: string | ((dir: string) => string), listeners = 1): ConfigFile {
   const dir = mkdtempSync(join(tmpdir(), "qm-e2e-"));
   const path = join(dir, "quartermaster.toml");
-  const listen = Array.from({ length: listeners }, () => `"127.0.0.1:0"`).join(", ");
-  // A random base far from other tests' ports; the loader skips any port in use anyway.
-  const start = 20000 + Math.floor(Math.random() * 30000);
-  // A `[server]` table in `body` adds its keys to the generated one (TOML allows one table).
-  const own = /^\[server\]\n((?:(?!\[).*\n)*)/m.exec(body);
+  const stateDir = join(dir, "state");
+  const text = typeof body === "string" ? body : body(dir);
+  const own = /^\[server\]\n((?:(?!\[).*\n)*)/m.exec(text);
   const extra = own?.[1] ?? "";
-  const rest = own ? body.replace(own[0], "") : body;
+  const rest = own ? text.replace(own[0], "") : text;
+  const unless = (key: string, line: string) =>
+    new RegExp(`^${key}\\s*=`, "m").test(extra) ? "" : `${line}\n`;
+  const listen = Array.from({ length: listeners }, () => `"127.0.0.1:0"`).join(", ");
   writeFileSync(
     path,
-    `[server]\nlisten = [${listen}]\nstart_port = ${start}\n` +
-      (/^shutdown_timeout_s\s*=/m.test(extra) ? "" : "shutdown_timeout_s = 3\n") +
-      extra +
+    `[server]\nlisten = [${listen}]\n` +
+      // A random base far from other tests' ports; the loader skips any port in use anyway.
+      unless("start_port", `start_port = ${20000 + Math.floor(Math.random() * 30000)}`) +
+      unless("shutdown_timeout_s", "shutdown_timeout_s = 3") +
       // Run files of this qm stay with this test, away from the user's state dir.
-      (/^state_dir\s*=/m.test(extra) ? "" : `state_dir = "${join(dir, "state")}"\n`) +
+      unless("state_dir", `state_dir = "${stateDir}"`) +
+      extra +
       `\n[macros]\ndemo = "\${QM_BIN} demo-upstream --port \${PORT} --name \${MODEL_ID}"\n\n${rest}`,
   );
-  return path;
+  return { path, dir, stateDir };
+}
+
+export function writeConfig(body: string, listeners = 1): string {
+  return configFile(body, listeners).path;
 }
 
 /** Starts qm and returns once every one of its `listeners` has logged its address. */

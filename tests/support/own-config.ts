@@ -2,33 +2,18 @@
  * A config for tests that need their own `[server]` settings (a chosen start port, debug
  * logs) and want to look at qm's state dir. Same `${demo}` macro as e2e.ts.
  */
-import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
+import { type ConfigFile, configFile } from "./e2e.ts";
 
-export interface OwnConfig {
-  path: string;
-  /** A scratch dir for the test (scripts, pid files). */
-  dir: string;
-  stateDir: string;
-}
+export type OwnConfig = ConfigFile;
 
-/** `body` gets the scratch dir, for paths its commands write to. */
+/** `body` gets the scratch dir, for paths its commands write to; `server` adds [server] keys. */
 export function ownConfig(body: string | ((dir: string) => string), server = ""): OwnConfig {
-  const dir = mkdtempSync(join(tmpdir(), "qm-sup-"));
-  const models = typeof body === "string" ? body : body(dir);
-  const stateDir = join(dir, "state");
-  const path = join(dir, "quartermaster.toml");
-  const start = /start_port/.test(server)
-    ? ""
-    : `start_port = ${20000 + Math.floor(Math.random() * 30000)}\n`;
-  writeFileSync(
-    path,
-    `[server]\nlisten = ["127.0.0.1:0"]\n${start}shutdown_timeout_s = 3\n` +
-      `state_dir = "${stateDir}"\n${server}\n` +
-      `[macros]\ndemo = "\${QM_BIN} demo-upstream --port \${PORT} --name \${MODEL_ID}"\n\n${models}`,
-  );
-  return { path, dir, stateDir };
+  return configFile((dir) => {
+    const models = typeof body === "string" ? body : body(dir);
+    return server ? `[server]\n${server.trim()}\n\n${models}` : models;
+  });
 }
 
 export interface RunFileJson {

@@ -154,19 +154,27 @@ export class Deadline implements ReadWatch {
 
   /** Ends the call now with `reason` (not a stall: nothing is reported). */
   interrupt(reason: unknown): void {
-    this.opts.cut?.removeEventListener("abort", this.onCut);
     if (this.phase === "over") return;
-    this.phase = "over";
-    this.disarm();
-    this.expired =
+    this.abortWith(
       reason instanceof QmError
         ? reason
-        : new QmError("shutting_down", `the call to model "${this.opts.model}" was cut`);
-    this.aborter.abort(this.expired);
+        : new QmError("shutting_down", `the call to model "${this.opts.model}" was cut`),
+    );
   }
 
+  /** The one way a call is ended from here: limits off, the signal aborted with `err`. */
+  private abortWith(err: QmError): void {
+    this.opts.cut?.removeEventListener("abort", this.onCut);
+    this.phase = "over";
+    this.disarm();
+    this.expired = err;
+    this.aborter.abort(err);
+  }
+
+  private readonly onFire = () => this.fire();
+
   private arm(ms: number): void {
-    this.handle = this.timers.set(() => this.fire(), ms);
+    this.handle = this.timers.set(this.onFire, ms);
   }
 
   private disarm(): void {
@@ -196,10 +204,7 @@ export class Deadline implements ReadWatch {
   }
 
   private expire(message: string): void {
-    this.opts.cut?.removeEventListener("abort", this.onCut);
-    this.phase = "over";
-    this.expired = new QmError("upstream_timeout", message);
     this.opts.report?.stalled();
-    this.aborter.abort(this.expired);
+    this.abortWith(new QmError("upstream_timeout", message));
   }
 }

@@ -4,8 +4,10 @@
  * fifth of the requests are abandoned by their client at a random point (waiting, loading,
  * mid-stream). Afterwards every counter in /api/status must come back to 0.
  */
+
+import type { StatusJson } from "../../src/api/gateway.ts";
 import { log } from "../bench/util.ts";
-import { configToml, demoCmd, expectedText, type Qm, type Status, status } from "./qm.ts";
+import { configToml, demoCmd, expectedText, type Qm, status } from "./qm.ts";
 import { type Api, apiPath, chatBody, exchange, type Kind, type Outcome } from "./verdict.ts";
 
 export const LOAD_MODELS = ["load-a", "load-b", "load-c"] as const;
@@ -30,7 +32,7 @@ export interface LoadResult {
 }
 
 /** The counters of /api/status that must all be 0 once nothing is running: name → value. */
-export function counters(s: Status): [string, number][] {
+export function counters(s: StatusJson): [string, number][] {
   const out: [string, number][] = [
     ["queue.depth", s.queue.depth],
     ["swaps", s.swaps.length],

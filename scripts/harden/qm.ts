@@ -6,6 +6,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Subprocess } from "bun";
+import type { StatusJson } from "../../src/api/gateway.ts";
 import { buildTokens } from "../../src/demo/completion.ts";
 import { startPlain } from "../bench/procs.ts";
 import { QM_BIN } from "../bench/qm.ts";
@@ -156,27 +157,11 @@ export async function countLeftovers(qm: Qm, graceMs: number): Promise<Proc[]> {
   return left;
 }
 
-export interface StatusModel {
-  id: string;
-  state: string;
-  inflight: number;
-  leases: number;
-  queued: number;
-  pid: number | null;
-  port: number | null;
-}
-
-export interface Status {
-  models: StatusModel[];
-  queue: { depth: number };
-  swaps: unknown[];
-}
-
-export async function status(qm: Qm, key?: string): Promise<Status> {
+export async function status(qm: Qm, key?: string): Promise<StatusJson> {
   const headers: Record<string, string> = key ? { authorization: `Bearer ${key}` } : {};
   const res = await fetch(`${qm.url}/api/status`, { headers, signal: AbortSignal.timeout(5000) });
   if (!res.ok) throw new Error(`GET /api/status: HTTP ${res.status}`);
-  return (await res.json()) as Status;
+  return (await res.json()) as StatusJson;
 }
 
 /** Loads a model through the control API; returns its pid (null when it did not load). */

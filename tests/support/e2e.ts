@@ -1,6 +1,7 @@
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import type { StatusJson } from "../../src/api/gateway.ts";
 import { freePort, type QmServer, startQm } from "./qm-process.ts";
 
 export interface ConfigFile {
@@ -84,28 +85,9 @@ export function postJson(url: string, path: string, body?: unknown) {
   });
 }
 
-export async function status(url: string) {
+export async function status(url: string): Promise<StatusJson> {
   const res = await fetch(`${url}/api/status`);
-  return (await res.json()) as {
-    models: {
-      id: string;
-      state: string;
-      inflight: number;
-      leases: number;
-      queued: number;
-      pid: number | null;
-      held_until_ms: number | null;
-      est_vram_gb: number;
-    }[];
-    resources: {
-      vram_budget_gb: number;
-      vram_ceiling_gb: number;
-      vram_used_gb: number;
-      probe: string;
-      gpu: { foreign_gb: number; foreign_baseline_gb: number | null; free_gb: number } | null;
-    };
-    queue: { depth: number };
-  };
+  return (await res.json()) as StatusJson;
 }
 
 /** Polls `/api/status` until `pred` holds (integration tests wait on real processes). */

@@ -167,7 +167,6 @@ export class ModelProcess {
     if (outcome.kind === "exit" || (outcome.kind === "ready" && run.exited)) {
       const exit = await run.exit;
       const detail = `${formatTail(exit.stderrTail)}\ncommand: ${model.cmd}`;
-      this.opts.log.warn(`model "${model.id}" exited while loading; ${detail}`);
       throw new QmError(
         "upstream_start_failed",
         `model "${model.id}" exited while loading (${describeStatus(exit)})${lastWords(exit.stderrTail)}; ` +
@@ -180,7 +179,6 @@ export class ModelProcess {
       this.opts.log.warn(`model "${model.id}" not ready after ${s} s; stopping it`);
       await this.stop();
       const detail = formatTail(run.stderr.tail(STDERR_TAIL_LINES));
-      this.opts.log.warn(`model "${model.id}" timed out loading; ${detail}`);
       throw new QmError(
         "upstream_start_timeout",
         `model "${model.id}" did not become ready within ${s} s ` +

@@ -12,9 +12,9 @@ import { INFERENCE_PATHS, inferenceRoute, openaiRoutes } from "./openai/routes.t
 /** The routes of one listener, without the edge (tests call `app.handle` on it directly). */
 export function buildRoutes(gw: Gateway, log: Logger) {
   return new Elysia()
-    .use(controlRoutes(gw))
-    .use(openaiRoutes(gw))
-    .use(anthropicRoutes(gw))
+    .use(controlRoutes(gw, log))
+    .use(openaiRoutes(gw, log))
+    .use(anthropicRoutes(gw, { log }))
     .onError(({ code, request, error }) => {
       const path = new URL(request.url).pathname;
       const render = isAnthropicPath(path) ? anthropicError : openaiError;
@@ -39,7 +39,9 @@ export function buildApp(gw: Gateway, opts: { loopback: boolean; log: Logger }) 
   // The inference routes are exact paths: the edge, which has parsed the path already, hands
   // them to their handler directly (the same handler the router has), skipping a route lookup
   // on the path every client request takes.
-  const direct = new Map(INFERENCE_PATHS.map((p) => [p as string, inferenceRoute(gw, p)]));
+  const direct = new Map(
+    INFERENCE_PATHS.map((p) => [p as string, inferenceRoute(gw, p, opts.log)]),
+  );
   const edge = createEdge(
     gw,
     (request, path) => direct.get(path)?.(request) ?? routes.handle(request),

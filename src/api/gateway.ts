@@ -1,5 +1,7 @@
 import type { Config, ModelConfig } from "../config/types.ts";
+import type { Deadline } from "../proxy/deadline.ts";
 import type { ModelState, ServeOutcome } from "../scheduler/types.ts";
+import type { Sweep } from "../shared/sweep.ts";
 
 /** What the HTTP layer needs from the runtime (the runtime implements it; api never imports it). */
 export interface Lease {
@@ -31,8 +33,11 @@ export interface QmEvent {
 export interface Gateway {
   readonly config: Config;
   readonly shuttingDown: boolean;
-  /** Aborts when shutdown's grace is over: calls still running are cut (clients get an error). */
-  readonly cutSignal?: AbortSignal;
+  /**
+   * Where the deadlines of live upstream calls are swept; shutdown cuts them all when its grace
+   * is over (clients get an error). The process's real-time sweep when absent.
+   */
+  readonly calls?: Sweep<Deadline>;
   resolve(name: string): ModelConfig | undefined;
   /** `resolve`, plus `model?ctx=N` variants minted on first use (throws QmError if malformed). */
   resolveModel(name: string): Promise<ModelConfig | undefined>;

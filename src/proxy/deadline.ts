@@ -9,11 +9,16 @@
  * Only time spent waiting on the upstream counts. While qm writes to a slow client no read is
  * pending, and that time never counts (a slow reader must not get a model restarted); nor does
  * anything qm sends by itself (pings, wait-status comments): only the upstream's reads move the
- * clock. One timer per call, re-armed only when it fires: a read costs two clock reads.
+ * clock.
+ *
+ * `signal` is the whole call's: it also aborts when the client leaves, and when qm's shutdown
+ * cuts the call (`interrupt`). None of that costs a timer or a listener per call: the deadline
+ * is live in a `Sweep` from creation to `end`, and the sweep looks at the clock and the
+ * client's signal every period. A read costs one clock read.
  */
 import type { ModelConfig } from "../config/types.ts";
 import { QmError } from "../shared/errors.ts";
-import { realTimers, type Timers } from "../shared/timer.ts";
+import { realSweep, type Sweep, type Swept } from "../shared/sweep.ts";
 
 export type { Timers } from "../shared/timer.ts";
 
@@ -31,13 +36,11 @@ export interface DeadlineOptions {
   firstByteMs: number;
   /** 0 = no limit. */
   stallMs: number;
-  report?: DeadlineReport;
-  timers?: Timers;
-  /**
-   * Ends the call from outside with the signal's reason (qm's shutdown grace is over): the
-   * client gets that error the way it would get a timeout's, and no stall is counted.
-   */
-  cut?: AbortSignal;
+  report?: DeadlineReport | undefined;
+  /** Where the deadline is live; the process's real-time sweep by default. */
+  sweep?: Sweep<Deadline> | undefined;
+  /** The client's signal: when it aborts, so does the call (with its reason). */
+  client?: AbortSignal | undefined;
 }
 
 /** The part of a deadline that a body reader drives. */
@@ -50,68 +53,48 @@ export interface ReadWatch {
 
 const seconds = (ms: number) => `${Math.round(ms) / 1000} s`;
 
-export class Deadline implements ReadWatch {
+export class Deadline implements ReadWatch, Swept {
   private readonly aborter = new AbortController();
-  private readonly timers: Timers;
-  private handle: unknown = null;
+  private readonly sweeper: Sweep<Deadline>;
   private phase: "idle" | "headers" | "body" | "over" = "idle";
+  /** When the request went out. */
+  private sentAt = 0;
   /** When the pending read started; -1 while none is pending. */
   private since = -1;
   private expired: QmError | null = null;
+  private client: AbortSignal | null;
 
-  /** A deadline for a call to `model`, or null when it has no limits at all. */
+  /** The deadline of a call to `model`. `mayIdle`: only the first-byte limit applies. */
   static forModel(
     model: ModelConfig,
-    report?: DeadlineReport,
-    timers?: Timers,
-    cut?: AbortSignal,
-  ): Deadline | null {
-    if (model.firstByteTimeoutMs <= 0 && model.stallTimeoutMs <= 0 && !cut) return null;
+    opts: {
+      report?: DeadlineReport | undefined;
+      sweep?: Sweep<Deadline> | undefined;
+      client?: AbortSignal | undefined;
+      mayIdle?: boolean | undefined;
+    } = {},
+  ): Deadline {
     // Built without spreads: this runs for every proxied request.
     return new Deadline({
       model: model.id,
       firstByteMs: model.firstByteTimeoutMs,
-      stallMs: model.stallTimeoutMs,
-      report,
-      timers,
-      cut,
+      stallMs: opts.mayIdle ? 0 : model.stallTimeoutMs,
+      report: opts.report,
+      sweep: opts.sweep,
+      client: opts.client,
     });
   }
 
-  private readonly onCut = () => this.interrupt(this.opts.cut?.reason);
-
   constructor(private readonly opts: DeadlineOptions) {
-    this.timers = opts.timers ?? realTimers;
-    if (opts.cut?.aborted) this.interrupt(opts.cut.reason);
-    else opts.cut?.addEventListener("abort", this.onCut, { once: true });
+    this.sweeper = opts.sweep ?? (realSweep as Sweep<Deadline>);
+    this.client = opts.client ?? null;
+    if (this.client?.aborted) this.aborter.abort(this.client.reason);
+    else this.sweeper.add(this);
   }
 
-  /** Aborts (with the timeout QmError as its reason) when a limit passes. */
+  /** Aborts when a limit passes (reason: the timeout QmError), the client leaves, or a cut. */
   get signal(): AbortSignal {
     return this.aborter.signal;
-  }
-
-  /**
-   * The signal for the upstream call: this deadline's, also aborted when `client` aborts (with
-   * its reason). Cheaper than `AbortSignal.any`, which builds a composite on every call.
-   */
-  follow(client: AbortSignal): AbortSignal {
-    if (client.aborted) this.aborter.abort(client.reason);
-    else {
-      this.client = client;
-      client.addEventListener("abort", this.onClient, { once: true });
-    }
-    return this.aborter.signal;
-  }
-
-  private client: AbortSignal | null = null;
-  private readonly onClient = () => {
-    if (!this.aborter.signal.aborted) this.aborter.abort(this.client?.reason);
-  };
-
-  private unfollow(): void {
-    this.client?.removeEventListener("abort", this.onClient);
-    this.client = null;
   }
 
   /** The timeout, once one happened. */
@@ -123,19 +106,16 @@ export class Deadline implements ReadWatch {
   start(): void {
     if (this.phase !== "idle") return;
     this.phase = "headers";
-    if (this.opts.firstByteMs > 0) this.arm(this.opts.firstByteMs);
+    this.sentAt = this.sweeper.now();
   }
 
   /** The response headers are in: from now on only body reads are timed. */
   headers(): void {
-    if (this.phase !== "headers") return;
-    this.phase = "body";
-    this.disarm();
-    if (this.opts.stallMs > 0) this.arm(this.opts.stallMs);
+    if (this.phase === "headers") this.phase = "body";
   }
 
   reading(): void {
-    this.since = this.timers.now();
+    this.since = this.sweeper.now();
   }
 
   read(): void {
@@ -144,15 +124,14 @@ export class Deadline implements ReadWatch {
 
   /** The exchange is over (`answered`: it ended normally); the limits no longer apply. */
   end(answered: boolean): void {
-    this.opts.cut?.removeEventListener("abort", this.onCut);
-    this.unfollow();
+    this.sweeper.delete(this);
+    this.client = null;
     if (this.phase === "over") return;
     this.phase = "over";
-    this.disarm();
     if (answered) this.opts.report?.answered();
   }
 
-  /** Ends the call now with `reason` (not a stall: nothing is reported). */
+  /** Ends the call now with `reason` (qm's shutdown; not a stall: nothing is reported). */
   interrupt(reason: unknown): void {
     if (this.phase === "over") return;
     this.abortWith(
@@ -162,45 +141,45 @@ export class Deadline implements ReadWatch {
     );
   }
 
-  /** The one way a call is ended from here: limits off, the signal aborted with `err`. */
-  private abortWith(err: QmError): void {
-    this.opts.cut?.removeEventListener("abort", this.onCut);
-    this.phase = "over";
-    this.disarm();
-    this.expired = err;
-    this.aborter.abort(err);
+  /** The client went away (or stopped reading): the call ends, with no timeout and no stall. */
+  cancel(): void {
+    this.client = null;
+    this.sweeper.delete(this);
+    if (!this.aborter.signal.aborted) this.aborter.abort();
   }
 
-  private readonly onFire = () => this.fire();
-
-  private arm(ms: number): void {
-    this.handle = this.timers.set(this.onFire, ms);
-  }
-
-  private disarm(): void {
-    if (this.handle !== null) this.timers.clear(this.handle);
-    this.handle = null;
-  }
-
-  private fire(): void {
-    this.handle = null;
+  /** Called by the sweep every period while the call is live. */
+  sweep(now: number): void {
+    const client = this.client;
+    if (client?.aborted) {
+      this.cancel();
+      return;
+    }
     if (this.phase === "headers") {
-      this.expire(
-        `model "${this.opts.model}" sent no response within ${seconds(this.opts.firstByteMs)} (first_byte_timeout_s)`,
-      );
+      const limit = this.opts.firstByteMs;
+      if (limit > 0 && now - this.sentAt >= limit) {
+        this.expire(
+          `model "${this.opts.model}" sent no response within ${seconds(limit)} (first_byte_timeout_s)`,
+        );
+      }
       return;
     }
     if (this.phase !== "body") return;
     const stall = this.opts.stallMs;
     // No read pending: qm is busy writing to the client, which is not the upstream's delay.
-    const quiet = this.since < 0 ? 0 : this.timers.now() - this.since;
-    if (quiet < stall) {
-      this.arm(stall - quiet);
-      return;
+    if (stall > 0 && this.since >= 0 && now - this.since >= stall) {
+      this.expire(
+        `model "${this.opts.model}" sent nothing for ${seconds(stall)} mid-answer (stall_timeout_s)`,
+      );
     }
-    this.expire(
-      `model "${this.opts.model}" sent nothing for ${seconds(stall)} mid-answer (stall_timeout_s)`,
-    );
+  }
+
+  /** The one way a call is ended from here: limits off, the signal aborted with `err`. */
+  private abortWith(err: QmError): void {
+    this.sweeper.delete(this);
+    this.phase = "over";
+    this.expired = err;
+    this.aborter.abort(err);
   }
 
   private expire(message: string): void {

@@ -1,10 +1,27 @@
 import { QmError } from "../shared/errors.ts";
 import type { Logger } from "../shared/log.ts";
+import { sseEvent } from "../shared/sse.ts";
 import { failureLogLine, upstreamFailure } from "./causes.ts";
 import type { Deadline } from "./deadline.ts";
 import { clientResponseHeaders, upstreamRequestHeaders } from "./headers.ts";
-import { BrokenStream, type RelayEnd, relay } from "./relay.ts";
+import { BrokenStream, type ChunkObserver, type RelayEnd, relay } from "./relay.ts";
 import { SseCheck } from "./sse-check.ts";
+
+/** What an upstream call carries, whichever API it came in on (the exchange's `Call`). */
+export interface UpstreamCall {
+  /** Model id, for error messages. */
+  readonly modelId: string;
+  /** The call's signal and time limits. A `raw` caller drives its body reads itself. */
+  readonly deadline: Deadline;
+  /** Last lines the upstream printed, read only for qm's log line when something goes wrong. */
+  stderrTail(): string[];
+  /** Where a failure's raw error and the stderr tail go; clients get a one-line cause. */
+  readonly log: Logger | undefined;
+  /** Sees each chunk of the answer as it passes (one tee for all that watches answers). */
+  readonly observer: ChunkObserver | null;
+  /** Told exactly once when the exchange is over, however it ended. */
+  ended(end: RelayEnd): void;
+}
 
 export interface ForwardRequest {
   /** Upstream base URL (no trailing slash) and the path + query to call on it. */
@@ -13,15 +30,7 @@ export interface ForwardRequest {
   method: string;
   headers: Headers;
   body: Uint8Array | null;
-  signal: AbortSignal;
-  /** Model id, for error messages. */
-  model: string;
-  /** Last lines the upstream printed, read only for qm's log line when something goes wrong. */
-  stderrTail: () => string[];
-  /** Where a failure's raw error and the stderr tail go; clients get a one-line cause. */
-  log?: Logger | undefined;
-  /** The call's time limits; none when absent. A `raw` caller drives its body reads itself. */
-  deadline?: Deadline | null | undefined;
+  call: UpstreamCall;
   /**
    * Check an SSE answer as it passes (`SseCheck`): a broken one ends with an error event
    * rather than looking complete. `requireDone`: it must end with `data: [DONE]`.
@@ -29,16 +38,13 @@ export interface ForwardRequest {
   checkSse?: { requireDone: boolean } | undefined;
   /** A mid-stream failure as the client's API writes it; default an OpenAI error event. */
   renderFailure?: ((error: QmError) => Uint8Array) | undefined;
-  onChunk?: ((chunk: Uint8Array) => void) | undefined;
   /**
    * Return the upstream's response as it came, body unread: for a caller that consumes the
-   * body itself (the Anthropic translator). `onEnd` then fires only if no response came.
+   * body itself (the Anthropic translator). `call.ended` then fires only if no response came.
    */
   raw?: boolean;
   /** Set on the client's response (e.g. `X-QM-Model`). */
-  extraHeaders?: Iterable<[string, string]>;
-  /** Called exactly once when the exchange is over, however it ended. */
-  onEnd: (end: RelayEnd) => void;
+  extraHeaders?: Headers | undefined;
 }
 
 /**
@@ -46,15 +52,15 @@ export interface ForwardRequest {
  * chunk. Throws a QmError (after calling onEnd) when no response came at all.
  */
 export async function forward(req: ForwardRequest): Promise<Response> {
-  const deadline = req.deadline ?? null;
+  const { deadline } = req.call;
   let upstream: Response;
   try {
-    deadline?.start();
+    deadline.start();
     upstream = await fetch(req.base + req.pathAndQuery, {
       method: req.method,
       headers: upstreamRequestHeaders(req.headers),
       body: req.body,
-      signal: deadline ? deadline.follow(req.signal) : req.signal,
+      signal: deadline.signal,
       redirect: "manual",
       // Relay bytes as they are; the deadline, not fetch, limits how long a model may think;
       // and a loopback upstream must never be sent through an HTTP proxy from the environment.
@@ -65,20 +71,18 @@ export async function forward(req: ForwardRequest): Promise<Response> {
   } catch (error) {
     throw ended(req, error);
   }
-  deadline?.headers();
+  deadline.headers();
   if (req.raw) {
     // Whatever the caller does with the body, the clock runs until its first read returns.
-    deadline?.reading();
+    deadline.reading();
     return upstream;
   }
   const headers = clientResponseHeaders(upstream.headers);
   if (req.extraHeaders) for (const [k, v] of req.extraHeaders) headers.set(k, v);
-  const onEnd = (end: RelayEnd) => {
-    deadline?.end(end.kind === "done");
-    req.onEnd(end);
-  };
+  const { call } = req;
   if (!upstream.body) {
-    onEnd({ kind: "done" });
+    deadline.end(true);
+    call.ended(DONE);
     return new Response(null, { status: upstream.status, headers });
   }
   const type = headers.get("content-type") ?? "";
@@ -92,17 +96,20 @@ export async function forward(req: ForwardRequest): Promise<Response> {
     } catch (error) {
       throw ended(req, error);
     }
-    req.onChunk?.(bytes);
-    onEnd({ kind: "done" });
+    call.observer?.chunk(bytes);
+    deadline.end(true);
+    call.ended(DONE);
     return new Response(bytes, { status: upstream.status, headers });
   }
   const body = relay(upstream.body, {
-    onChunk: req.onChunk,
+    observer: call.observer,
     watch: deadline,
     check: sse && req.checkSse && upstream.ok ? new SseCheck(req.checkSse.requireDone) : null,
-    onEnd,
+    onEnd: call,
     // An SSE client can be told why its stream ended; any other body is simply cut short.
-    onFailure: sse ? (error) => (req.signal.aborted ? null : midStream(req, error)) : undefined,
+    onFailure: sse
+      ? (error) => (deadline.signal.aborted && !deadline.timedOut ? null : midStream(req, error))
+      : undefined,
   });
   return new Response(body, { status: upstream.status, headers });
 }
@@ -119,8 +126,7 @@ const WHOLE_JSON = /^\s*application\/(?:json|[\w.+-]*\+json)\s*(?:;|$)/i;
  * — a JSON answer arrives whole once the model is done, so that is ample — and the deadline
  * aborts it otherwise.
  */
-async function readWhole(res: Response, deadline: Deadline | null): Promise<Uint8Array> {
-  if (!deadline) return res.bytes();
+async function readWhole(res: Response, deadline: Deadline): Promise<Uint8Array> {
   deadline.reading();
   try {
     return await res.bytes();
@@ -131,27 +137,32 @@ async function readWhole(res: Response, deadline: Deadline | null): Promise<Uint
 
 /** Reports the end of an exchange that produced no response, and the error to answer with. */
 function ended(req: ForwardRequest, error: unknown): QmError {
-  const end: RelayEnd = req.signal.aborted ? { kind: "cancelled" } : { kind: "failed", error };
-  req.deadline?.end(false);
-  req.onEnd(end);
-  if (req.signal.aborted) {
-    return new QmError("cancelled", `the client went away while "${req.model}" was answering`);
+  const { deadline, modelId } = req.call;
+  const cancelled = deadline.signal.aborted && !deadline.timedOut;
+  deadline.end(false);
+  req.call.ended(cancelled ? CANCELLED : { kind: "failed", error });
+  if (cancelled) {
+    return new QmError("cancelled", `the client went away while "${modelId}" was answering`);
   }
   return asFailure(req, error, false);
 }
 
+const DONE: RelayEnd = { kind: "done" };
+const CANCELLED: RelayEnd = { kind: "cancelled" };
+
 /** The QmError a client is shown: a timeout as it is, anything else as one plain cause. */
 function asFailure(req: ForwardRequest, error: unknown, midAnswer: boolean): QmError {
-  const timeout = req.deadline?.timedOut;
+  const { call } = req;
+  const timeout = call.deadline.timedOut;
   if (timeout) return timeout;
   if (error instanceof QmError) return error;
   if (error instanceof BrokenStream) {
-    const message = `model "${req.model}" ${error.message}`;
-    req.log?.warn(message);
+    const message = `model "${call.modelId}" ${error.message}`;
+    call.log?.warn(message);
     return new QmError("upstream_failed", message);
   }
-  req.log?.warn(failureLogLine(req.model, error, req.stderrTail()));
-  return new QmError("upstream_failed", upstreamFailure(req.model, error, midAnswer), {
+  call.log?.warn(failureLogLine(call.modelId, error, call.stderrTail()));
+  return new QmError("upstream_failed", upstreamFailure(call.modelId, error, midAnswer), {
     cause: error,
   });
 }
@@ -179,5 +190,5 @@ export function sseError(
   code = "upstream_failed",
 ): Uint8Array {
   const payload = JSON.stringify({ error: { message, type, param: null, code } });
-  return encoder.encode(`data: ${payload}\n\n`);
+  return encoder.encode(sseEvent(payload));
 }

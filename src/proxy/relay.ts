@@ -23,11 +23,15 @@ export interface StreamCheck {
   end(): string | null;
 }
 
+/** Sees each chunk before it is passed on (e.g. to watch for tool calls). */
+export interface ChunkObserver {
+  chunk(chunk: Uint8Array): void;
+}
+
 export interface RelayOptions {
-  /** Called once per chunk before it is passed on (e.g. to watch for tool calls). */
-  onChunk?: ((chunk: Uint8Array) => void) | undefined;
-  /** Told when each read of the upstream starts and returns (the call's deadline). */
-  watch?: ReadWatch | null | undefined;
+  observer?: ChunkObserver | null | undefined;
+  /** Told when each read of the upstream starts and returns, and the end (the call's deadline). */
+  watch?: (ReadWatch & { end(answered: boolean): void }) | null | undefined;
   /**
    * Judges the bytes as they pass: a problem ends the relay as a failure, after the chunk's
    * first `keep` bytes (nothing that follows a broken event is sound); `end()` judges how the
@@ -36,7 +40,8 @@ export interface RelayOptions {
   check?: StreamCheck | null | undefined;
   /** Bytes to write after a mid-stream failure instead of cutting the connection bluntly. */
   onFailure?: ((error: unknown) => Uint8Array | null) | undefined;
-  onEnd: (end: RelayEnd) => void;
+  /** Told exactly once how the relay ended. */
+  onEnd: { ended(end: RelayEnd): void };
 }
 
 export function relay(
@@ -44,12 +49,13 @@ export function relay(
   opts: RelayOptions,
 ): ReadableStream<Uint8Array> {
   const reader = source.getReader();
-  const { onChunk, watch, check } = opts;
+  const { observer, watch, check } = opts;
   let ended = false;
   const end = (e: RelayEnd) => {
     if (ended) return;
     ended = true;
-    opts.onEnd(e);
+    watch?.end(e.kind === "done");
+    opts.onEnd.ended(e);
   };
   const direct: Bun.DirectUnderlyingSource<Uint8Array> = {
     type: "direct",
@@ -69,7 +75,7 @@ export function relay(
             problem = check?.end() ?? null;
             break;
           }
-          onChunk?.(step.value);
+          observer?.chunk(step.value);
           let chunk = step.value;
           const verdict = check ? check.feed(chunk) : null;
           if (verdict) {

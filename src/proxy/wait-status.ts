@@ -1,4 +1,5 @@
 import { QmError } from "../shared/errors.ts";
+import { sseComment } from "../shared/sse.ts";
 import { upstreamFailure } from "./causes.ts";
 import { sseError } from "./forward.ts";
 
@@ -57,8 +58,8 @@ export function placeholderStream(opts: PlaceholderOptions): ReadableStream<Uint
     const secs = Math.round((now() - startedAt) / 1000);
     push(
       phase === "loading"
-        ? `: qm: loading ${opts.model}, ${secs}s so far\n\n`
-        : `: qm: waiting for ${opts.model}, position ${position}, ${secs}s so far\n\n`,
+        ? sseComment(`qm: loading ${opts.model}, ${secs}s so far`)
+        : sseComment(`qm: waiting for ${opts.model}, position ${position}, ${secs}s so far`),
     );
   });
   const finish = () => {
@@ -72,11 +73,11 @@ export function placeholderStream(opts: PlaceholderOptions): ReadableStream<Uint
       onPosition(p) {
         if (p <= 0 || p === position) return;
         position = p;
-        push(`: qm-status: waiting ${p}\n\n`);
+        push(sseComment(`qm-status: waiting ${p}`));
       },
       onLoading() {
         phase = "loading";
-        push(": qm-status: loading\n\n");
+        push(sseComment("qm-status: loading"));
       },
     })
     .then(

@@ -12,11 +12,13 @@ import { GroupPolicy } from "../policy/group.ts";
 import { MatrixPolicy } from "../policy/matrix.ts";
 import type { BudgetView, EvictionPolicy } from "../policy/types.ts";
 import { ModelProcess, type ProcessExit } from "../process/index.ts";
+import type { Deadline } from "../proxy/deadline.ts";
 import { Scheduler } from "../scheduler/scheduler.ts";
 import type { Effects, ModelState, Swap } from "../scheduler/types.ts";
 import type { Clock } from "../shared/clock.ts";
 import { asQmError, QmError } from "../shared/errors.ts";
 import type { Logger } from "../shared/log.ts";
+import { Sweep } from "../shared/sweep.ts";
 import { realTimers, setLongTimeout, type Timers } from "../shared/timer.ts";
 import { EventHub } from "./event-hub.ts";
 import { GpuWatch } from "./gpu-watch.ts";
@@ -59,8 +61,8 @@ export class Runtime implements Effects, Gateway {
     ...realTimers,
     now: () => this.opts.clock.now(),
   };
-  /** Aborted when shutdown's grace runs out: requests still running are cut. */
-  private readonly cut = new AbortController();
+  /** Every upstream call still live: shutdown cuts them when its grace runs out. */
+  readonly calls = new Sweep<Deadline>();
   /** Swaps whose target has not started yet, by target: a stop must keep it from starting. */
   private readonly swapping = new Map<string, { aborted: boolean }>();
   private closing = false;
@@ -406,19 +408,15 @@ export class Runtime implements Effects, Gateway {
     this.cancelWake = null;
   }
 
-  /** Fires once shutdown's grace is over: every forward still running is cut. */
-  get cutSignal(): AbortSignal {
-    return this.cut.signal;
-  }
-
   /** Ends every request still running (shutdown past its deadline); clients get an error. */
   cutInflight(): void {
-    this.cut.abort(
-      new QmError(
-        "shutting_down",
-        `qm is shutting down: the request was cut after server.shutdown_timeout_s (${this.config.server.shutdownTimeoutS} s)`,
-      ),
+    const reason = new QmError(
+      "shutting_down",
+      `qm is shutting down: the request was cut after server.shutdown_timeout_s (${this.config.server.shutdownTimeoutS} s)`,
     );
+    this.calls.forEach((call) => {
+      call.interrupt(reason);
+    });
   }
 
   inflight(): number {

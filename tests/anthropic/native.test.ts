@@ -101,6 +101,7 @@ describe("an upstream that hangs (first_byte_timeout_s, stall_timeout_s on a fak
     const timers = new FakeTimers();
     const g = fakeGateway(
       modelToml("n", up, "anthropic_native = true\nfirst_byte_timeout_s = 2\nstall_timeout_s = 1"),
+      timers,
     );
     g.states.n = "ready";
     const app = new Elysia().use(anthropicRoutes(g, { pingMs: 60_000, log: quietLog(), timers }));

@@ -37,7 +37,7 @@ export async function run(
     translator: new StreamTranslator(opts),
     model: "m",
     pingMs,
-    onEnd: (t) => {
+    onEnd: (_answered, t) => {
       if (toolCalls !== null) throw new Error("onEnd called twice");
       toolCalls = t;
     },

@@ -7,6 +7,7 @@ import { translatedStream } from "../../src/api/anthropic/stream-body.ts";
 import { StreamTranslator } from "../../src/api/anthropic/translate/stream.ts";
 import { Deadline } from "../../src/proxy/deadline.ts";
 import { QmError } from "../../src/shared/errors.ts";
+import { Sweep } from "../../src/shared/sweep.ts";
 import { FakeTimers } from "../support/fake-timers.ts";
 import { build } from "./grammar.ts";
 import { encoder, everySplit, OPTS, run } from "./replay.ts";
@@ -62,7 +63,7 @@ describe("the stream wrapper", () => {
       translator: new StreamTranslator(OPTS),
       model: "m",
       pingMs: 5,
-      onEnd: (t) => ends.push(t),
+      onEnd: (_answered, t) => ends.push(t),
       onCancel: () => {},
     });
     const reader = stream.getReader();
@@ -197,7 +198,7 @@ describe("the call's time limits", () => {
       model: "m",
       firstByteMs: 0,
       stallMs: 1000,
-      timers,
+      sweep: new Sweep<Deadline>(timers, 1),
       report: { stalled: () => reports.push("stalled"), answered: () => reports.push("answered") },
     });
     deadline.start();
@@ -235,27 +236,20 @@ describe("the call's time limits", () => {
     expect(reports).toEqual(["stalled"]);
   });
 
-  test("a message that completes is reported answered", async () => {
-    const reports: string[] = [];
-    const deadline = new Deadline({
-      model: "m",
-      firstByteMs: 1000,
-      stallMs: 1000,
-      timers: new FakeTimers(),
-      report: { stalled: () => reports.push("stalled"), answered: () => reports.push("answered") },
-    });
-    deadline.start();
-    deadline.headers();
-    const stream = translatedStream({
-      upstream: sseResponse(sseText([chunk({ content: "x" }), chunk({}, "stop")])),
-      translator: new StreamTranslator(OPTS),
-      model: "m",
-      pingMs: 60_000,
-      deadline,
-      onEnd: () => {},
-      onCancel: () => {},
-    });
-    await new Response(stream).text();
-    expect(reports).toEqual(["answered"]);
+  test("a message that completes ends answered", async () => {
+    const ends: boolean[] = [];
+    const through = (body: string) =>
+      new Response(
+        translatedStream({
+          upstream: sseResponse(body),
+          translator: new StreamTranslator(OPTS),
+          model: "m",
+          pingMs: 60_000,
+          onEnd: (answered) => ends.push(answered),
+          onCancel: () => {},
+        }),
+      ).text();
+    await through(sseText([chunk({ content: "x" }), chunk({}, "stop")]));
+    expect(ends).toEqual([true]);
   });
 });

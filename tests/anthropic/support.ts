@@ -9,8 +9,11 @@ import { anthropicRoutes } from "../../src/api/anthropic/routes.ts";
 import { buildApp } from "../../src/api/app.ts";
 import type { AcquireHooks, Gateway, Lease, StatusJson } from "../../src/api/gateway.ts";
 import type { Config, ModelConfig } from "../../src/config/types.ts";
+import type { Deadline } from "../../src/proxy/deadline.ts";
 import type { ModelState, ServeOutcome } from "../../src/scheduler/types.ts";
 import { createLogger, type LogLevel } from "../../src/shared/log.ts";
+import { Sweep } from "../../src/shared/sweep.ts";
+import type { Timers } from "../../src/shared/timer.ts";
 import { config } from "../support/harness.ts";
 
 export interface Recorded {
@@ -94,11 +97,15 @@ export interface FakeGw extends Gateway {
   reports: string[];
 }
 
-/** A Gateway over an inline TOML config; leases are recorded, never scheduled. */
-export function fakeGateway(toml: string): FakeGw {
+/**
+ * A Gateway over an inline TOML config; leases are recorded, never scheduled. With `timers`,
+ * upstream calls' deadlines are swept on that clock, every 1 ms of it.
+ */
+export function fakeGateway(toml: string, timers?: Timers): FakeGw {
   const cfg: Config = config(toml);
   const gw: FakeGw = {
     config: cfg,
+    ...(timers ? { calls: new Sweep<Deadline>(timers, 1) } : {}),
     shuttingDown: false,
     releases: [],
     states: {},

@@ -2,19 +2,23 @@ import { describe, expect, test } from "bun:test";
 import { loadConfigText } from "../../src/config/index.ts";
 import { Deadline } from "../../src/proxy/deadline.ts";
 import { QmError } from "../../src/shared/errors.ts";
+import { Sweep } from "../../src/shared/sweep.ts";
 import { FakeTimers } from "../support/fake-timers.ts";
 
-function deadline(firstByteMs: number, stallMs: number) {
+/** A deadline swept every 1 ms of a fake clock (the real sweep looks every 100 ms). */
+function deadline(firstByteMs: number, stallMs: number, client?: AbortSignal) {
   const timers = new FakeTimers();
+  const sweep = new Sweep<Deadline>(timers, 1);
   const reports: string[] = [];
   const d = new Deadline({
     model: "m",
     firstByteMs,
     stallMs,
-    timers,
+    sweep,
+    client,
     report: { stalled: () => reports.push("stalled"), answered: () => reports.push("answered") },
   });
-  return { d, timers, reports };
+  return { d, timers, reports, sweep };
 }
 
 describe("Deadline", () => {
@@ -68,12 +72,13 @@ describe("Deadline", () => {
     expect(d.signal.aborted).toBe(false);
   });
 
-  test("end: the limits stop (no timer left); an answered end is reported, a failed one not", () => {
+  test("end: the limits stop (it leaves the sweep, whose timer stops); an answered end is reported, a failed one not", () => {
     const ok = deadline(1000, 500);
     ok.d.start();
     ok.d.headers();
     ok.d.reading();
     ok.d.end(true);
+    expect(ok.sweep.size).toBe(0);
     ok.timers.advance(10_000);
     expect(ok.d.signal.aborted).toBe(false);
     expect(ok.timers.pending).toBe(0);
@@ -83,10 +88,43 @@ describe("Deadline", () => {
     failed.d.end(false);
     failed.d.end(true);
     expect(failed.reports).toEqual([]);
-    expect(failed.timers.pending).toBe(0);
+    expect(failed.sweep.size).toBe(0);
   });
 
-  test("0 turns a limit off; a model with neither gets no deadline at all", () => {
+  test("the client leaving aborts the call at the next sweep, with no timeout and no stall", () => {
+    const client = new AbortController();
+    const { d, timers, reports, sweep } = deadline(1000, 500, client.signal);
+    d.start();
+    timers.advance(10);
+    client.abort();
+    expect(d.signal.aborted).toBe(false);
+    timers.advance(1);
+    expect(d.signal.aborted).toBe(true);
+    expect(d.timedOut).toBeNull();
+    expect(reports).toEqual([]);
+    expect(sweep.size).toBe(0);
+    // A client already gone: aborted from the start, never live.
+    const gone = deadline(1000, 500, client.signal);
+    expect(gone.d.signal.aborted).toBe(true);
+    expect(gone.sweep.size).toBe(0);
+  });
+
+  test("interrupt (shutdown's cut) ends the call with its reason; cancel without one", () => {
+    const { d, reports } = deadline(1000, 500);
+    d.start();
+    const reason = new QmError("shutting_down", "cut");
+    d.interrupt(reason);
+    expect(d.signal.reason).toBe(reason);
+    expect(d.timedOut).toBe(reason);
+    expect(reports).toEqual([]);
+    const c = deadline(1000, 500);
+    c.d.cancel();
+    expect(c.d.signal.aborted).toBe(true);
+    expect(c.d.timedOut).toBeNull();
+    expect(c.sweep.size).toBe(0);
+  });
+
+  test("0 turns a limit off; forModel takes the model's limits, mayIdle drops the stall limit", () => {
     const onlyStall = deadline(0, 500);
     onlyStall.d.start();
     onlyStall.timers.advance(3_600_000);
@@ -103,7 +141,22 @@ describe("Deadline", () => {
         `[models.b]\ncmd = "x"\nproxy = "http://127.0.0.1:9"\nfirst_byte_timeout_s = 0\nstall_timeout_s = 0\n`,
       { file: "t.toml", env: {}, isPortFree: () => true },
     );
-    expect(Deadline.forModel(cfg.models.a!)).toBeInstanceOf(Deadline);
-    expect(Deadline.forModel(cfg.models.b!)).toBeNull();
+    const timers = new FakeTimers();
+    const sweep = new Sweep<Deadline>(timers, 100);
+    const a = Deadline.forModel(cfg.models.a!, { sweep });
+    const idle = Deadline.forModel(cfg.models.a!, { sweep, mayIdle: true });
+    const b = Deadline.forModel(cfg.models.b!, { sweep });
+    for (const d of [a, idle, b]) {
+      d.start();
+      d.headers();
+      d.reading();
+    }
+    // a: the default stall_timeout_s (120 s); mayIdle and b: no stall limit.
+    timers.advance(120_000);
+    expect(a.signal.aborted).toBe(true);
+    expect(idle.signal.aborted).toBe(false);
+    expect(b.signal.aborted).toBe(false);
+    idle.end(false);
+    b.end(false);
   });
 });

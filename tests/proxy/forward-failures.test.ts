@@ -4,10 +4,11 @@
  */
 import { afterAll, describe, expect, test } from "bun:test";
 import { Deadline } from "../../src/proxy/deadline.ts";
-import { type ForwardRequest, forward } from "../../src/proxy/forward.ts";
+import { type ForwardRequest, forward, type UpstreamCall } from "../../src/proxy/forward.ts";
 import type { RelayEnd } from "../../src/proxy/relay.ts";
 import { QmError } from "../../src/shared/errors.ts";
 import { createLogger } from "../../src/shared/log.ts";
+import { Sweep } from "../../src/shared/sweep.ts";
 import { FakeTimers } from "../support/fake-timers.ts";
 import { freePort } from "../support/qm-process.ts";
 
@@ -66,24 +67,31 @@ afterAll(() => upstream.stop(true));
 /** A deadline whose clock the test moves, and that says when a body read starts waiting. */
 class TestDeadline extends Deadline {
   readonly clock: FakeTimers;
+  private readonly own: Sweep<Deadline>;
   reports: string[] = [];
   private waiter: (() => void) | null = null;
   constructor(firstByteMs: number, stallMs: number) {
     const timers = new FakeTimers();
     const reports: string[] = [];
+    const sweep = new Sweep<Deadline>(timers, 1);
     super({
       model: "m",
       firstByteMs,
       stallMs,
-      timers,
+      sweep,
       report: { stalled: () => reports.push("stalled"), answered: () => reports.push("answered") },
     });
     this.clock = timers;
     this.reports = reports;
+    this.own = sweep;
   }
   override reading(): void {
     super.reading();
     this.waiter?.();
+  }
+  /** Deadlines still live in this one's sweep (a finished call leaves none). */
+  get swept(): number {
+    return this.own.size;
   }
   /** Resolves at the next read of the body that starts waiting. */
   nextRead(): Promise<void> {
@@ -93,21 +101,26 @@ class TestDeadline extends Deadline {
   }
 }
 
-function call(path: string, over: Partial<ForwardRequest> = {}) {
+function call(path: string, over: Partial<ForwardRequest> & { deadline?: Deadline } = {}) {
   const ends: RelayEnd[] = [];
   const logged: string[] = [];
+  const { deadline, ...rest } = over;
+  const upstreamCall: UpstreamCall = {
+    modelId: "m",
+    deadline: deadline ?? new Deadline({ model: "m", firstByteMs: 0, stallMs: 0 }),
+    stderrTail: () => ["CUDA error: out of memory"],
+    log: createLogger("warn", (l) => logged.push(l)),
+    observer: null,
+    ended: (e) => ends.push(e),
+  };
   const req: ForwardRequest = {
     base: `http://127.0.0.1:${upstream.port}`,
     pathAndQuery: path,
     method: "GET",
     headers: new Headers(),
     body: null,
-    signal: new AbortController().signal,
-    model: "m",
-    stderrTail: () => ["CUDA error: out of memory"],
-    log: createLogger("warn", (l) => logged.push(l)),
-    onEnd: (e) => ends.push(e),
-    ...over,
+    call: upstreamCall,
+    ...rest,
   };
   return { pending: forward(req), ends, logged };
 }
@@ -177,7 +190,7 @@ describe("time limits", () => {
     });
     expect(await (await pending).text()).toBe("data: {}\n\ndata: [DONE]\n\n");
     expect(d.reports).toEqual(["answered"]);
-    expect(d.clock.pending).toBe(0);
+    expect(d.swept).toBe(0);
   });
 });
 

@@ -1,4 +1,5 @@
 import { afterAll, describe, expect, test } from "bun:test";
+import { Deadline } from "../../src/proxy/deadline.ts";
 import { forward } from "../../src/proxy/forward.ts";
 
 // A local upstream on port 0 that answers with the content type the path names, in two pieces.
@@ -41,10 +42,14 @@ async function through(type: string, gated: boolean) {
     method: "GET",
     headers: new Headers(),
     body: null,
-    signal: new AbortController().signal,
-    model: "m",
-    stderrTail: () => [],
-    onEnd: (e) => ends.push(e.kind),
+    call: {
+      modelId: "m",
+      deadline: new Deadline({ model: "m", firstByteMs: 0, stallMs: 0 }),
+      stderrTail: () => [],
+      log: undefined,
+      observer: null,
+      ended: (e) => ends.push(e.kind),
+    },
   });
   const reader = res.body!.getReader();
   let reads = 0;

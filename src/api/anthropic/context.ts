@@ -1,6 +1,6 @@
-import type { Timers } from "../../proxy/deadline.ts";
 import type { Logger } from "../../shared/log.ts";
-import type { Gateway, Lease } from "../gateway.ts";
+import type { Timers } from "../../shared/timer.ts";
+import type { Gateway } from "../gateway.ts";
 
 export interface AnthropicOptions {
   /**
@@ -10,7 +10,7 @@ export interface AnthropicOptions {
    */
   pingMs: number;
   log: Logger;
-  /** The clock of upstream time limits; a fake one in tests. */
+  /** The clock of the ping timer and of that wait; a fake one in tests. */
   timers?: Timers;
 }
 
@@ -18,19 +18,7 @@ export interface AnthropicOptions {
 export interface AnthropicRequest {
   gw: Gateway;
   request: Request;
-  /** Disables Bun's idle timeout for this request: a model load can take minutes. */
-  noIdleTimeout: () => void;
   opts: AnthropicOptions;
-}
-
-/** A lease released once, whichever path ends the request first. */
-export function releaseOnce(lease: Lease): (toolCalls: boolean) => void {
-  let done = false;
-  return (toolCalls) => {
-    if (done) return;
-    done = true;
-    lease.release({ toolCalls });
-  };
 }
 
 export const SSE_HEADERS = { "content-type": "text/event-stream", "cache-control": "no-cache" };

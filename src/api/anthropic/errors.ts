@@ -5,7 +5,9 @@
  * the wording of some messages (its gateway docs ask gateways not to rewrap them), so the
  * context-overflow message below uses Anthropic's own phrasing.
  */
-import { isFinalStatus, QmError } from "../../shared/errors.ts";
+import { asQmError, isFinalStatus, QmError } from "../../shared/errors.ts";
+import { sseEvent } from "../../shared/sse.ts";
+import type { ExchangeApi } from "../exchange/exchange.ts";
 import { requestId } from "./ids.ts";
 
 export type AnthropicErrorType =
@@ -85,8 +87,19 @@ export function anthropicError(
  * The `event:` line is required: the TS SDK ignores events that only have `data:`.
  */
 export function errorEvent(type: AnthropicErrorType, message: string): string {
-  return `event: error\ndata: ${JSON.stringify({ type: "error", error: { type, message } })}\n\n`;
+  return sseEvent(JSON.stringify({ type: "error", error: { type, message } }), "error");
 }
+
+const encoder = new TextEncoder();
+
+/** Anthropic's envelope for failures before the answer, `event: error` inside a stream. */
+export const ANTHROPIC: ExchangeApi = {
+  error: (err, headers) => anthropicError(err, headers),
+  streamError: (err) => {
+    const f = fromQmError(asQmError(err));
+    return encoder.encode(errorEvent(f.type, f.message));
+  },
+};
 
 interface UpstreamErrorJson {
   message?: unknown;

@@ -1,42 +1,26 @@
 /**
  * `anthropic_native = true`: the upstream speaks `/v1/messages` itself (llama.cpp, vLLM and
  * mistral.rs all do), so the request goes through untranslated and the answer comes back as
- * it is. qm still owns what is around it: the model decision and wait status, the Anthropic
- * error envelope for failures (native servers often answer errors OpenAI-style), and whether
- * the answer ended in tool use, read off the bytes as they pass.
+ * it is. qm still owns what is around it: the model decision and wait status (the exchange),
+ * the Anthropic error envelope for failures (native servers often answer errors OpenAI-style),
+ * and whether the answer ended in tool use, read off the bytes as they pass (the observer).
  */
 
+import { ANTHROPIC_TOOL_USE } from "../../proxy/end-scan.ts";
 import { forward } from "../../proxy/forward.ts";
-import { placeholderStream } from "../../proxy/wait-status.ts";
-import { asQmError } from "../../shared/errors.ts";
-import { linkToClient } from "../client-link.ts";
-import type { AcquireHooks, Lease } from "../gateway.ts";
-import { callGuards } from "../upstream-call.ts";
+import type { Call } from "../exchange/call.ts";
+import type { Asks, Exchange } from "../exchange/exchange.ts";
+import { Observer } from "../exchange/observer.ts";
 import type { AnthropicRequest } from "./context.ts";
-import { releaseOnce, SSE_HEADERS } from "./context.ts";
-import { anthropicError, errorEvent, fromQmError, fromUpstream } from "./errors.ts";
+import { ANTHROPIC, anthropicError, errorEvent, fromQmError, fromUpstream } from "./errors.ts";
 import type { ParsedRequest } from "./request-body.ts";
 import type { MessagesRequest } from "./wire.ts";
 
 const encoder = new TextEncoder();
 
-/** Watches relayed bytes for `"stop_reason":"tool_use"` (JSON body or `message_delta`). */
-function toolUseSniffer() {
-  const decoder = new TextDecoder();
-  let tail = "";
-  let found = false;
-  return {
-    feed(chunk: Uint8Array) {
-      if (found) return;
-      const text = tail + decoder.decode(chunk, { stream: true });
-      found = /"stop_reason"\s*:\s*"tool_use"/.test(text);
-      // Keep enough to catch the pattern split across two chunks.
-      tail = text.slice(-64);
-    },
-    get toolUse() {
-      return found;
-    },
-  };
+interface Native {
+  body: Uint8Array;
+  pathAndQuery: string;
 }
 
 /** The client's headers minus Anthropic's own, which are qm's business, not the upstream's. */
@@ -65,76 +49,59 @@ async function refusal(res: Response, model: string, headers: Headers): Promise<
   );
 }
 
-export async function handleNative(
+/** A native stream is Anthropic's: so is the event that ends a broken one. */
+function renderFailure(err: Parameters<typeof fromQmError>[0]): Uint8Array {
+  const f = fromQmError(err);
+  return encoder.encode(errorEvent(f.type, f.message));
+}
+
+async function send(x: Exchange<Native>, call: Call): Promise<Response> {
+  const res = await forward({
+    base: call.base,
+    pathAndQuery: x.parsed.pathAndQuery,
+    method: "POST",
+    headers: nativeHeaders(x.request.headers),
+    body: x.parsed.body,
+    call,
+    renderFailure,
+  });
+  if (res.status < 400) {
+    for (const [k, v] of x.headers) res.headers.set(k, v);
+    return res;
+  }
+  if (!x.committed) return refusal(res, x.model.id, x.headers);
+  // Behind the placeholder the 200 went out long ago: the refusal becomes an error event.
+  const text = await res.text().catch(() => "");
+  const f = fromUpstream(res.status, text, x.model.id);
+  return new Response(errorEvent(f.type, f.message));
+}
+
+export function nativeExchange(
   ctx: AnthropicRequest,
   parsed: ParsedRequest<MessagesRequest>,
   headers: Headers,
-  asks: Pick<AcquireHooks, "holdMs" | "patienceMs">,
-): Promise<Response> {
-  const { gw, request } = ctx;
+  asks: Asks,
+): Exchange<Native> {
+  const { request } = ctx;
   const { model, body } = parsed;
   const q = request.url.indexOf("?");
-  const pathAndQuery = `/v1/messages${q >= 0 ? request.url.slice(q) : ""}`;
   const payload = model.useModelName ? { ...body, model: model.useModelName } : body;
-  const loaded = gw.modelState(model.id) === "ready";
-  headers.set("x-qm-model", model.id);
-  headers.set("x-qm-model-loaded", String(loaded));
-  const client = linkToClient(request);
-  const detach = client.detach;
-
-  const send = (lease: Lease): Promise<Response> => {
-    const release = releaseOnce(lease);
-    const sniff = toolUseSniffer();
-    return forward({
-      base: lease.model.proxy, // the config it started with (its port may have moved)
-      pathAndQuery,
-      method: "POST",
-      headers: nativeHeaders(request.headers),
+  return {
+    gw: ctx.gw,
+    request,
+    model,
+    asks,
+    headers,
+    api: ANTHROPIC,
+    log: ctx.opts.log,
+    placeholder: body.stream === true,
+    observer: new Observer(ANTHROPIC_TOOL_USE),
+    mayIdle: false,
+    parsed: {
       body: encoder.encode(JSON.stringify(payload)),
-      signal: client.signal,
-      ...callGuards(gw, model, ctx.opts),
-      // A native stream is Anthropic's: so is the event that ends a broken one.
-      renderFailure: (err) => {
-        const f = fromQmError(err);
-        return encoder.encode(errorEvent(f.type, f.message));
-      },
-      onChunk: sniff.feed,
-      onEnd: () => {
-        detach();
-        release(sniff.toolUse);
-      },
-    });
+      pathAndQuery: `/v1/messages${q >= 0 ? request.url.slice(q) : ""}`,
+    },
+    send,
+    committed: false,
   };
-
-  if (body.stream === true && !loaded && model.sendLoadingState) {
-    const stream = placeholderStream({
-      model: model.id,
-      start: async (progress) => {
-        const res = await send(await gw.acquire(model, client.signal, { ...progress, ...asks }));
-        if (res.status < 400) return res;
-        const text = await res.text().catch(() => "");
-        const f = fromUpstream(res.status, text, model.id);
-        return new Response(errorEvent(f.type, f.message));
-      },
-      onCancel: client.abort,
-      renderError: (err) => {
-        const f = fromQmError(asQmError(err));
-        return encoder.encode(errorEvent(f.type, f.message));
-      },
-    });
-    for (const [k, v] of Object.entries(SSE_HEADERS)) headers.set(k, v);
-    return new Response(stream, { status: 200, headers });
-  }
-
-  try {
-    const lease = await gw.acquire(model, client.signal, asks);
-    headers.set("x-qm-wait-ms", String(lease.waitedMs));
-    const res = await send(lease);
-    if (res.status >= 400) return await refusal(res, model.id, headers);
-    for (const [k, v] of headers) res.headers.set(k, v);
-    return res;
-  } catch (err) {
-    detach();
-    return anthropicError(asQmError(err), headers);
-  }
 }

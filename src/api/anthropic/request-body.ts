@@ -4,9 +4,9 @@
  */
 import type { TSchema } from "@sinclair/typebox";
 import type { ModelConfig } from "../../config/types.ts";
-import { QmError } from "../../shared/errors.ts";
 import type { Gateway } from "../gateway.ts";
 import { badRequest, parseJsonObject, readBody } from "../request/body.ts";
+import { resolveModel } from "../request/model.ts";
 import { checkWire } from "./wire.ts";
 
 export interface ParsedRequest<T> {
@@ -23,15 +23,6 @@ export async function readRequest<T>(
   const json = parseJsonObject(bytes);
   const problem = checkWire(schema, json);
   if (problem) throw badRequest(problem);
-  const name = (json as { model: string }).model;
-  // `resolveModel` also knows the `model?ctx=N` variants, minted on first use.
-  const model = await gw.resolveModel(name);
-  if (!model) {
-    throw new QmError(
-      "model_not_found",
-      `model: "${name}" not found; GET /v1/models lists the models this server has`,
-      { param: "model" },
-    );
-  }
+  const model = await resolveModel(gw, (json as { model: unknown }).model, "model: ");
   return { model, body: json as T };
 }

@@ -7,7 +7,6 @@
 import { Elysia } from "elysia";
 import { QmError } from "../../shared/errors.ts";
 import { createLogger } from "../../shared/log.ts";
-import { noIdleTimeout } from "../edge/idle.ts";
 import type { Gateway } from "../gateway.ts";
 import type { AnthropicOptions, AnthropicRequest } from "./context.ts";
 import { handleCountTokens } from "./count-tokens.ts";
@@ -45,12 +44,7 @@ export function anthropicRoutes(gw: Gateway, options: Partial<AnthropicOptions> 
             { allow: "POST" },
           );
         }
-        return handle({
-          gw,
-          request,
-          opts,
-          noIdleTimeout: () => noIdleTimeout(request),
-        });
+        return handle({ gw, request, opts });
       },
       { parse: "none" },
     );

@@ -12,6 +12,7 @@
 import { upstreamFailure } from "../../proxy/causes.ts";
 import type { ReadWatch } from "../../proxy/deadline.ts";
 import { asQmError, QmError } from "../../shared/errors.ts";
+import { realTimers, type Timers } from "../../shared/timer.ts";
 import { fromQmError, fromUpstream } from "./errors.ts";
 import { SseEvents } from "./sse-events.ts";
 import { DeltaScanner } from "./translate/delta-scan.ts";
@@ -30,15 +31,17 @@ export interface TranslatedStreamOptions {
   /** Model id, for error messages. */
   model: string;
   pingMs: number;
-  /**
-   * The call's time limits: each read of the upstream's body is timed (pings are qm's own and
-   * never count), and the end is reported: `answered` when the upstream answered in full.
-   */
-  deadline?: (ReadWatch & { end(answered: boolean): void }) | null;
+  /** The call's time limits: each read of the upstream's body is timed (pings never count). */
+  deadline?: ReadWatch | null;
+  /** The clock of the ping timer; real time unless a test moves a fake one. */
+  timers?: Timers | undefined;
   /** Told the raw error of a body read that failed (for qm's log; the client gets a cause). */
   logFailure?: (error: unknown) => void;
-  /** Called exactly once when the stream is over; `toolCalls` when it ended in tool use. */
-  onEnd: (toolCalls: boolean) => void;
+  /**
+   * Called exactly once when the stream is over: `answered` when the upstream answered in full
+   * (a refusal counts), `toolCalls` when it ended in tool use.
+   */
+  onEnd: (answered: boolean, toolCalls: boolean) => void;
   /** The client went away: stop the upstream. */
   onCancel: () => void;
   /** `BIG_LINE_BYTES` unless a test asks for less. */
@@ -53,9 +56,10 @@ export interface TranslatedStreamOptions {
  */
 export function translatedStream(o: TranslatedStreamOptions): ReadableStream<Uint8Array> {
   const t = o.translator;
+  const timers = o.timers ?? realTimers;
   let out: ReadableStreamDirectController | null = null;
   let early = "";
-  let lastWrite = performance.now();
+  let lastWrite = timers.now();
   let ended = false;
   let reader: ReadableStreamDefaultReader<Uint8Array> | null = null;
   /** The upstream answered in full (a refusal counts): the end is no stall. */
@@ -68,7 +72,7 @@ export function translatedStream(o: TranslatedStreamOptions): ReadableStream<Uin
       early += text;
       return 0;
     }
-    lastWrite = performance.now();
+    lastWrite = timers.now();
     const wrote = out.write(text);
     const flushed = out.flush();
     return typeof wrote !== "number" ? wrote : flushed;
@@ -86,11 +90,11 @@ export function translatedStream(o: TranslatedStreamOptions): ReadableStream<Uin
   });
   // One timer, re-armed for when the stream will have been quiet for `pingMs`: writes only
   // note the time, so a token stream costs no timer churn, and no gap exceeds `pingMs`.
-  let timer: Timer;
+  let timer: unknown;
   const arm = (ms: number) => {
-    timer = setTimeout(() => {
+    timer = timers.set(() => {
       if (ended) return;
-      const quiet = performance.now() - lastWrite;
+      const quiet = timers.now() - lastWrite;
       if (quiet >= o.pingMs) {
         void write(t.ping());
         arm(o.pingMs);
@@ -103,9 +107,8 @@ export function translatedStream(o: TranslatedStreamOptions): ReadableStream<Uin
   const finish = () => {
     if (ended) return;
     ended = true;
-    clearTimeout(timer);
-    o.deadline?.end(answered || t.stopReason !== null);
-    o.onEnd(t.stopReason === "tool_use");
+    timers.clear(timer);
+    o.onEnd(answered || t.stopReason !== null, t.stopReason === "tool_use");
     void reader?.cancel().catch(() => {});
   };
 

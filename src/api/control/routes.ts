@@ -1,12 +1,18 @@
 import { Elysia } from "elysia";
+import type { ModelConfig } from "../../config/types.ts";
 import { asQmError, QmError } from "../../shared/errors.ts";
+import type { Logger } from "../../shared/log.ts";
+import { sseComment, sseEvent } from "../../shared/sse.ts";
 import { noIdleTimeout } from "../edge/idle.ts";
+import type { Call } from "../exchange/call.ts";
+import { type Asks, type Exchange, runExchange } from "../exchange/exchange.ts";
 import type { Gateway } from "../gateway.ts";
 import { openaiError } from "../openai/errors.ts";
+import { OPENAI } from "../openai/inference.ts";
 import { readBody } from "../request/body.ts";
 
 /** `/health`, `/api/*` and llama-swap's `/running`. Errors use the OpenAI envelope. */
-export function controlRoutes(gw: Gateway) {
+export function controlRoutes(gw: Gateway, log: Logger) {
   return new Elysia()
     .get("/health", () =>
       gw.shuttingDown
@@ -37,16 +43,28 @@ export function controlRoutes(gw: Gateway) {
       }
     })
     .post("/api/models/:id/load", async ({ params, request }) => {
-      noIdleTimeout(request);
+      let model: ModelConfig | undefined;
       try {
-        const model = await gw.resolveModel(params.id);
-        if (!model) return unknownModel(params.id);
-        const lease = await gw.acquire(model, request.signal);
-        lease.release();
-        return { model: model.id, state: gw.modelState(model.id), wait_ms: lease.waitedMs };
+        model = await gw.resolveModel(params.id);
       } catch (err) {
         return openaiError(asQmError(err));
       }
+      if (!model) return unknownModel(params.id);
+      return runExchange({
+        gw,
+        request,
+        model,
+        asks: NO_ASKS,
+        headers: new Headers(),
+        api: OPENAI,
+        log,
+        placeholder: false,
+        observer: null,
+        mayIdle: false,
+        parsed: null,
+        send: loaded,
+        committed: false,
+      });
     })
     .post("/api/models/:id/unload", ({ params, request }) => {
       const model = gw.resolve(params.id);
@@ -103,6 +121,19 @@ export function controlRoutes(gw: Gateway) {
     });
 }
 
+const NO_ASKS: Asks = {};
+
+/** A load is an exchange whose answer is that the model is ready: it ends at once. */
+async function loaded(x: Exchange<null>, call: Call): Promise<Response> {
+  const waited = x.headers.get("x-qm-wait-ms");
+  call.finish(false);
+  const { id } = x.model;
+  return Response.json(
+    { model: id, state: x.gw.modelState(id), wait_ms: Number(waited) },
+    { headers: x.headers },
+  );
+}
+
 /** `?force=true` (or `1`): unload even a leased model, revoking its leases. */
 function forced(request: Request): boolean {
   const q = request.url.indexOf("?");
@@ -147,6 +178,7 @@ function unknownModel(name: string): Response {
 }
 
 const encoder = new TextEncoder();
+const KEEP_ALIVE = encoder.encode(sseComment("keep-alive"));
 
 /** Server-sent events: a `status` snapshot first, then every change as it happens. */
 function eventStream(gw: Gateway, signal: AbortSignal): ReadableStream<Uint8Array> {
@@ -160,7 +192,7 @@ function eventStream(gw: Gateway, signal: AbortSignal): ReadableStream<Uint8Arra
     start(controller) {
       const send = (event: string, data: unknown) => {
         try {
-          controller.enqueue(encoder.encode(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`));
+          controller.enqueue(encoder.encode(sseEvent(JSON.stringify(data), event)));
         } catch {
           close();
         }
@@ -169,7 +201,7 @@ function eventStream(gw: Gateway, signal: AbortSignal): ReadableStream<Uint8Arra
       unsubscribe = gw.subscribe((e) => send(e.type, e));
       keepAlive = setInterval(() => {
         try {
-          controller.enqueue(encoder.encode(": keep-alive\n\n"));
+          controller.enqueue(KEEP_ALIVE);
         } catch {
           close();
         }

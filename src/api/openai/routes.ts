@@ -2,12 +2,13 @@ import { Elysia } from "elysia";
 import type { ModelConfig } from "../../config/types.ts";
 import { forward } from "../../proxy/forward.ts";
 import { asQmError, QmError } from "../../shared/errors.ts";
-import { noIdleTimeout } from "../edge/idle.ts";
+import type { Logger } from "../../shared/log.ts";
+import type { Call } from "../exchange/call.ts";
+import { type Asks, admit, type Exchange, runExchange } from "../exchange/exchange.ts";
 import type { Gateway } from "../gateway.ts";
 import { readBody } from "../request/body.ts";
-import { callGuards } from "../upstream-call.ts";
 import { openaiError } from "./errors.ts";
-import { handleInference } from "./inference.ts";
+import { handleInference, OPENAI } from "./inference.ts";
 
 /** OpenAI inference routes: the body's `model` (a multipart field for audio) picks the model. */
 export const INFERENCE_PATHS = [
@@ -29,7 +30,7 @@ function methodNotAllowed(method: string, path: string, allowed: string): Respon
 }
 
 /** The handler of one inference route (the edge calls these directly: they are the hot path). */
-export function inferenceRoute(gw: Gateway, path: string) {
+export function inferenceRoute(gw: Gateway, path: string, log: Logger) {
   return (request: Request): Promise<Response> | Response => {
     if (request.method !== "POST") return methodNotAllowed(request.method, path, "POST");
     const url = request.url;
@@ -39,15 +40,15 @@ export function inferenceRoute(gw: Gateway, path: string) {
       request,
       pathAndQuery: q >= 0 ? path + url.slice(q) : path,
       route: path,
-      noIdleTimeout: () => noIdleTimeout(request),
+      log,
     });
   };
 }
 
-export function openaiRoutes(gw: Gateway) {
+export function openaiRoutes(gw: Gateway, log: Logger) {
   const app = new Elysia();
   for (const path of INFERENCE_PATHS) {
-    const handle = inferenceRoute(gw, path);
+    const handle = inferenceRoute(gw, path, log);
     app.all(path, ({ request }) => handle(request), { parse: "none" });
   }
 
@@ -56,7 +57,7 @@ export function openaiRoutes(gw: Gateway) {
     return Response.json(listModels(gw));
   });
 
-  app.all("/upstream/*", ({ request }) => upstream(gw, request), {
+  app.all("/upstream/*", ({ request }) => upstream(gw, request, log), {
     parse: "none",
   });
   return app;
@@ -77,11 +78,16 @@ function listModels(gw: Gateway) {
   return { object: "list", data };
 }
 
+interface Raw {
+  pathAndQuery: string;
+  body: Uint8Array | null;
+}
+
 /**
  * `/upstream/{model}/{path}`: the raw upstream API of a model (its own web UI, `/props`, …),
  * loading it first. Model ids may contain `/`, so the longest matching prefix wins.
  */
-async function upstream(gw: Gateway, request: Request): Promise<Response> {
+async function upstream(gw: Gateway, request: Request, log: Logger): Promise<Response> {
   const url = new URL(request.url);
   const rest = url.pathname.slice("/upstream/".length);
   const parts = rest.split("/");
@@ -99,34 +105,41 @@ async function upstream(gw: Gateway, request: Request): Promise<Response> {
       ),
     );
   }
-  const path = `/${parts.slice(used).join("/")}${url.search}`;
+  const bodiless = request.method === "GET" || request.method === "HEAD";
+  let asks: Asks;
+  let body: Uint8Array | null = null;
   try {
-    const body = ["GET", "HEAD"].includes(request.method)
-      ? null
-      : await readBody(request, gw.config.server.maxBodyBytes);
-    noIdleTimeout(request);
-    const aborter = new AbortController();
-    const onGone = () => aborter.abort();
-    request.signal.addEventListener("abort", onGone, { once: true });
-    const lease = await gw.acquire(model, aborter.signal);
-    const m = model;
-    const res = await forward({
-      base: lease.model.proxy, // the config it started with (its port may have moved)
-      pathAndQuery: path,
-      method: request.method,
-      headers: request.headers,
-      body,
-      signal: aborter.signal,
-      // A GET through /upstream (a model's web UI, an event stream) may idle for long.
-      ...callGuards(gw, m, { mayIdle: request.method === "GET" || request.method === "HEAD" }),
-      onEnd: () => {
-        request.signal.removeEventListener("abort", onGone);
-        lease.release();
-      },
-    });
-    res.headers.set("x-qm-model", m.id);
-    return res;
+    asks = admit(gw, request);
+    if (!bodiless) body = await readBody(request, gw.config.server.maxBodyBytes);
   } catch (err) {
     return openaiError(asQmError(err), { "x-qm-model": model.id });
   }
+  return runExchange<Raw>({
+    gw,
+    request,
+    model,
+    asks,
+    headers: new Headers(),
+    api: OPENAI,
+    log,
+    placeholder: false,
+    observer: null,
+    // A GET through /upstream (a model's web UI, an event stream) may idle for long.
+    mayIdle: bodiless,
+    parsed: { pathAndQuery: `/${parts.slice(used).join("/")}${url.search}`, body },
+    send: sendRaw,
+    committed: false,
+  });
+}
+
+function sendRaw(x: Exchange<Raw>, call: Call): Promise<Response> {
+  return forward({
+    base: call.base,
+    pathAndQuery: x.parsed.pathAndQuery,
+    method: x.request.method,
+    headers: x.request.headers,
+    body: x.parsed.body,
+    call,
+    extraHeaders: x.headers,
+  });
 }

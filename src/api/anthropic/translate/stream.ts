@@ -17,6 +17,7 @@
  * arguments of parallel calls arrive split and interleaved by index, sometimes cumulative or
  * broken, and a block must carry valid JSON or clients silently turn it into `{}`.
  */
+import { sseEvent } from "../../../shared/sse.ts";
 import { errorEvent, streamErrorType, upstreamErrorObject } from "../errors.ts";
 import { sanitizeToolId } from "../ids.ts";
 import type { StopReason } from "../wire.ts";
@@ -45,7 +46,7 @@ type Rec = Record<string, unknown>;
 const isRec = (v: unknown): v is Rec => typeof v === "object" && v !== null && !Array.isArray(v);
 
 function sse(type: string, data: Rec): string {
-  return `event: ${type}\ndata: ${JSON.stringify({ type, ...data })}\n\n`;
+  return sseEvent(JSON.stringify({ type, ...data }), type);
 }
 
 export const PING = sse("ping", {});
@@ -60,7 +61,10 @@ function deltaEvent(index: number, kind: "text" | "thinking", literal: string): 
     kind === "text"
       ? `{"type":"text_delta","text":${literal}}`
       : `{"type":"thinking_delta","thinking":${literal}}`;
-  return `event: content_block_delta\ndata: {"type":"content_block_delta","index":${index},"delta":${delta}}\n\n`;
+  return sseEvent(
+    `{"type":"content_block_delta","index":${index},"delta":${delta}}`,
+    "content_block_delta",
+  );
 }
 
 export class StreamTranslator {

@@ -1,0 +1,96 @@
+/**
+ * One request for a model, from its grant to its end, whichever API it came in on: its deadline
+ * (time limits, the client leaving, shutdown's cut — see `Deadline`), the lease, the observer
+ * on the answer, and the one end that releases the lease. The object itself is what the proxy
+ * is handed (`UpstreamCall`) and what the deadline reports to, so a request builds no closures
+ * for them.
+ */
+import type { ModelConfig } from "../../config/types.ts";
+import { Deadline, type DeadlineReport } from "../../proxy/deadline.ts";
+import type { UpstreamCall } from "../../proxy/forward.ts";
+import type { RelayEnd } from "../../proxy/relay.ts";
+import type { Logger } from "../../shared/log.ts";
+import type { Gateway, Lease } from "../gateway.ts";
+import type { Observer } from "./observer.ts";
+
+export interface CallOptions {
+  /**
+   * The answer may legitimately go quiet for long (a model's own web UI or event stream fetched
+   * through `/upstream/…`): only the first-byte limit applies, and its silences are never
+   * counted as a stalling model.
+   */
+  mayIdle?: boolean | undefined;
+  observer?: Observer | null | undefined;
+}
+
+export class Call implements UpstreamCall, DeadlineReport {
+  readonly modelId: string;
+  readonly deadline: Deadline;
+  readonly observer: Observer | null;
+  private lease: Lease | null = null;
+  /** The granted model's base URL: the config it started with (its port may have moved). */
+  base = "";
+  private over = false;
+
+  constructor(
+    private readonly gw: Gateway,
+    readonly model: ModelConfig,
+    client: AbortSignal,
+    readonly log: Logger,
+    opts: CallOptions = {},
+  ) {
+    this.modelId = model.id;
+    this.observer = opts.observer ?? null;
+    this.deadline = Deadline.forModel(model, {
+      report: opts.mayIdle ? undefined : this,
+      sweep: gw.calls,
+      client,
+      mayIdle: opts.mayIdle,
+    });
+  }
+
+  /** Aborts when the client leaves, a time limit passes or shutdown cuts the call. */
+  get signal(): AbortSignal {
+    return this.deadline.signal;
+  }
+
+  /** The model was granted: from now on the end releases it. */
+  granted(lease: Lease): void {
+    this.base = lease.model.proxy;
+    if (this.over) lease.release();
+    else this.lease = lease;
+  }
+
+  /** The client stopped reading before the answer came (a wait-status stream it cancelled). */
+  cancel(): void {
+    this.deadline.cancel();
+  }
+
+  /**
+   * The exchange is over (`answered`: the upstream answered in full). Ends the deadline and
+   * releases the lease with how the answer ended. Only the first call counts.
+   */
+  finish(answered: boolean): void {
+    if (this.over) return;
+    this.over = true;
+    this.deadline.end(answered);
+    this.lease?.release({ toolCalls: this.observer?.toolCalls ?? false });
+  }
+
+  /** The proxy's report of how the call ended. */
+  ended(end: RelayEnd): void {
+    this.finish(end.kind === "done");
+  }
+
+  stderrTail(): string[] {
+    return this.gw.stderrTail(this.modelId);
+  }
+
+  stalled(): void {
+    this.gw.reportStall(this.modelId);
+  }
+
+  answered(): void {
+    this.gw.reportAnswered(this.modelId);
+  }
+}

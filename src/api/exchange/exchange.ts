@@ -1,0 +1,112 @@
+/**
+ * One exchange for every proxied request, whichever API it came in on: admission (shutdown,
+ * scheduling headers) → the model's `x-qm-*` headers → the wait-status placeholder for a cold
+ * streaming request → acquire (the client's leaving cancels the wait) → the API's own send →
+ * the end, which releases the lease exactly once (`Call.finish`). What differs per API is
+ * passed in: the parsed request, how to send it and render its answer (`send`), and the error
+ * envelope (`api`). See design.md beside this file.
+ */
+import type { ModelConfig } from "../../config/types.ts";
+import { placeholderStream } from "../../proxy/wait-status.ts";
+import { asQmError, QmError } from "../../shared/errors.ts";
+import type { Logger } from "../../shared/log.ts";
+import { noIdleTimeout } from "../edge/idle.ts";
+import type { AcquireHooks, Gateway } from "../gateway.ts";
+import { schedulingHeaders } from "../request/scheduling.ts";
+import { Call } from "./call.ts";
+import type { Observer } from "./observer.ts";
+
+export type Asks = Pick<AcquireHooks, "holdMs" | "patienceMs">;
+
+/** How an API writes failures. */
+export interface ExchangeApi {
+  /** A failure before any answer: the API's error envelope, with the exchange's headers. */
+  error(err: QmError, headers: Headers): Response;
+  /** A failure inside a stream that already answered 200; the placeholder's default if absent. */
+  streamError?: ((err: unknown) => Uint8Array) | undefined;
+}
+
+export interface Exchange<T> {
+  gw: Gateway;
+  request: Request;
+  model: ModelConfig;
+  asks: Asks;
+  /** The client's response headers; the exchange adds `x-qm-model`, `-loaded`, `-wait-ms`. */
+  headers: Headers;
+  api: ExchangeApi;
+  log: Logger;
+  /** The request is a stream whose answer may wait behind the wait-status placeholder. */
+  placeholder: boolean;
+  /** The tee on the answer, when something needs to watch it. */
+  observer: Observer | null;
+  /** Only the first-byte limit applies (see `CallOptions.mayIdle`). */
+  mayIdle: boolean;
+  /** What the API parsed from the request. */
+  parsed: T;
+  /**
+   * Sends the request to the granted model and resolves with the client's response. It ends
+   * `call` (`call.finish`) when the answer is over; when it throws, the exchange ends it.
+   */
+  send(x: Exchange<T>, call: Call): Promise<Response>;
+  /** Set once the placeholder's 200 went out: the answer can only be a stream from then on. */
+  committed: boolean;
+}
+
+/** Admission: refused during shutdown; `X-QM-Hold-Ms` / `X-QM-Patience-Ms` read and checked. */
+export function admit(gw: Gateway, request: Request): Asks {
+  if (gw.shuttingDown) throw new QmError("shutting_down", "qm is shutting down");
+  return schedulingHeaders(request.headers);
+}
+
+/** Runs one exchange to its response; always returns a Response. */
+export async function runExchange<T>(x: Exchange<T>): Promise<Response> {
+  const { gw, model, headers } = x;
+  // A model load can take minutes: Bun's idle timeout must not close the connection meanwhile.
+  noIdleTimeout(x.request);
+  const loaded = gw.modelState(model.id) === "ready";
+  headers.set("x-qm-model", model.id);
+  headers.set("x-qm-model-loaded", loaded ? "true" : "false");
+  const call = new Call(gw, model, x.request.signal, x.log, x);
+  if (x.placeholder && !loaded && model.sendLoadingState) return waitStatus(x, call);
+  try {
+    const lease = await gw.acquire(model, call.signal, x.asks);
+    headers.set("x-qm-wait-ms", String(lease.waitedMs));
+    call.granted(lease);
+    return await x.send(x, call);
+  } catch (err) {
+    call.finish(false);
+    return x.api.error(asQmError(err), headers);
+  }
+}
+
+/**
+ * A cold streaming request: `200 text/event-stream` at once, `: qm-status` comments while the
+ * model loads, then the answer. The client stopping early cancels the wait and the call.
+ */
+function waitStatus<T>(x: Exchange<T>, call: Call): Response {
+  x.committed = true;
+  const { gw, model, asks } = x;
+  const body = placeholderStream({
+    model: model.id,
+    start: async (progress) => {
+      try {
+        const lease = await gw.acquire(model, call.signal, {
+          onPosition: progress.onPosition,
+          onLoading: progress.onLoading,
+          holdMs: asks.holdMs,
+          patienceMs: asks.patienceMs,
+        });
+        call.granted(lease);
+        return await x.send(x, call);
+      } catch (err) {
+        call.finish(false);
+        throw err;
+      }
+    },
+    onCancel: () => call.cancel(),
+    renderError: x.api.streamError,
+  });
+  x.headers.set("content-type", "text/event-stream");
+  x.headers.set("cache-control", "no-cache");
+  return new Response(body, { status: 200, headers: x.headers });
+}

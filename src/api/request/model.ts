@@ -1,0 +1,29 @@
+import type { ModelConfig } from "../../config/types.ts";
+import { QmError } from "../../shared/errors.ts";
+import type { Gateway } from "../gateway.ts";
+import { badRequest } from "./body.ts";
+
+/**
+ * The model a request names, for every API: its `model` field (a multipart field for audio).
+ * Plain names and aliases resolve synchronously; only `model?ctx=N` variants may need minting.
+ * `field` prefixes messages the Anthropic way (`model: …`) where that API's wording wants it.
+ */
+export async function resolveModel(
+  gw: Gateway,
+  name: unknown,
+  field: "" | "model: " = "",
+): Promise<ModelConfig> {
+  if (name === undefined || name === null || name === "") {
+    throw badRequest(`${field}the request has no "model" field`, "model");
+  }
+  if (typeof name !== "string") throw badRequest(`${field}"model" must be a string`, "model");
+  const model = gw.resolve(name) ?? (await gw.resolveModel(name));
+  if (!model) {
+    throw new QmError(
+      "model_not_found",
+      `${field === "" ? "model " : field}"${name}" not found; GET /v1/models lists the models this server has`,
+      { param: "model" },
+    );
+  }
+  return model;
+}

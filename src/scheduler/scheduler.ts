@@ -31,18 +31,6 @@ interface Grant {
   generation: number;
 }
 
-type Event =
-  | { kind: "request"; spec: RequestSpec }
-  | { kind: "swapDone"; swapId: number; result: SwapResult }
-  | { kind: "serveDone"; requestId: number; outcome: ServeOutcome }
-  | { kind: "cancel"; requestId: number }
-  | { kind: "stopped"; model: string }
-  | { kind: "exited"; model: string; error: QmError }
-  | { kind: "unload"; model: string | null }
-  | { kind: "wake" }
-  | { kind: "shed"; vramLimitGb: number }
-  | { kind: "shutdown" };
-
 /**
  * The one scheduler of a qm process. Every decision is an event handled synchronously; it never
  * awaits, never does I/O, never throws to report a request's fate. See design.md beside it.
@@ -57,8 +45,9 @@ export class Scheduler {
   private nextSwapId = 1;
   private closed = false;
   private armedWake: number | null = null;
-  private readonly pending: Event[] = [];
-  private dispatching = false;
+  /** Events raised while one is handled (from an effect), waiting their turn. */
+  private readonly pending: (() => void)[] = [];
+  private running = false;
   /** Whether any model is marked draining (so the marks need clearing). */
   private anyDraining = false;
 
@@ -87,39 +76,39 @@ export class Scheduler {
   // ── events ────────────────────────────────────────────────────────────────────────────────
 
   request(spec: RequestSpec): void {
-    this.dispatch({ kind: "request", spec });
+    this.run(() => this.onRequest(spec));
   }
   swapDone(swapId: number, result: SwapResult): void {
-    this.dispatch({ kind: "swapDone", swapId, result });
+    this.run(() => this.onSwapDone(swapId, result));
   }
   serveDone(requestId: number, outcome: ServeOutcome = { toolCalls: false }): void {
-    this.dispatch({ kind: "serveDone", requestId, outcome });
+    this.run(() => this.onServeDone(requestId, outcome));
   }
   /** The caller of a request that was not granted yet went away. */
   cancel(requestId: number): void {
-    this.dispatch({ kind: "cancel", requestId });
+    this.run(() => this.onCancel(requestId));
   }
   /** A model asked to stop through `Effects.stopModels` is gone. */
   stopped(model: string): void {
-    this.dispatch({ kind: "stopped", model });
+    this.run(() => this.onStopped(model));
   }
   /** A ready model's process exited without being asked to. */
   exited(model: string, error: QmError): void {
-    this.dispatch({ kind: "exited", model, error });
+    this.run(() => this.onExited(model, error));
   }
   /** Unload one model (null = all): at once when idle, after its in-flight requests otherwise. */
   unload(model: string | null): void {
-    this.dispatch({ kind: "unload", model });
+    this.run(() => this.onUnload(model));
   }
   wake(): void {
-    this.dispatch({ kind: "wake" });
+    this.run(() => this.onWake());
   }
   /**
    * The live VRAM ceiling dropped below what the residents are estimated to use (another
    * program took GPU memory): stop idle models, least-recently-used first, until they fit.
    */
   shed(vramLimitGb: number): void {
-    this.dispatch({ kind: "shed", vramLimitGb });
+    this.run(() => this.onShed(vramLimitGb));
   }
   /** A `?ctx=` variant was minted: schedule it like any configured model. */
   addModel(model: ModelConfig): void {
@@ -129,7 +118,7 @@ export class Scheduler {
 
   /** Refuse new work and fail everything not yet granted. */
   shutdown(): void {
-    this.dispatch({ kind: "shutdown" });
+    this.run(() => this.onShutdown());
   }
 
   // ── read-only views (for status pages; never used to gate a decision from outside) ───────
@@ -166,58 +155,30 @@ export class Scheduler {
 
   // ── the run loop ──────────────────────────────────────────────────────────────────────────
 
-  /** Events raised while one is handled (from an effect) are handled right after it, in order. */
-  private dispatch(event: Event): void {
-    this.pending.push(event);
-    if (this.dispatching) return;
-    this.dispatching = true;
+  /**
+   * Handles one event, then re-drains the queue and re-arms the wake timer. An event raised
+   * while another is handled (an effect calling back) waits until that one is over, in order.
+   */
+  private run(handler: () => void): void {
+    this.pending.push(handler);
+    if (this.running) return;
+    this.running = true;
     try {
-      for (let e = this.pending.shift(); e; e = this.pending.shift()) this.handle(e);
+      for (let h = this.pending.shift(); h; h = this.pending.shift()) {
+        h();
+        if (!this.closed) this.drain();
+        this.rearm();
+      }
     } finally {
-      this.dispatching = false;
+      this.running = false;
     }
   }
 
-  private handle(e: Event): void {
-    switch (e.kind) {
-      case "request":
-        this.onRequest(e.spec);
-        break;
-      case "swapDone":
-        this.onSwapDone(e.swapId, e.result);
-        break;
-      case "serveDone":
-        this.onServeDone(e.requestId, e.outcome);
-        break;
-      case "cancel":
-        this.onCancel(e.requestId);
-        break;
-      case "stopped":
-        this.onStopped(e.model);
-        break;
-      case "exited":
-        this.onExited(e.model, e.error);
-        break;
-      case "unload":
-        this.onUnload(e.model);
-        break;
-      case "wake":
-        // The timer that brought us here is spent, even if it fired a little early.
-        this.armedWake = null;
-        break;
-      case "shutdown":
-        this.onShutdown();
-        break;
-      case "shed":
-        this.onShed(e.vramLimitGb);
-        break;
-    }
-    if (!this.closed) {
-      // TTL deadlines pass only with time, and every one has the wake timer armed for it.
-      if (e.kind === "wake") this.expireIdle();
-      this.drain();
-    }
-    this.rearm();
+  private onWake(): void {
+    // The timer that brought us here is spent, even if it fired a little early.
+    this.armedWake = null;
+    // TTL deadlines pass only with time, and every one has the wake timer armed for it.
+    if (!this.closed) this.expireIdle();
   }
 
   private onRequest(spec: RequestSpec): void {

@@ -18,10 +18,8 @@ interface Queued {
 interface ActiveSwap extends Swap {
   /** Requests waiting for this swap, in arrival order. */
   waiters: Queued[];
-  /** Set when the target was unloaded while loading: its failure is then the expected end. */
-  aborted: boolean;
-  /** The stop that aborted it has already been reported (it can land before swapDone). */
-  abortStopped: boolean;
+  /** Why the swap is being aborted (`Effects.abortSwap` was called), or null. */
+  abortedFor: string | null;
 }
 
 interface Grant {
@@ -223,7 +221,7 @@ export class Scheduler {
     const m = this.models.get(id)!;
     // 2. already being swapped in → join its waiters.
     const joining = this.swapFor(id);
-    if (joining?.aborted) return false; // being stopped: wait for the stop, then start afresh
+    if (joining && joining.abortedFor !== null) return false; // wait for the abort, then start afresh
     if (joining) {
       joining.waiters.push(q);
       this.effects.loading(q.spec.id, id);
@@ -258,8 +256,7 @@ export class Scheduler {
       target: id,
       evict: plan.evict,
       waiters: [q],
-      aborted: false,
-      abortStopped: false,
+      abortedFor: null,
     };
     this.swaps.set(swap.id, swap);
     for (const v of plan.evict) this.models.setState(v, "stopping");
@@ -302,33 +299,25 @@ export class Scheduler {
     if (!swap) return;
     this.swaps.delete(swapId);
     for (const v of swap.evict) this.models.setState(v, "stopped");
-    if (!result.ok) {
-      if (swap.aborted) {
-        this.models.setState(swap.target, "stopped");
-        const err = new QmError(
-          "model_unloaded",
-          `model "${swap.target}" was unloaded while it was loading`,
-        );
-        for (const w of swap.waiters) this.effects.fail(w.spec.id, err);
-      } else {
-        this.models.setState(swap.target, "failed", result.error.message);
-        for (const w of swap.waiters) this.effects.fail(w.spec.id, result.error);
-      }
-      return;
-    }
-    if (swap.aborted) {
-      // The stop raced the readiness check and lost: the stop still lands, report it so.
-      if (swap.abortStopped) {
-        this.models.setState(swap.target, "stopped");
-      } else {
+    if (swap.abortedFor !== null) {
+      if (result.ok) {
+        // The target came up despite the abort (an effect that lost the race to readiness):
+        // stop it like any other model, and report it so.
         this.models.setState(swap.target, "stopping");
-        this.stopping.add(swap.target);
+        this.stopOutsideSwap([swap.target], swap.abortedFor);
+      } else {
+        this.models.setState(swap.target, "stopped");
       }
       const err = new QmError(
         "model_unloaded",
         `model "${swap.target}" was unloaded while it was loading`,
       );
       for (const w of swap.waiters) this.effects.fail(w.spec.id, err);
+      return;
+    }
+    if (!result.ok) {
+      this.models.setState(swap.target, "failed", result.error.message);
+      for (const w of swap.waiters) this.effects.fail(w.spec.id, result.error);
       return;
     }
     this.models.setState(swap.target, "ready");
@@ -378,9 +367,8 @@ export class Scheduler {
     // Already granted: the edge reports the end with serveDone, so a cancel here is a no-op.
   }
 
+  /** A stop asked for by `stopOutsideSwap` landed (any other report is ignored). */
   private onStopped(model: string): void {
-    const aborted = this.swapFor(model);
-    if (aborted?.aborted) aborted.abortStopped = true;
     if (!this.stopping.delete(model)) return;
     const m = this.models.get(model);
     if (m && m.state === "stopping") this.models.setState(model, "stopped");
@@ -402,12 +390,9 @@ export class Scheduler {
         if (m.inflight > 0) m.unloadPending = true;
         else now.push(id);
       } else if (m.state === "starting") {
-        // Stopping a loading model aborts its start; its swap then reports the end.
+        // Unloading a loading model aborts its swap; the swap then reports the end.
         const swap = this.swapFor(id);
-        if (swap && !swap.aborted) {
-          swap.aborted = true;
-          this.effects.stopModels([id], "unload");
-        }
+        if (swap) this.abortSwap(swap, "unload");
       } else if (m.state === "failed") {
         this.models.setState(id, "stopped");
       }
@@ -499,10 +484,15 @@ export class Scheduler {
   private reapAbandonedSwaps(): void {
     if (this.queue.length === 0) return;
     for (const swap of this.swaps.values()) {
-      if (swap.waiters.length > 0 || swap.aborted) continue;
-      swap.aborted = true;
-      this.effects.stopModels([swap.target], "abandoned");
+      if (swap.waiters.length === 0) this.abortSwap(swap, "abandoned");
     }
+  }
+
+  /** Abort once: the target must not come up; the swap still ends with its swapDone. */
+  private abortSwap(swap: ActiveSwap, reason: string): void {
+    if (swap.abortedFor !== null) return;
+    swap.abortedFor = reason;
+    this.effects.abortSwap(swap.id, reason);
   }
 
   private patienceSpent(q: Queued, now: number): boolean {

@@ -92,6 +92,9 @@ export function simulate(mode: Mode, p: SimParams = DEFAULTS): SimResult {
       const stop = swap.evict.length > 0 ? p.stopMs : 0;
       t.at(stop + p.loadMs, () => sched.swapDone(swap.id, { ok: true }));
     },
+    abortSwap(swapId) {
+      throw new Error(`swap ${swapId} aborted: nothing in the simulation unloads or leaves`);
+    },
     stopModels(models) {
       t.at(p.stopMs, () => {
         for (const m of models) sched.stopped(m);

@@ -63,8 +63,11 @@ export class Runtime implements Effects, Gateway {
   };
   /** Every upstream call still live: shutdown cuts them when its grace runs out. */
   readonly calls = new Sweep<Deadline>();
-  /** Swaps whose target has not started yet, by target: a stop must keep it from starting. */
-  private readonly swapping = new Map<string, { aborted: boolean }>();
+  /** Swaps in progress, by swap id: `abortSwap` keeps the target from starting, or stops it. */
+  private readonly swapping = new Map<
+    number,
+    { target: string; aborted: boolean; started: boolean }
+  >();
   private closing = false;
   /** Memory limits in force: the static budgets, tightened by the live GPU ceiling. */
   readonly budget: LiveBudget;
@@ -304,13 +307,14 @@ export class Runtime implements Effects, Gateway {
     } else {
       this.opts.log.info(`swap: starting ${swap.target}`);
     }
-    // A stop of the target before its process exists (while evictees stop, or during the
-    // spawn guard) must keep it from starting at all; a stop after that aborts the start.
-    const token = { aborted: false };
-    this.swapping.set(swap.target, token);
+    // An abort before the target's process exists (while evictees stop, or during the spawn
+    // guard) keeps it from starting at all; one after that stops it (abortSwap).
+    const token = { target: swap.target, aborted: false, started: false };
+    this.swapping.set(swap.id, token);
     const abortedError = () =>
       new QmError("model_unloaded", `model "${swap.target}" was stopped before it started`);
     void (async () => {
+      let error: QmError | null = null;
       try {
         await Promise.all(evicted.map((p) => p.stop()));
         if (token.aborted) throw abortedError();
@@ -322,23 +326,40 @@ export class Runtime implements Effects, Gateway {
         );
         if (!verdict.ok) throw new QmError("cannot_fit", verdict.message);
         if (token.aborted) throw abortedError();
+        token.started = true;
         await target.start();
-        this.scheduler.swapDone(swap.id, { ok: true });
+        // Ready, but the abort landed first (it raced the readiness check): stopped below.
+        if (token.aborted) throw abortedError();
       } catch (err) {
-        const error = asQmError(err);
-        if (error.detail) this.opts.log.warn(`model "${swap.target}": ${error.detail}`);
-        this.scheduler.swapDone(swap.id, { ok: false, error });
+        const failure = asQmError(err);
+        if (failure.detail) this.opts.log.warn(`model "${swap.target}": ${failure.detail}`);
+        error = token.aborted ? abortedError() : failure;
+      }
+      this.swapping.delete(swap.id);
+      try {
+        // An aborted swap ends once its target is down: join the stop abortSwap began.
+        if (token.aborted) {
+          if (token.started) await target.stop();
+          this.gpu.noteReleased();
+        }
       } finally {
-        if (this.swapping.get(swap.target) === token) this.swapping.delete(swap.target);
+        this.scheduler.swapDone(swap.id, error ? { ok: false, error } : { ok: true });
       }
     })();
+  }
+
+  abortSwap(swapId: number, reason: string): void {
+    const token = this.swapping.get(swapId);
+    if (!token || token.aborted) return;
+    token.aborted = true;
+    this.opts.log.info(`stopping ${token.target} (${reason})`);
+    // A start in progress fails once its process is stopped; the swap's task reports the end.
+    if (token.started) void this.processes.get(token.target)!.stop();
   }
 
   stopModels(models: string[], reason: string): void {
     this.opts.log.info(`stopping ${models.join(", ")} (${reason})`);
     for (const id of models) {
-      const swap = this.swapping.get(id);
-      if (swap) swap.aborted = true;
       const proc = this.processes.get(id)!;
       void proc.stop().finally(() => {
         this.gpu.noteReleased();

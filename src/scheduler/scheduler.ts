@@ -2,27 +2,14 @@ import type { Config, ModelConfig } from "../config/types.ts";
 import type { EvictionPolicy } from "../policy/types.ts";
 import type { Clock } from "../shared/clock.ts";
 import { QmError } from "../shared/errors.ts";
+import { type DecideView, type Decision, decide } from "./decide.ts";
+import { Holds } from "./holds.ts";
 import { ModelTable } from "./models.ts";
-import { shedVictims } from "./shed.ts";
-import type { Effects, ModelState, RequestSpec, ServeOutcome, Swap, SwapResult } from "./types.ts";
-
-interface Queued {
-  spec: RequestSpec;
-  arrivedAt: number;
-  holdMs: number;
-  patienceMs: number;
-  /** Last position reported through `Effects.position` (0 = none yet). */
-  reported: number;
-}
-
-interface ActiveSwap extends Swap {
-  /** Requests waiting for this swap, in arrival order. */
-  waiters: Queued[];
-  /** Set when the target was unloaded while loading: its failure is then the expected end. */
-  aborted: boolean;
-  /** The stop that aborted it has already been reported (it can land before swapDone). */
-  abortStopped: boolean;
-}
+import { idleToShed } from "./shed.ts";
+import { SwapBook } from "./swaps.ts";
+import type { Effects, ModelState, RequestSpec, ServeOutcome, SwapResult } from "./types.ts";
+import { WaitLine } from "./wait-line.ts";
+import { type Queued, waiter } from "./waiter.ts";
 
 interface Grant {
   model: string;
@@ -31,41 +18,24 @@ interface Grant {
   generation: number;
 }
 
-type Event =
-  | { kind: "request"; spec: RequestSpec }
-  | { kind: "swapDone"; swapId: number; result: SwapResult }
-  | { kind: "serveDone"; requestId: number; outcome: ServeOutcome }
-  | { kind: "cancel"; requestId: number }
-  | { kind: "stopped"; model: string }
-  | { kind: "exited"; model: string; error: QmError }
-  | { kind: "unload"; model: string | null }
-  | { kind: "wake" }
-  | { kind: "shed"; vramLimitGb: number }
-  | { kind: "shutdown" };
-
 /**
  * The one scheduler of a qm process. Every decision is an event handled synchronously; it never
  * awaits, never does I/O, never throws to report a request's fate. See design.md beside it.
  */
 export class Scheduler {
   private readonly models: ModelTable;
-  private readonly queue: Queued[] = [];
-  private readonly swaps = new Map<number, ActiveSwap>();
-  /** Models being stopped outside any swap (TTL, unload, crash clean-up). */
-  private readonly stopping = new Set<string>();
+  private readonly swaps: SwapBook;
+  private readonly holds: Holds;
+  private readonly queue: WaitLine;
   private readonly grants = new Map<number, Grant>();
-  private nextSwapId = 1;
   private closed = false;
-  private armedWake: number | null = null;
-  private readonly pending: Event[] = [];
-  private dispatching = false;
-  /** Whether any model is marked draining (so the marks need clearing). */
-  private anyDraining = false;
+  /** Events raised while one is handled (from an effect), waiting their turn. */
+  private readonly pending: (() => void)[] = [];
+  private running = false;
+  private readonly view: DecideView;
 
   private readonly config: Pick<Config, "models" | "groups">;
-  private readonly holdMs: number;
-  private readonly patienceMs: number;
-  private readonly holdOnEveryRequest: boolean;
+  private readonly defaults: { holdMs: number; patienceMs: number };
   private readonly maxQueue: number;
 
   constructor(
@@ -74,52 +44,62 @@ export class Scheduler {
     private readonly effects: Effects,
     private readonly clock: Clock,
   ) {
-    this.holdMs = config.scheduler.holdMs;
-    this.patienceMs = config.scheduler.patienceMs;
-    this.holdOnEveryRequest = config.scheduler.holdOn === "request";
+    this.defaults = { holdMs: config.scheduler.holdMs, patienceMs: config.scheduler.patienceMs };
     this.maxQueue = config.scheduler.maxQueue;
     this.config = config;
     this.models = new ModelTable(config, clock, (id, state, detail) =>
       this.effects.stateChanged(id, state, detail),
     );
+    this.queue = new WaitLine(effects);
+    this.swaps = new SwapBook(this.models, effects);
+    this.holds = new Holds(this.models, clock, effects, config.scheduler.holdOn === "request");
+    this.view = {
+      model: (id) => this.models.get(id)!,
+      hasSlot: (id) => this.models.hasSlot(id),
+      swapFor: (id) => this.swaps.swapFor(id),
+      stopping: (id) => this.swaps.isStopping(id),
+      inTransition: (id) => this.swaps.inTransition(id),
+      held: (id) => this.models.held(id, this.clock.now()),
+      evictionFor: (id) => this.policy.evictionFor(id, this.models.runningLru()),
+    };
   }
 
   // ── events ────────────────────────────────────────────────────────────────────────────────
 
   request(spec: RequestSpec): void {
-    this.dispatch({ kind: "request", spec });
+    this.run(() => this.onRequest(spec));
   }
   swapDone(swapId: number, result: SwapResult): void {
-    this.dispatch({ kind: "swapDone", swapId, result });
+    this.run(() => this.onSwapDone(swapId, result));
   }
   serveDone(requestId: number, outcome: ServeOutcome = { toolCalls: false }): void {
-    this.dispatch({ kind: "serveDone", requestId, outcome });
+    this.run(() => this.onServeDone(requestId, outcome));
   }
   /** The caller of a request that was not granted yet went away. */
   cancel(requestId: number): void {
-    this.dispatch({ kind: "cancel", requestId });
+    this.run(() => this.onCancel(requestId));
   }
   /** A model asked to stop through `Effects.stopModels` is gone. */
   stopped(model: string): void {
-    this.dispatch({ kind: "stopped", model });
+    this.run(() => this.swaps.stopped(model));
   }
   /** A ready model's process exited without being asked to. */
   exited(model: string, error: QmError): void {
-    this.dispatch({ kind: "exited", model, error });
+    this.run(() => this.onExited(model, error));
   }
   /** Unload one model (null = all): at once when idle, after its in-flight requests otherwise. */
   unload(model: string | null): void {
-    this.dispatch({ kind: "unload", model });
+    this.run(() => this.onUnload(model));
   }
   wake(): void {
-    this.dispatch({ kind: "wake" });
+    this.run(() => this.onWake());
   }
   /**
    * The live VRAM ceiling dropped below what the residents are estimated to use (another
    * program took GPU memory): stop idle models, least-recently-used first, until they fit.
    */
   shed(vramLimitGb: number): void {
-    this.dispatch({ kind: "shed", vramLimitGb });
+    this.run(() => this.onShed(vramLimitGb));
   }
   /** A `?ctx=` variant was minted: schedule it like any configured model. */
   addModel(model: ModelConfig): void {
@@ -129,7 +109,7 @@ export class Scheduler {
 
   /** Refuse new work and fail everything not yet granted. */
   shutdown(): void {
-    this.dispatch({ kind: "shutdown" });
+    this.run(() => this.onShutdown());
   }
 
   // ── read-only views (for status pages; never used to gate a decision from outside) ───────
@@ -140,7 +120,7 @@ export class Scheduler {
 
   snapshot() {
     const queuedFor = new Map<string, number>();
-    for (const q of this.allWaiting()) {
+    for (const q of [...this.queue, ...this.swaps.waiters()]) {
       queuedFor.set(q.spec.model, (queuedFor.get(q.spec.model) ?? 0) + 1);
     }
     return {
@@ -154,70 +134,30 @@ export class Scheduler {
         heldUntil: m.heldUntil > this.clock.now() ? m.heldUntil : null,
       })),
       queueDepth: this.queue.length,
-      swaps: [...this.swaps.values()].map((s) => ({
-        id: s.id,
-        target: s.target,
-        evict: [...s.evict],
-        waiters: s.waiters.length,
-      })),
+      swaps: this.swaps.snapshot(),
       inflight: this.grants.size,
     };
   }
 
   // ── the run loop ──────────────────────────────────────────────────────────────────────────
 
-  /** Events raised while one is handled (from an effect) are handled right after it, in order. */
-  private dispatch(event: Event): void {
-    this.pending.push(event);
-    if (this.dispatching) return;
-    this.dispatching = true;
+  /**
+   * Handles one event, then re-drains the queue and re-arms the wake timer. An event raised
+   * while another is handled (an effect calling back) waits until that one is over, in order.
+   */
+  private run(handler: () => void): void {
+    this.pending.push(handler);
+    if (this.running) return;
+    this.running = true;
     try {
-      for (let e = this.pending.shift(); e; e = this.pending.shift()) this.handle(e);
+      for (let h = this.pending.shift(); h; h = this.pending.shift()) {
+        h();
+        if (!this.closed) this.drain();
+        this.holds.rearm(this.closed ? null : this.queue);
+      }
     } finally {
-      this.dispatching = false;
+      this.running = false;
     }
-  }
-
-  private handle(e: Event): void {
-    switch (e.kind) {
-      case "request":
-        this.onRequest(e.spec);
-        break;
-      case "swapDone":
-        this.onSwapDone(e.swapId, e.result);
-        break;
-      case "serveDone":
-        this.onServeDone(e.requestId, e.outcome);
-        break;
-      case "cancel":
-        this.onCancel(e.requestId);
-        break;
-      case "stopped":
-        this.onStopped(e.model);
-        break;
-      case "exited":
-        this.onExited(e.model, e.error);
-        break;
-      case "unload":
-        this.onUnload(e.model);
-        break;
-      case "wake":
-        // The timer that brought us here is spent, even if it fired a little early.
-        this.armedWake = null;
-        break;
-      case "shutdown":
-        this.onShutdown();
-        break;
-      case "shed":
-        this.onShed(e.vramLimitGb);
-        break;
-    }
-    if (!this.closed) {
-      // TTL deadlines pass only with time, and every one has the wake timer armed for it.
-      if (e.kind === "wake") this.expireIdle();
-      this.drain();
-    }
-    this.rearm();
   }
 
   private onRequest(spec: RequestSpec): void {
@@ -230,9 +170,11 @@ export class Scheduler {
       this.effects.fail(spec.id, new QmError("model_not_found", `model "${spec.model}" not found`));
       return;
     }
+    const q = waiter(spec, this.clock.now(), this.defaults);
+    const decision = this.decide(q);
     // The waiting line is bounded: past `max_queue`, only a request that is served at once
     // gets in; the rest are told to come back (503 + Retry-After) rather than pile up.
-    if (this.waitingCount() >= this.maxQueue && !this.servableNow(spec.model)) {
+    if (this.waitingCount() >= this.maxQueue && decision.kind !== "grant") {
       this.effects.fail(
         spec.id,
         new QmError(
@@ -243,85 +185,36 @@ export class Scheduler {
       );
       return;
     }
-    const q: Queued = {
-      spec,
-      arrivedAt: this.clock.now(),
-      holdMs: spec.holdMs ?? this.holdMs,
-      patienceMs: spec.patienceMs ?? this.patienceMs,
-      reported: 0,
-    };
-    if (!this.tryProceed(q)) this.queue.push(q);
+    if (!this.proceed(q, decision)) this.queue.push(q);
   }
 
-  /**
-   * Steps 2–6 of the decision tree for one request. Returns true when the request left the
-   * waiting line (granted, joined or started a swap, or failed), false when it must queue.
-   */
-  private tryProceed(q: Queued): boolean {
-    const id = q.spec.model;
-    const m = this.models.get(id)!;
-    // 2. already being swapped in → join its waiters.
-    const joining = this.swapFor(id);
-    if (joining?.aborted) return false; // being stopped: wait for the stop, then start afresh
-    if (joining) {
-      joining.waiters.push(q);
-      this.effects.loading(q.spec.id, id);
-      return true;
-    }
-    // 3. ready → serve now, unless at its concurrency limit (then wait, never 429).
-    if (m.state === "ready") {
-      if (m.unloadPending || m.draining || this.stopping.has(id)) return false;
-      if (!this.models.hasSlot(id)) return false;
-      this.deliver(q);
-      return true;
-    }
-    if (m.state === "stopping") return false;
-    const plan = this.policy.evictionFor(id, this.models.runningLru());
-    if (!plan.ok) {
-      this.effects.fail(q.spec.id, new QmError("cannot_fit", plan.reason));
-      return true;
-    }
-    // 4. the swap collides with one in flight (or a stop in progress) → queue.
-    if (plan.evict.some((v) => this.inTransition(v))) return false;
-    // 5. it would evict a model that is still busy → queue.
-    if (plan.evict.some((v) => this.models.get(v)!.inflight > 0)) return false;
-    // 5b. it would evict a model under an idle-grace hold → queue, until this waiter's
-    //     patience runs out; then it preempts (and becomes the incumbent itself).
-    const now = this.clock.now();
-    if (!this.patienceSpent(q, now) && plan.evict.some((v) => this.models.held(v, now))) {
-      return false;
-    }
-    // 6. start the swap.
-    const swap: ActiveSwap = {
-      id: this.nextSwapId++,
-      target: id,
-      evict: plan.evict,
-      waiters: [q],
-      aborted: false,
-      abortStopped: false,
-    };
-    this.swaps.set(swap.id, swap);
-    for (const v of plan.evict) this.models.setState(v, "stopping");
-    this.models.setState(id, "starting");
-    this.models.touch(id);
-    this.effects.loading(q.spec.id, id);
-    this.effects.startSwap({ id: swap.id, target: swap.target, evict: [...swap.evict] });
-    return true;
+  private decide(q: Queued): Decision {
+    return decide({ model: q.spec.model, patienceSpent: this.holds.patienceSpent(q) }, this.view);
   }
 
-  /** Step 3 would grant at once: ready, a free slot, nothing stopping or draining it. */
-  private servableNow(id: string): boolean {
-    const m = this.models.get(id)!;
-    if (m.state !== "ready" || this.swapFor(id)) return false;
-    if (m.unloadPending || m.draining || this.stopping.has(id)) return false;
-    return this.models.hasSlot(id);
+  /** Acts on the decision. True when the request left the waiting line, false when it waits. */
+  private proceed(q: Queued, d: Decision): boolean {
+    switch (d.kind) {
+      case "join":
+        this.swaps.join(q);
+        return true;
+      case "grant":
+        this.deliver(q);
+        return true;
+      case "fail":
+        this.effects.fail(q.spec.id, d.error);
+        return true;
+      case "swap":
+        this.swaps.begin(q.spec.model, d.evict, q);
+        return true;
+      case "queue":
+        return false;
+    }
   }
 
   /** Requests queued or waiting on a swap. */
   private waitingCount(): number {
-    let n = this.queue.length;
-    for (const s of this.swaps.values()) n += s.waiters.length;
-    return n;
+    return this.queue.length + this.swaps.waiterCount();
   }
 
   private deliver(q: Queued): void {
@@ -337,47 +230,20 @@ export class Scheduler {
   }
 
   private onSwapDone(swapId: number, result: SwapResult): void {
-    const swap = this.swaps.get(swapId);
-    if (!swap) return;
-    this.swaps.delete(swapId);
-    for (const v of swap.evict) this.models.setState(v, "stopped");
-    if (!result.ok) {
-      if (swap.aborted) {
-        this.models.setState(swap.target, "stopped");
-        const err = new QmError(
-          "model_unloaded",
-          `model "${swap.target}" was unloaded while it was loading`,
-        );
-        for (const w of swap.waiters) this.effects.fail(w.spec.id, err);
-      } else {
-        this.models.setState(swap.target, "failed", result.error.message);
-        for (const w of swap.waiters) this.effects.fail(w.spec.id, result.error);
-      }
+    const end = this.swaps.finish(swapId, result);
+    if (!end) return;
+    const { swap, error } = end;
+    if (error) {
+      for (const w of swap.waiters) this.effects.fail(w.spec.id, error);
       return;
     }
-    if (swap.aborted) {
-      // The stop raced the readiness check and lost: the stop still lands, report it so.
-      if (swap.abortStopped) {
-        this.models.setState(swap.target, "stopped");
-      } else {
-        this.models.setState(swap.target, "stopping");
-        this.stopping.add(swap.target);
-      }
-      const err = new QmError(
-        "model_unloaded",
-        `model "${swap.target}" was unloaded while it was loading`,
-      );
-      for (const w of swap.waiters) this.effects.fail(w.spec.id, err);
-      return;
-    }
-    this.models.setState(swap.target, "ready");
     // Waiters beyond the concurrency limit go back to the head of the line, in order.
     const overflow: Queued[] = [];
     for (const w of swap.waiters) {
       if (this.models.hasSlot(swap.target)) this.deliver(w);
       else overflow.push(w);
     }
-    this.queue.unshift(...overflow);
+    this.queue.unshift(overflow);
   }
 
   private onServeDone(requestId: number, outcome: ServeOutcome): void {
@@ -386,43 +252,17 @@ export class Scheduler {
     this.grants.delete(requestId);
     const m = this.models.get(g.model);
     if (!m || m.generation !== g.generation) return; // the process it ran on is gone
-    // Only a response that can be followed by another round earns a hold (hold_on), and the
-    // window is the one its own request asked for.
-    if (this.holdOnEveryRequest || outcome.toolCalls) {
-      m.holdCandidateMs = Math.max(m.holdCandidateMs, g.holdMs);
-    }
+    this.holds.finished(m, g.holdMs, outcome);
     this.models.adjustInflight(g.model, -1);
     if (m.inflight > 0) return;
-    if (m.unloadPending) {
-      this.stopOutsideSwap([g.model], "unload");
-    } else if (m.holdCandidateMs > 0) {
-      m.heldUntil = this.clock.now() + m.holdCandidateMs;
-    }
-    m.holdCandidateMs = 0;
+    const unload = m.unloadPending;
+    if (unload) this.swaps.stopOutsideSwap([g.model], "unload");
+    this.holds.drained(m, unload);
   }
 
   private onCancel(requestId: number): void {
-    const i = this.queue.findIndex((q) => q.spec.id === requestId);
-    if (i >= 0) {
-      this.queue.splice(i, 1);
-      return;
-    }
-    for (const swap of this.swaps.values()) {
-      const j = swap.waiters.findIndex((q) => q.spec.id === requestId);
-      if (j >= 0) {
-        swap.waiters.splice(j, 1);
-        return;
-      }
-    }
-    // Already granted: the edge reports the end with serveDone, so a cancel here is a no-op.
-  }
-
-  private onStopped(model: string): void {
-    const aborted = this.swapFor(model);
-    if (aborted?.aborted) aborted.abortStopped = true;
-    if (!this.stopping.delete(model)) return;
-    const m = this.models.get(model);
-    if (m && m.state === "stopping") this.models.setState(model, "stopped");
+    // Already granted (or unknown): the edge reports the end with serveDone, so a no-op.
+    if (!this.queue.remove(requestId)) this.swaps.dropWaiter(requestId);
   }
 
   private onExited(model: string, error: QmError): void {
@@ -432,174 +272,37 @@ export class Scheduler {
   }
 
   private onUnload(model: string | null): void {
-    const targets = model === null ? this.models.all().map((m) => m.id) : [model];
-    const now: string[] = [];
-    for (const id of targets) {
-      const m = this.models.get(id);
-      if (!m) continue;
-      if (m.state === "ready") {
-        if (m.inflight > 0) m.unloadPending = true;
-        else now.push(id);
-      } else if (m.state === "starting") {
-        // Stopping a loading model aborts its start; its swap then reports the end.
-        const swap = this.swapFor(id);
-        if (swap && !swap.aborted) {
-          swap.aborted = true;
-          this.effects.stopModels([id], "unload");
-        }
-      } else if (m.state === "failed") {
-        this.models.setState(id, "stopped");
-      }
-    }
-    this.stopOutsideSwap(now, "unload");
+    this.swaps.unload(model === null ? this.models.all().map((m) => m.id) : [model]);
+  }
+
+  private onWake(): void {
+    this.holds.woke();
+    // TTL deadlines pass only with time, and every one has the wake timer armed for it.
+    if (!this.closed) this.swaps.stopOutsideSwap(this.holds.idleExpired(this.view.stopping), "ttl");
   }
 
   private onShed(limitGb: number): void {
-    const { groups, models: cfg } = this.config;
-    const now = this.clock.now();
-    const victims = shedVictims({
-      residents: this.models
-        .runningLru()
-        .filter((id) => groups[cfg[id]!.group]?.pool !== "ram" && !this.stopping.has(id)),
-      limitGb,
-      estimate: (id) => cfg[id]!.estVramGb,
-      sheddable: (id) => {
-        const m = this.models.get(id)!;
-        return (
-          m.state === "ready" &&
-          m.inflight === 0 &&
-          !this.inTransition(id) &&
-          !groups[cfg[id]!.group]?.persistent
-        );
-      },
-      held: (id) => this.models.held(id, now),
-    });
-    this.stopOutsideSwap(victims, "GPU memory pressure");
+    const victims = idleToShed(limitGb, this.config, this.models, this.swaps, this.clock.now());
+    this.swaps.stopOutsideSwap(victims, "GPU memory pressure");
   }
 
   private onShutdown(): void {
     this.closed = true;
     const err = shuttingDown();
-    for (const q of this.queue.splice(0)) this.effects.fail(q.spec.id, err);
-    for (const swap of this.swaps.values()) {
-      for (const w of swap.waiters.splice(0)) this.effects.fail(w.spec.id, err);
-    }
+    for (const q of this.queue.takeAll()) this.effects.fail(q.spec.id, err);
+    for (const w of this.swaps.takeWaiters()) this.effects.fail(w.spec.id, err);
   }
 
-  // ── helpers ───────────────────────────────────────────────────────────────────────────────
+  // ── draining the queue ────────────────────────────────────────────────────────────────────
 
   /** Re-run the decision tree for every queued request, oldest first. */
   private drain(): void {
-    this.markDraining();
-    for (let i = 0; i < this.queue.length; ) {
-      const q = this.queue[i]!;
-      if (this.tryProceed(q)) {
-        this.queue.splice(i, 1);
-        if (q.reported > 0) this.effects.position(q.spec.id, 0);
-      } else {
-        i++;
-      }
-    }
-    this.queue.forEach((q, i) => {
-      if (q.reported !== i + 1) {
-        q.reported = i + 1;
-        this.effects.position(q.spec.id, i + 1);
-      }
+    this.holds.markDraining(this.queue, (q) => {
+      const d = this.decide(q);
+      return d.kind === "queue" && d.why === "busy" ? d.evict : null;
     });
-    this.reapAbandonedSwaps();
-  }
-
-  /**
-   * A waiter past its patience that is blocked by busy models gets every model it must evict:
-   * none of them takes new work (an idle one included, or it would be busy again by the time
-   * the others drain), so a stream of requests cannot starve another model forever.
-   */
-  private markDraining(): void {
-    if (this.anyDraining) for (const m of this.models.all()) m.draining = false;
-    this.anyDraining = false;
-    if (this.queue.length === 0) return;
-    const now = this.clock.now();
-    for (const q of this.queue) {
-      if (!this.patienceSpent(q, now)) continue;
-      const m = this.models.get(q.spec.model)!;
-      if (m.state === "ready" || m.state === "stopping" || this.swapFor(m.id)) continue;
-      const plan = this.policy.evictionFor(m.id, this.models.runningLru());
-      if (!plan.ok || plan.evict.some((v) => this.inTransition(v))) continue;
-      if (!plan.evict.some((v) => this.models.get(v)!.inflight > 0)) continue;
-      for (const v of plan.evict) this.models.get(v)!.draining = true;
-      this.anyDraining = true;
-    }
-  }
-
-  /**
-   * A swap whose waiters all left is loading a model nobody wants; when something else is
-   * queued behind it, stop it now rather than finish a load only to evict it.
-   */
-  private reapAbandonedSwaps(): void {
-    if (this.queue.length === 0) return;
-    for (const swap of this.swaps.values()) {
-      if (swap.waiters.length > 0 || swap.aborted) continue;
-      swap.aborted = true;
-      this.effects.stopModels([swap.target], "abandoned");
-    }
-  }
-
-  private patienceSpent(q: Queued, now: number): boolean {
-    return now - q.arrivedAt >= q.patienceMs;
-  }
-
-  /** TTL: stop ready models idle for longer than their `ttl_s`. */
-  private expireIdle(): void {
-    const due = this.models.idleExpired(this.clock.now()).filter((id) => !this.stopping.has(id));
-    this.stopOutsideSwap(due, "ttl");
-  }
-
-  private stopOutsideSwap(models: string[], reason: string): void {
-    if (models.length === 0) return;
-    for (const id of models) {
-      this.stopping.add(id);
-      const m = this.models.get(id)!;
-      m.unloadPending = false;
-      if (m.state === "ready") this.models.setState(id, "stopping");
-    }
-    this.effects.stopModels(models, reason);
-  }
-
-  private rearm(): void {
-    const at = this.closed ? null : this.nextDeadline();
-    if (at !== this.armedWake) {
-      this.armedWake = at;
-      this.effects.wakeAt(at);
-    }
-  }
-
-  /** Earliest TTL, hold expiry or patience deadline still ahead: when the queue may unblock. */
-  private nextDeadline(): number | null {
-    const now = this.clock.now();
-    let at = this.models.nextDeadline(now);
-    for (const q of this.queue) {
-      const due = q.arrivedAt + q.patienceMs;
-      if (due > now && (at === null || due < at)) at = due;
-    }
-    return at;
-  }
-
-  private swapFor(target: string): ActiveSwap | undefined {
-    for (const s of this.swaps.values()) if (s.target === target) return s;
-    return undefined;
-  }
-
-  private inTransition(model: string): boolean {
-    if (this.stopping.has(model)) return true;
-    for (const s of this.swaps.values()) {
-      if (s.target === model || s.evict.includes(model)) return true;
-    }
-    return false;
-  }
-
-  private *allWaiting(): Iterable<Queued> {
-    yield* this.queue;
-    for (const s of this.swaps.values()) yield* s.waiters;
+    this.queue.drain((q) => this.proceed(q, this.decide(q)));
+    if (this.queue.length > 0) this.swaps.reapAbandoned();
   }
 }
 

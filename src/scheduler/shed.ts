@@ -1,3 +1,7 @@
+import type { Config } from "../config/types.ts";
+import type { ModelTable } from "./models.ts";
+import type { SwapBook } from "./swaps.ts";
+
 /**
  * Which idle models to stop when the live VRAM ceiling drops below what the residents are
  * estimated to use (another program took GPU memory). Pure.
@@ -34,4 +38,35 @@ export function shedVictims(o: ShedInput): string[] {
     used -= o.estimate(id);
   }
   return victims;
+}
+
+/**
+ * The scheduler's reading of `shedVictims`: GPU residents (not RAM-pool models, not already
+ * stopping) are candidates; only ready, idle, non-persistent ones not in transition may go.
+ */
+export function idleToShed(
+  limitGb: number,
+  config: Pick<Config, "models" | "groups">,
+  models: ModelTable,
+  swaps: SwapBook,
+  now: number,
+): string[] {
+  const { groups, models: cfg } = config;
+  return shedVictims({
+    residents: models
+      .runningLru()
+      .filter((id) => groups[cfg[id]!.group]?.pool !== "ram" && !swaps.isStopping(id)),
+    limitGb,
+    estimate: (id) => cfg[id]!.estVramGb,
+    sheddable: (id) => {
+      const m = models.get(id)!;
+      return (
+        m.state === "ready" &&
+        m.inflight === 0 &&
+        !swaps.inTransition(id) &&
+        !groups[cfg[id]!.group]?.persistent
+      );
+    },
+    held: (id) => models.held(id, now),
+  });
 }

@@ -42,6 +42,12 @@ export interface Effects {
   fail(requestId: number, error: QmError): void;
   /** Begin a swap; report back with `swapDone(swap.id, result)`. */
   startSwap(swap: Swap): void;
+  /**
+   * Abort swap `swapId` in progress: its target must not start, or is stopped if it has; the
+   * swap then reports `swapDone(swapId, { ok: false, error })` once the target is down — and
+   * no `stopped()` follows.
+   */
+  abortSwap(swapId: number, reason: string): void;
   /** Stop models outside any swap (TTL, unload); report each with `stopped(model)`. */
   stopModels(models: string[], reason: string): void;
   /** A queued request's position changed (1-based), or it left the queue (0). */

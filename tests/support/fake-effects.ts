@@ -7,7 +7,10 @@ export class FakeEffects implements Effects {
   readonly granted: number[] = [];
   readonly failed = new Map<number, QmError>();
   readonly swaps: Swap[] = [];
+  /** Models asked to stop: each `stopModels` call, and the target of each `abortSwap`. */
   readonly stops: string[][] = [];
+  /** Every `abortSwap`, in order. */
+  readonly aborts: { swapId: number; reason: string }[] = [];
   readonly positions = new Map<number, number[]>();
   readonly states: string[] = [];
   wake: number | null = null;
@@ -32,6 +35,12 @@ export class FakeEffects implements Effects {
   startSwap(swap: Swap): void {
     this.swaps.push(swap);
     this.log.push(`swap ${swap.id} ${swap.target} evict=[${swap.evict.join(",")}]`);
+  }
+  abortSwap(swapId: number, reason: string): void {
+    const target = this.swaps.find((s) => s.id === swapId)?.target ?? "?";
+    this.aborts.push({ swapId, reason });
+    this.stops.push([target]);
+    this.log.push(`abort ${swapId} ${target} ${reason}`);
   }
   stopModels(models: string[], reason: string): void {
     this.stops.push(models);

@@ -1,0 +1,75 @@
+import type { Eviction } from "../policy/types.ts";
+import { QmError } from "../shared/errors.ts";
+import type { ModelEntry } from "./models.ts";
+
+/** What `decide` needs to know about one request. Step 1 (unknown model) is the caller's. */
+export interface DecideRequest {
+  model: string;
+  /** It has waited past its patience: it no longer honours other models' holds. */
+  patienceSpent: boolean;
+}
+
+/** A read-only window onto the scheduler's state, as of the moment of the decision. */
+export interface DecideView {
+  model(
+    id: string,
+  ): Readonly<Pick<ModelEntry, "state" | "inflight" | "unloadPending" | "draining">>;
+  /** Below its `concurrency_limit`. */
+  hasSlot(id: string): boolean;
+  /** The swap bringing `id` in, if any; `abortedFor` is set while it is being aborted. */
+  swapFor(id: string): { readonly abortedFor: string | null } | undefined;
+  /** Being stopped outside any swap (TTL, unload, shedding). */
+  stopping(id: string): boolean;
+  /** Another swap's target or evict set, or a stop in progress. */
+  inTransition(id: string): boolean;
+  /** Under an idle-grace hold right now. */
+  held(id: string): boolean;
+  /** The eviction policy's answer for bringing `id` in (asked only when the tree gets there). */
+  evictionFor(id: string): Eviction;
+}
+
+/** Why a request has to wait; `busy` and `held` name the evict set that blocks it. */
+export type QueueReason =
+  | { why: "aborting" | "unavailable" | "full" | "stopping" | "collision" }
+  | { why: "busy" | "held"; evict: string[] };
+
+export type Decision =
+  | { kind: "join" }
+  | { kind: "grant" }
+  | ({ kind: "queue" } & QueueReason)
+  | { kind: "fail"; error: QmError }
+  | { kind: "swap"; evict: string[] };
+
+/** Steps 2–6 of the decision tree (design.md) for one request. Pure: it only reads `view`. */
+export function decide(req: DecideRequest, view: DecideView): Decision {
+  const id = req.model;
+  // 2. already being swapped in → join its waiters; one being aborted must end first, so the
+  //    request waits for it and then starts the model afresh.
+  const joining = view.swapFor(id);
+  if (joining) return joining.abortedFor === null ? { kind: "join" } : queue("aborting");
+  // 3. ready → serve now, unless at its concurrency limit (then wait, never 429).
+  const m = view.model(id);
+  if (m.state === "ready") {
+    if (m.unloadPending || m.draining || view.stopping(id)) return queue("unavailable");
+    return view.hasSlot(id) ? { kind: "grant" } : queue("full");
+  }
+  if (m.state === "stopping") return queue("stopping");
+  const plan = view.evictionFor(id);
+  if (!plan.ok) return { kind: "fail", error: new QmError("cannot_fit", plan.reason) };
+  const { evict } = plan;
+  // 4. the swap collides with one in flight (or a stop in progress) → queue.
+  if (evict.some((v) => view.inTransition(v))) return queue("collision");
+  // 5. it would evict a model that is still busy → queue.
+  if (evict.some((v) => view.model(v).inflight > 0)) return { kind: "queue", why: "busy", evict };
+  // 5b. it would evict a model under an idle-grace hold → queue, until this waiter's patience
+  //     runs out; then it preempts (and becomes the incumbent itself).
+  if (!req.patienceSpent && evict.some((v) => view.held(v))) {
+    return { kind: "queue", why: "held", evict };
+  }
+  // 6. start the swap.
+  return { kind: "swap", evict };
+}
+
+function queue(why: "aborting" | "unavailable" | "full" | "stopping" | "collision"): Decision {
+  return { kind: "queue", why };
+}

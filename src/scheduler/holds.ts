@@ -1,0 +1,94 @@
+import type { Clock } from "../shared/clock.ts";
+import type { ModelEntry, ModelTable } from "./models.ts";
+import type { Effects, ServeOutcome } from "./types.ts";
+import type { Queued } from "./waiter.ts";
+
+/**
+ * Time in the scheduler: idle-grace holds, waiters' patience, TTL expiry, and the one wake
+ * timer armed for the earliest of their deadlines. See design.md, "Holds, patience, wake".
+ */
+export class Holds {
+  /** The deadline the wake timer is armed for (null = disarmed). */
+  private armedWake: number | null = null;
+  /** Whether any model is marked draining (so the marks need clearing). */
+  private anyDraining = false;
+
+  constructor(
+    private readonly models: ModelTable,
+    private readonly clock: Clock,
+    private readonly effects: Pick<Effects, "wakeAt">,
+    /** `hold_on = "request"`: every finished request earns a hold, not only tool calls. */
+    private readonly holdOnEveryRequest: boolean,
+  ) {}
+
+  /** Past its patience, a waiter ignores other models' holds (and may mark them draining). */
+  patienceSpent(q: Queued, now = this.clock.now()): boolean {
+    return now - q.arrivedAt >= q.patienceMs;
+  }
+
+  /**
+   * A waiter past its patience that is blocked by busy models (step 5) gets every model it
+   * must evict: none of them takes new work (an idle one included, or it would be busy again
+   * by the time the others drain), so a stream of requests cannot starve another model
+   * forever. `blockedBy(q)` is that evict set, or null when busy models do not block `q`.
+   * The marks are recomputed from scratch on every drain.
+   */
+  markDraining(queue: Iterable<Queued>, blockedBy: (q: Queued) => readonly string[] | null): void {
+    if (this.anyDraining) for (const m of this.models.all()) m.draining = false;
+    this.anyDraining = false;
+    const now = this.clock.now();
+    for (const q of queue) {
+      if (!this.patienceSpent(q, now)) continue;
+      const evict = blockedBy(q);
+      if (evict === null) continue;
+      for (const v of evict) this.models.get(v)!.draining = true;
+      this.anyDraining = true;
+    }
+  }
+
+  /**
+   * A granted request finished on `m`. Only a response that can be followed by another round
+   * earns a hold (`hold_on`), and the window is the one its own request asked for.
+   */
+  finished(m: ModelEntry, holdMs: number, outcome: ServeOutcome): void {
+    if (this.holdOnEveryRequest || outcome.toolCalls) {
+      m.holdCandidateMs = Math.max(m.holdCandidateMs, holdMs);
+    }
+  }
+
+  /** `m`'s last request drained: held for the longest window earned, unless it is stopping. */
+  drained(m: ModelEntry, stopping: boolean): void {
+    if (!stopping && m.holdCandidateMs > 0) m.heldUntil = this.clock.now() + m.holdCandidateMs;
+    m.holdCandidateMs = 0;
+  }
+
+  /** TTL: ready models idle for longer than their `ttl_s`, less those already stopping. */
+  idleExpired(stopping: (id: string) => boolean): string[] {
+    return this.models.idleExpired(this.clock.now()).filter((id) => !stopping(id));
+  }
+
+  /** The wake timer fired: it is spent, even if it fired a little early. */
+  woke(): void {
+    this.armedWake = null;
+  }
+
+  /** Arm the wake timer for the next deadline (`queue` null: closed, disarm). */
+  rearm(queue: Iterable<Queued> | null): void {
+    const at = queue === null ? null : this.nextDeadline(queue);
+    if (at !== this.armedWake) {
+      this.armedWake = at;
+      this.effects.wakeAt(at);
+    }
+  }
+
+  /** Earliest TTL, hold expiry or patience deadline still ahead: when the queue may unblock. */
+  nextDeadline(queue: Iterable<Queued>): number | null {
+    const now = this.clock.now();
+    let at = this.models.nextDeadline(now);
+    for (const q of queue) {
+      const due = q.arrivedAt + q.patienceMs;
+      if (due > now && (at === null || due < at)) at = due;
+    }
+    return at;
+  }
+}

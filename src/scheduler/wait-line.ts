@@ -1,0 +1,64 @@
+import type { Effects } from "./types.ts";
+import type { Queued } from "./waiter.ts";
+
+/**
+ * The waiting line: requests that could not proceed yet, oldest first. Each hears its position
+ * (1-based) whenever it changes, and 0 once it leaves the line to go on.
+ */
+export class WaitLine implements Iterable<Queued> {
+  private readonly queue: Queued[] = [];
+
+  constructor(private readonly effects: Pick<Effects, "position">) {}
+
+  get length(): number {
+    return this.queue.length;
+  }
+
+  [Symbol.iterator](): Iterator<Queued> {
+    return this.queue[Symbol.iterator]();
+  }
+
+  push(q: Queued): void {
+    this.queue.push(q);
+  }
+
+  /** Back to the head of the line, in order (a swap's waiters beyond the concurrency limit). */
+  unshift(qs: Queued[]): void {
+    this.queue.unshift(...qs);
+  }
+
+  /** Drops a request whose client left; false when it was not in the line. */
+  remove(requestId: number): boolean {
+    const i = this.queue.findIndex((q) => q.spec.id === requestId);
+    if (i < 0) return false;
+    this.queue.splice(i, 1);
+    return true;
+  }
+
+  /** Empties the line (shutdown). */
+  takeAll(): Queued[] {
+    return this.queue.splice(0);
+  }
+
+  /**
+   * Offers every request to `proceed`, oldest first; those it takes (true) leave the line.
+   * Then the rest hear their new positions.
+   */
+  drain(proceed: (q: Queued) => boolean): void {
+    for (let i = 0; i < this.queue.length; ) {
+      const q = this.queue[i]!;
+      if (proceed(q)) {
+        this.queue.splice(i, 1);
+        if (q.reported > 0) this.effects.position(q.spec.id, 0);
+      } else {
+        i++;
+      }
+    }
+    this.queue.forEach((q, i) => {
+      if (q.reported !== i + 1) {
+        q.reported = i + 1;
+        this.effects.position(q.spec.id, i + 1);
+      }
+    });
+  }
+}

@@ -158,3 +158,50 @@ describe("docs/quartermaster.schema.json", () => {
     expect(undescribed).toEqual([]);
   });
 });
+
+describe("README", () => {
+  const readme = read("README.md");
+  const start = readme.indexOf("## Quick start");
+  const quickStart = readme.slice(start, readme.indexOf("\n## ", start));
+
+  test("the Quick start is two commands and names the Node.js that package.json requires", () => {
+    const block = /```sh\n([\s\S]*?)```/.exec(quickStart)![1]!;
+    expect(block.trim().split("\n").length).toBe(2);
+    const pkg = JSON.parse(read("package.json")) as { engines: { node: string } };
+    const major = /^>=(\d+)$/.exec(pkg.engines.node)?.[1];
+    expect(quickStart).toContain(`Node.js ${major} or newer`);
+  });
+
+  test("that Node.js satisfies the engines of every pinned package", () => {
+    const lock = JSON.parse(read("package-lock.json")) as {
+      packages: Record<string, { engines?: { node?: string } }>;
+    };
+    const pkg = JSON.parse(read("package.json")) as { engines: { node: string } };
+    const ours = Number(/^>=(\d+)$/.exec(pkg.engines.node)![1]);
+    for (const [name, p] of Object.entries(lock.packages)) {
+      const need = p.engines?.node;
+      if (!need) continue;
+      // Every range pinned today is a lower bound (">=18", ">= 14.16"); another form fails here.
+      const min = /^>=\s*(\d+)(?:\.\d+){0,2}$/.exec(need.trim());
+      expect({ name, need, lowerBound: min !== null }).toEqual({ name, need, lowerBound: true });
+      expect({ name, need, met: ours >= Number(min![1]) }).toEqual({ name, need, met: true });
+    }
+  });
+
+  test("links every doc, and nothing sends readers to a DESIGN.md", () => {
+    for (const doc of [
+      "docs/config.md",
+      "docs/api.md",
+      "docs/architecture.md",
+      "docs/security.md",
+    ]) {
+      expect(readme).toContain(`](${doc})`);
+    }
+    for (const file of ["README.md", "quartermaster.toml", "docs/config.md", "docs/api.md"]) {
+      expect({ file, mentions: read(file).includes("DESIGN.md") }).toEqual({
+        file,
+        mentions: false,
+      });
+    }
+  });
+});

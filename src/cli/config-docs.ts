@@ -162,7 +162,7 @@ export const CONFIG_DOCS: Record<DocumentedSection, SectionDoc> = {
         meaning: "Model ids in the group; a model belongs to at most one group.",
         example: ["qwen-7b", "llama-8b"],
       },
-      swap: { meaning: "Only one member resident at a time: loading one stops the other." },
+      swap: { meaning: "Only one member resident at a time: loading one stops the others." },
       exclusive: {
         meaning: "Loading a member stops the models of every other group, except persistent ones.",
       },

@@ -9,6 +9,7 @@ Commands:
   load MODEL               load a model on a running server (waits until it is ready)
   unload [MODEL]           unload one model, or every model
   config check [-c FILE]   validate a config file; errors as FILE:LINE:COL: message
+  config schema            print the config file's JSON Schema (for editors)
   scan DIR [--ctx N]       read GGUF headers, print model entries with VRAM estimates
   demo-upstream --port N --name X
                            a small OpenAI-compatible demo model server (see --help)
@@ -48,9 +49,14 @@ Options as for qm status.
 `;
 
 export const CONFIG_HELP = `Usage: qm config check [-c FILE]
+       qm config schema
 
-Validates a config file without starting anything. Prints each problem as
-FILE:LINE:COL: KEY: message and exits 1 when there is one.
+check    Validates a config file without starting anything. Prints each problem as
+         FILE:LINE:COL: KEY: message and exits 1 when there is one.
+         -c, --config FILE   config file (default: $QM_CONFIG, else ./quartermaster.toml)
+schema   Prints the JSON Schema of the config file (docs/quartermaster.schema.json), for
+         editors: a first line \`#:schema ./docs/quartermaster.schema.json\` makes taplo
+         (Even Better TOML) check and complete quartermaster.toml as you type.
 `;
 
 export const VERSION_HELP = `Usage: qm version

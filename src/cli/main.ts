@@ -4,32 +4,9 @@ import { scanCommand } from "../gpu/gguf/index.ts";
 import { VERSION } from "../version.ts";
 import { parse, UsageError } from "./args.ts";
 import { loadCommand, statusCommand, unloadCommand } from "./client.ts";
-import { configPath, loadForCli } from "./config-path.ts";
-import { CONFIG_HELP, MAIN_HELP, VERSION_HELP } from "./help.ts";
+import { configCommand } from "./config.ts";
+import { MAIN_HELP, VERSION_HELP } from "./help.ts";
 import { serveCommand } from "./serve.ts";
-
-async function configCommand(argv: string[]): Promise<number> {
-  const [sub, ...rest] = argv;
-  if (sub === "--help" || sub === "-h" || sub === undefined) {
-    process.stdout.write(CONFIG_HELP);
-    return sub === undefined ? 2 : 0;
-  }
-  if (sub !== "check") throw new UsageError(`unknown config command "${sub}"`);
-  const { values } = parse(rest, { config: { type: "string", short: "c" } }, false);
-  if (values.help) {
-    process.stdout.write(CONFIG_HELP);
-    return 0;
-  }
-  const path = configPath(values.config);
-  const loaded = loadForCli(path);
-  if (!loaded.ok) {
-    process.stderr.write(`${loaded.message}\n`);
-    return 1;
-  }
-  const n = Object.keys(loaded.config.models).length;
-  process.stdout.write(`${path}: ok (${n} model${n === 1 ? "" : "s"})\n`);
-  return 0;
-}
 
 function versionCommand(argv: string[]): number {
   const { values } = parse(argv, {}, false);

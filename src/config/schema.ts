@@ -1,8 +1,9 @@
 /**
  * Typebox schemas of `quartermaster.toml` as written (snake_case). Defaults live here, as
- * `default` annotations, so DESIGN.md's example config and this file are the two places a
- * default is stated. Every table is closed (`additionalProperties: false`): a typo such as
- * `ttl = 10` must fail loudly rather than silently leave the model without a TTL.
+ * `default` annotations, and nowhere else: docs/config.md's key tables and `qm config schema`
+ * are generated from them (`bun scripts/gen-config-doc.ts`). Every table is closed
+ * (`additionalProperties: false`): a typo such as `ttl = 10` must fail loudly rather than
+ * silently leave the model without a TTL.
  */
 import { type Static, type TLiteral, type TSchema, type TUnion, Type } from "@sinclair/typebox";
 

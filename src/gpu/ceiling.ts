@@ -1,5 +1,5 @@
 /**
- * The live VRAM ceiling (DESIGN.md "Budgets"):
+ * The live VRAM ceiling (src/gpu/design.md, "Formulas"):
  *
  *   ceiling = budget − max(0, foreign − baseline) − reserve,  never below 0
  *

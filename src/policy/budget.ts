@@ -1,7 +1,7 @@
 import type { ModelConfig } from "../config/types.ts";
 
 /**
- * Memory accounting for the group policy (DESIGN.md "Budgets"). Pure: the caller passes the
+ * Memory accounting for the group policy (src/policy/design.md). Pure: the caller passes the
  * residents least-recently-used first and the limits in force right now.
  */
 export interface Resident {

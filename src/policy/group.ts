@@ -13,7 +13,7 @@ import { type BudgetView, type Eviction, type EvictionPolicy, staticBudget } fro
  * anything outside its group, even members of exclusive groups. Exclusivity is a property of
  * the group being loaded, not of the groups already resident.
  *
- * Budgets (DESIGN.md "Budgets"): with a VRAM budget and a known `est_vram_gb`, the target is
+ * Budgets (src/policy/design.md): with a VRAM budget and a known `est_vram_gb`, the target is
  * admitted when it fits beside the residents, else least-recently-used residents are evicted
  * until it fits. Two pools: `pool = "ram"` groups are CPU models, admitted against the RAM
  * budget, and only ever evict each other; a GPU target's `est_ram_gb` (offload spill) is

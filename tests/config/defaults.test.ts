@@ -8,7 +8,7 @@ import { defaultStateDir } from "../../src/config/load.ts";
 import { load } from "./support.ts";
 
 describe("defaults", () => {
-  test("an empty file gives the defaults of DESIGN.md's example", () => {
+  test("an empty file gives the defaults docs/config.md lists", () => {
     const config = load("");
     expect(config.file).toBe("quartermaster.toml");
     expect(config.server).toEqual({

@@ -58,7 +58,7 @@ cmd = "z"
 });
 
 describe("type errors", () => {
-  test("the DESIGN.md example: a string where a number belongs, on line 14", () => {
+  test("a string where a number belongs, on line 14 of a typical config", () => {
     const text = `[server]
 listen = ["127.0.0.1:8080"]
 

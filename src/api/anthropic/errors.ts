@@ -53,7 +53,7 @@ export function typeForStatus(status: number): AnthropicErrorType {
   return status >= 500 ? "api_error" : "invalid_request_error";
 }
 
-/** qm's own failures keep qm's status codes (DESIGN.md) and get the matching Anthropic type. */
+/** qm's own failures keep qm's status codes (docs/api.md) and get the matching Anthropic type. */
 export function fromQmError(err: QmError): AnthropicFailure {
   const failure: AnthropicFailure = {
     status: err.status,

@@ -1,0 +1,271 @@
+// biome-ignore-all lint/suspicious/noTemplateCurlyInString: ${PORT} and friends are qm's macros, literal text here
+/**
+ * What every key of `quartermaster.toml` means, for people: the `description`s of
+ * `qm config schema` and the key tables of docs/config.md (`bun scripts/gen-config-doc.ts`)
+ * both come from here. Types, bounds and defaults come from the typebox schema
+ * (src/config/schema.ts) alone; tests/config/docs.test.ts fails when a key is in one and not
+ * the other. Meanings are Markdown with code spans only (editors render them in hovers).
+ */
+import type { ConfigFile } from "../config/schema.ts";
+
+export interface KeyDoc {
+  meaning: string;
+  /** A value worth showing beside the default, as it would be written in the file. */
+  example?: unknown;
+}
+
+export interface SectionDoc {
+  /** The section as it is written in the file: `[server]`, `[models.ID]`. */
+  heading: string;
+  /** One sentence on what the section is for. */
+  about: string;
+  keys: Record<string, KeyDoc>;
+}
+
+/** The sections whose keys are fixed (`[macros]` names are the user's own). */
+export type DocumentedSection = Exclude<keyof ConfigFile, "macros">;
+
+export const CONFIG_TITLE = "quartermaster.toml";
+
+export const CONFIG_ABOUT =
+  "Configuration of quartermaster (`qm`): its listeners, scheduler, memory budgets and the " +
+  "model servers it runs. Every key is optional but a model's `cmd`; unknown keys are " +
+  "errors. Reference: docs/config.md.";
+
+export const MACROS_ABOUT =
+  "`NAME = value` makes `${NAME}` expand to the value in any model string (numbers and " +
+  "booleans as written). Built in: `${PORT}`, `${MODEL_ID}`, `${QM_BIN}`, `${env.NAME}`, and " +
+  "`${PID}` in `cmd_stop`.";
+
+export const CONFIG_DOCS: Record<DocumentedSection, SectionDoc> = {
+  server: {
+    heading: "[server]",
+    about: "Listeners, limits and the access rules every request passes.",
+    keys: {
+      listen: {
+        meaning:
+          "Addresses the API listens on, as `host:port` (IPv6 as `[::1]:8080`; port `0` lets the system pick). Every listener serves the same API, on one shared scheduler.",
+        example: ["127.0.0.1:8080", "0.0.0.0:8081"],
+      },
+      metrics_listen: {
+        meaning:
+          '`host:port` of a Prometheus listener, or `""` for none. Accepted and checked, but not served by this version (qm logs a warning); its port is kept out of `${PORT}` allocation.',
+      },
+      api_keys: {
+        meaning:
+          "When non-empty, every route but `GET /health` needs one of these keys, as `Authorization: Bearer KEY` or `x-api-key: KEY`; otherwise 401. Keys are never sent on to a model.",
+        example: ["sk-local"],
+      },
+      start_port: {
+        meaning:
+          "First port handed out for `${PORT}`, in the order the models are written. Ports of the listeners and ports other programs hold are skipped.",
+      },
+      health_check_timeout_s: {
+        meaning:
+          "How long a starting model may take until its `check_endpoint` answers 200. Past it the model is stopped and the requests waiting for it get 504.",
+      },
+      max_body_mb: {
+        meaning:
+          "Largest request body, in MB (MiB; fractions allowed). A larger one gets 413 in the API's envelope.",
+        example: 16,
+      },
+      shutdown_timeout_s: {
+        meaning:
+          "On SIGINT or SIGTERM, how long running requests may finish before they are cut (a stream gets an error event). Then every model stops and qm exits.",
+      },
+      log_level: {
+        meaning:
+          '`"debug"`, `"info"`, `"warn"` or `"error"`: the least severe line qm writes to stderr.',
+      },
+      allowed_hosts: {
+        meaning:
+          'Host names a request may carry (DNS rebinding; see docs/security.md): exact names, `*.suffix` wildcards, or `"*"` for any. `[]`: loopback names only on a loopback listener, any name elsewhere. Loopback names always pass on a loopback listener; any other Host gets 403.',
+        example: ["gpu-box.lan", "*.tailnet.example"],
+      },
+      cors_origins: {
+        meaning:
+          'Browser origins allowed to call qm; they get CORS headers and their preflights answered. `["*"]` allows any. qm\'s own origin always passes; other origins get 403.',
+        example: ["http://localhost:3000"],
+      },
+      state_dir: {
+        meaning:
+          'Where qm keeps the record of the model processes it runs, so that the next `qm serve` can end what a crashed qm left behind. `""`: `$XDG_STATE_HOME/quartermaster`, else `~/.local/state/quartermaster`.',
+      },
+    },
+  },
+  scheduler: {
+    heading: "[scheduler]",
+    about: "Agent-loop holds, patience and the bound on waiting requests.",
+    keys: {
+      hold_ms: {
+        meaning:
+          "After an answer that ended in tool calls (see `hold_on`), nothing evicts the model for this long, so the agent loop's next round finds it loaded. Per request: `X-QM-Hold-Ms`. `0`: no holds.",
+      },
+      patience_ms: {
+        meaning:
+          "How long a queued request honours other models' holds before it preempts them; past it, new work also stops reaching the models it needs evicted. Per request: `X-QM-Patience-Ms`.",
+      },
+      max_queue: {
+        meaning:
+          "Most requests waiting at once, for all models together (queued or waiting for a load). Past it, a request that cannot be served at once gets 503 with `Retry-After`.",
+      },
+      hold_on: {
+        meaning:
+          '`"tool_calls"`: hold a model after answers that end in tool calls; `"request"`: after every answer.',
+      },
+    },
+  },
+  resources: {
+    heading: "[resources]",
+    about: "Memory budgets and the GPU probe.",
+    keys: {
+      vram_budget_gb: {
+        meaning:
+          "GPU memory qm may plan for, in GB (GiB). A model is admitted when its `est_vram_gb` fits beside the residents; otherwise the least-recently-used residents are evicted until it fits. `0`: no budget, the group rules alone decide.",
+        example: 24,
+      },
+      ram_budget_gb: {
+        meaning:
+          'Host memory qm may plan for, in GB: the `est_ram_gb` of CPU models (groups with `pool = "ram"`) and of GPU models\' offload. `0`: no RAM budget.',
+        example: 64,
+      },
+      oom_guard_reserve_gb: {
+        meaning:
+          "GPU memory kept free at all times: taken off the live ceiling, and needed free beside a model's `est_vram_gb` before it may start.",
+      },
+      gpu_probe: {
+        meaning:
+          'Command that reads GPU memory (`nvidia-smi`, or a path to it, with arguments if needed) for the live ceiling and the spawn guard. `"off"`: no probe; the static budget applies.',
+      },
+      gpu_probe_interval_ms: {
+        meaning:
+          "How often the probe samples GPU memory, in ms (at least 100): how quickly qm notices another program taking memory.",
+      },
+    },
+  },
+  router: {
+    heading: "[router]",
+    about: "Which eviction policy decides what may be resident together.",
+    keys: {
+      policy: {
+        meaning:
+          '`"group"`: the `[groups.*]` rules and the memory budgets; `"matrix"`: the sets of `[matrix]`.',
+      },
+    },
+  },
+  groups: {
+    heading: "[groups.NAME]",
+    about:
+      "Groups of models and how they share the machine. Models in no group form the implicit default group (`swap` and `exclusive`).",
+    keys: {
+      members: {
+        meaning: "Model ids in the group; a model belongs to at most one group.",
+        example: ["qwen-7b", "llama-8b"],
+      },
+      swap: { meaning: "Only one member resident at a time: loading one stops the others." },
+      exclusive: {
+        meaning: "Loading a member stops the models of every other group, except persistent ones.",
+      },
+      persistent: { meaning: "Loads in other groups never evict this group's models." },
+      pool: {
+        meaning:
+          '`"vram"`: GPU models. `"ram"`: CPU models, charged to `ram_budget_gb`; they evict only other `"ram"` models.',
+      },
+    },
+  },
+  matrix: {
+    heading: "[matrix]",
+    about: 'The sets of models allowed to be resident together, for `router.policy = "matrix"`.',
+    keys: {
+      sets: {
+        meaning:
+          "Lists of model ids that may be resident together. To load a model, qm picks the set containing it whose evictions cost least (ties: the earlier set); a model in no set runs alone.",
+        example: [["qwen-7b", "embed"], ["llama-70b"]],
+      },
+      evict_cost: {
+        meaning: "Cost of evicting a model, by id (1 when not listed).",
+        example: { "llama-70b": 10 },
+      },
+    },
+  },
+  models: {
+    heading: "[models.ID]",
+    about:
+      "The model servers qm runs, by the id clients send as `model` (`?ctx=N` after it asks for another context size).",
+    keys: {
+      cmd: {
+        meaning:
+          'The command that starts the model server. It is split like a shell would split it (quotes, backslashes, `"""` strings, `#` comments), but no shell runs. Macros: `${PORT}`, `${MODEL_ID}`, `${QM_BIN}`, `${env.NAME}` and your own.',
+        example: "llama-server --port ${PORT} -m /models/qwen-7b.gguf --ctx-size 16384",
+      },
+      proxy: { meaning: "Base URL (`http` or `https`) the model answers on; requests go there." },
+      check_endpoint: {
+        meaning:
+          'Path polled every 10 ms after a start until it answers 200; then the model is ready. `"none"`: ready as soon as it is started.',
+      },
+      cmd_stop: {
+        meaning:
+          'Command that stops the model instead of SIGTERM (`${PID}` is its pid); SIGTERM follows if it fails. `""`: SIGTERM.',
+        example: "docker stop qm-${MODEL_ID}",
+      },
+      aliases: {
+        meaning: "Other names clients may send as `model`; each names one model only.",
+        example: ["gpt-4o-mini"],
+      },
+      env: {
+        meaning: "Extra environment variables for the model's process; values may use macros.",
+        example: { CUDA_VISIBLE_DEVICES: "0" },
+      },
+      ttl_s: {
+        meaning: "Stop the model after this many seconds without a request; `0`: never.",
+        example: 900,
+      },
+      concurrency_limit: {
+        meaning: "Most requests served at once; more wait in line (never 429). `0`: no limit.",
+        example: 4,
+      },
+      est_vram_gb: {
+        meaning:
+          "GPU memory the model needs, in GB (`qm scan` estimates it from GGUF headers); used by `vram_budget_gb` and the spawn guard. `0`: unknown (the group rules decide; with a budget such a resident is evicted first).",
+        example: 6.5,
+      },
+      est_ram_gb: {
+        meaning: "Host memory the model needs, in GB, charged to `ram_budget_gb`. `0`: none.",
+      },
+      send_loading_state: {
+        meaning:
+          "Streaming requests for a model that is not ready get `200 text/event-stream` at once and SSE comments (`: qm-status: …`) while they wait. `false`: the answer starts when the model's does.",
+      },
+      unlisted: { meaning: "Hidden from `GET /v1/models`; still served by name." },
+      use_model_name: {
+        meaning:
+          'The `model` sent upstream when the server expects another name (vLLM serves the repository name). `""`: the request\'s own.',
+        example: "meta-llama/Llama-3.1-8B-Instruct",
+      },
+      anthropic_native: {
+        meaning:
+          "The server speaks the Anthropic Messages API itself: `/v1/messages` is passed through instead of translated.",
+      },
+      stop_timeout_s: { meaning: "Grace between SIGTERM (or `cmd_stop`) and SIGKILL." },
+      first_byte_timeout_s: {
+        meaning:
+          "Longest wait for the upstream's response headers, prompt prefill included (a slow CPU prefill of a long prompt needs minutes). `0`: no limit.",
+      },
+      stall_timeout_s: {
+        meaning:
+          "Longest silence between two chunks of an answer once it has started. `0`: no limit. A GET through `/upstream/{model}/…` (a model's web UI, its event streams) has none.",
+      },
+    },
+  },
+  peers: {
+    heading: "[peers.NAME]",
+    about:
+      "Remote model nodes. Accepted and checked, but not served by this version: qm logs a warning and does not route to them.",
+    keys: {
+      url: { meaning: "Base URL of the node.", example: "http://gpu-box.lan:8080" },
+      kind: { meaning: '`"openai"`, `"qm"` or `"mistralrs"`: what the node speaks.' },
+      api_key: { meaning: 'Key for the node; `""`: none.' },
+      models: { meaning: "Ids of the models it serves.", example: ["llama-70b"] },
+    },
+  },
+};

@@ -1,0 +1,40 @@
+import { parse, UsageError } from "./args.ts";
+import { configPath, loadForCli } from "./config-path.ts";
+import { configSchemaText } from "./config-schema.ts";
+import { CONFIG_HELP } from "./help.ts";
+
+/** `qm config check [-c FILE]` and `qm config schema`. */
+export async function configCommand(argv: string[]): Promise<number> {
+  const [sub, ...rest] = argv;
+  if (sub === "--help" || sub === "-h" || sub === undefined) {
+    process.stdout.write(CONFIG_HELP);
+    return sub === undefined ? 2 : 0;
+  }
+  if (sub === "schema") return schemaCommand(rest);
+  if (sub !== "check") throw new UsageError(`unknown config command "${sub}"`);
+  const { values } = parse(rest, { config: { type: "string", short: "c" } }, false);
+  if (values.help) {
+    process.stdout.write(CONFIG_HELP);
+    return 0;
+  }
+  const path = configPath(values.config);
+  const loaded = loadForCli(path);
+  if (!loaded.ok) {
+    process.stderr.write(`${loaded.message}\n`);
+    return 1;
+  }
+  const n = Object.keys(loaded.config.models).length;
+  process.stdout.write(`${path}: ok (${n} model${n === 1 ? "" : "s"})\n`);
+  return 0;
+}
+
+/** The JSON Schema of the config file, on stdout (docs/quartermaster.schema.json is a copy). */
+function schemaCommand(argv: string[]): number {
+  const { values } = parse(argv, {}, false);
+  if (values.help) {
+    process.stdout.write(CONFIG_HELP);
+    return 0;
+  }
+  process.stdout.write(configSchemaText());
+  return 0;
+}

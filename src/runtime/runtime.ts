@@ -11,7 +11,7 @@ import type { Config, ModelConfig } from "../config/types.ts";
 import { GroupPolicy } from "../policy/group.ts";
 import { MatrixPolicy } from "../policy/matrix.ts";
 import type { BudgetView, EvictionPolicy } from "../policy/types.ts";
-import { ModelProcess, type ProcessExit } from "../process/index.ts";
+import { exitError, ModelProcess, type ProcessExit } from "../process/index.ts";
 import { Scheduler } from "../scheduler/scheduler.ts";
 import type { Effects, ModelState, Swap } from "../scheduler/types.ts";
 import type { Clock } from "../shared/clock.ts";
@@ -379,16 +379,9 @@ export class Runtime implements Effects, Gateway {
   // ── lifecycle ─────────────────────────────────────────────────────────────────────────────
 
   private onProcessExit(id: string, exit: ProcessExit): void {
-    const how = exit.signal ? `signal ${exit.signal}` : `code ${exit.code}`;
     // Clients learn what happened, not what the model printed: its output can carry paths,
     // tokens or prompts. The supervisor has logged the tail; /api/models/{id}/logs has it all.
-    this.scheduler.exited(
-      id,
-      new QmError(
-        "upstream_crashed",
-        `model "${id}" exited unexpectedly (${how}); its output is at /api/models/${id}/logs`,
-      ),
-    );
+    this.scheduler.exited(id, exitError(id, exit));
   }
 
   /** Starts background work (the GPU probe). */

@@ -180,8 +180,8 @@ export class SwapRunner {
       log.warn(`model "${swap.target}": ${result.error.detail}`);
     }
     if (run.abortedFor !== null) {
-      // Whatever the start did, the report waits until the target is down.
-      await target.stop();
+      // Whatever the start did, the report waits until the target is down (and always comes).
+      await target.stop().catch((err) => log.error(`stopping ${swap.target}: ${String(err)}`));
       if (spawned) gpu.noteReleased();
       result = { ok: false, error: unloaded(swap.target) };
     }

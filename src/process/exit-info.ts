@@ -1,4 +1,5 @@
-/** How a model process ended, and the words qm uses to tell people about it. */
+/** How a model process ended, and the one place that words it for people. */
+import { QmError } from "../shared/errors.ts";
 
 export interface ProcessExit {
   /** Exit code, or null when a signal ended it. */
@@ -17,18 +18,64 @@ export function describeStatus(exit: Pick<ProcessExit, "code" | "signal">): stri
   return exit.code === null ? "unknown status" : `exit code ${exit.code}`;
 }
 
-/** The stderr tail as an indented block for an error message. */
+/** The stderr tail as an indented block for qm's log. */
 export function formatTail(lines: readonly string[]): string {
   if (lines.length === 0) return "(it wrote nothing to stderr)";
   return `last stderr lines:\n${lines.map((l) => `  | ${l}`).join("\n")}`;
 }
 
+export interface ExitReport {
+  /**
+   * What clients (and `/api/status`) are told: the model, how it ended and where its output
+   * is, e.g. `model "qwen" exited while loading (exit code 1): error: unknown model file; its
+   * output is at /api/models/qwen/logs`.
+   */
+  message: string;
+  /** qm's log line: the same headline with the stderr tail. */
+  log: string;
+}
+
 /**
- * The message for an exit nobody asked for, e.g.
- * `model "qwen" exited while loading (exit code 1); last stderr lines: …`.
- * The runtime uses it for the error every waiting and in-flight request receives.
+ * The report of an exit nobody asked for. Only while loading does one line of the model's
+ * output reach a client (its last stderr line, which then reads like the reason: a bad flag, a
+ * missing file); once it served, its output can carry prompts, so clients get none of it.
  */
-export function describeExit(modelId: string, exit: ProcessExit): string {
-  const when = exit.phase === "starting" ? "while loading" : "unexpectedly";
-  return `model "${modelId}" exited ${when} (${describeStatus(exit)}); ${formatTail(exit.stderrTail)}`;
+export function exitReport(modelId: string, exit: ProcessExit): ExitReport {
+  const loading = exit.phase === "starting";
+  const headline = `model "${modelId}" exited ${loading ? "while loading" : "unexpectedly"} (${describeStatus(exit)})`;
+  const cause = loading ? lastWords(exit.stderrTail) : "";
+  return {
+    message: `${headline}${cause}; its output is at /api/models/${modelId}/logs`,
+    log: `${headline}; ${formatTail(exit.stderrTail)}`,
+  };
+}
+
+/**
+ * The error for such an exit: `upstream_start_failed` while loading (the waiters of the start
+ * get it), `upstream_crashed` after. `detail` (the tail, and the command when given) is for
+ * qm's log; `exit` carries the facts for API layers.
+ */
+export function exitError(modelId: string, exit: ProcessExit, command?: string): QmError {
+  const { message } = exitReport(modelId, exit);
+  const tail = formatTail(exit.stderrTail);
+  return new QmError(
+    exit.phase === "starting" ? "upstream_start_failed" : "upstream_crashed",
+    message,
+    {
+      detail: command === undefined ? tail : `${tail}\ncommand: ${command}`,
+      exit: {
+        model: modelId,
+        code: exit.code,
+        signal: exit.signal,
+        stderrTail: [...exit.stderrTail],
+      },
+    },
+  );
+}
+
+/** The last stderr line as `: line`, cut to one short line; "" when there is none. */
+function lastWords(tail: readonly string[]): string {
+  const line = tail.at(-1)?.trim();
+  if (!line) return "";
+  return `: ${line.length > 160 ? `${line.slice(0, 157)}...` : line}`;
 }

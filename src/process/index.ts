@@ -1,4 +1,10 @@
-export { describeExit, describeStatus, type ProcessExit } from "./exit-info.ts";
+export {
+  describeStatus,
+  type ExitReport,
+  exitError,
+  exitReport,
+  type ProcessExit,
+} from "./exit-info.ts";
 export {
   ModelProcess,
   type ModelProcessOptions,

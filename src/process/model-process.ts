@@ -9,7 +9,13 @@ import { QmError } from "../shared/errors.ts";
 import type { Logger } from "../shared/log.ts";
 import { RingBuffer } from "../shared/ring-buffer.ts";
 import { delay } from "./delay.ts";
-import { describeExit, describeStatus, formatTail, type ProcessExit } from "./exit-info.ts";
+import {
+  describeStatus,
+  exitError,
+  exitReport,
+  formatTail,
+  type ProcessExit,
+} from "./exit-info.ts";
 import { type HealthOutcome, waitHealthy } from "./health.ts";
 import { killLeftovers, signalTree } from "./leftovers.ts";
 import { pumpLines } from "./line-splitter.ts";
@@ -165,14 +171,8 @@ export class ModelProcess {
     }
     // A 200 from a process that already died came from someone else on that port.
     if (outcome.kind === "exit" || (outcome.kind === "ready" && run.exited)) {
-      const exit = await run.exit;
-      const detail = `${formatTail(exit.stderrTail)}\ncommand: ${model.cmd}`;
-      throw new QmError(
-        "upstream_start_failed",
-        `model "${model.id}" exited while loading (${describeStatus(exit)})${lastWords(exit.stderrTail)}; ` +
-          `its output is at /api/models/${model.id}/logs`,
-        { detail },
-      );
+      // Whatever the supervisor's state when it was reaped, this start is what it ended.
+      throw exitError(model.id, { ...(await run.exit), phase: "starting" }, model.cmd);
     }
     if (outcome.kind === "timeout") {
       const s = this.opts.healthCheckTimeoutS;
@@ -263,7 +263,7 @@ export class ModelProcess {
     if (run.stopRequested) {
       this.opts.log.info(`model "${run.model.id}" stopped (${describeStatus(exit)})`);
     } else {
-      this.opts.log.warn(describeExit(run.model.id, exit));
+      this.opts.log.warn(exitReport(run.model.id, exit).log);
       try {
         this.opts.onExit?.(exit);
       } catch (err) {
@@ -291,14 +291,4 @@ export class ModelProcess {
     this._state = state;
     this.opts.onStateChange?.(state);
   }
-}
-
-/**
- * The model's last stderr line, when it reads like a reason ("error: unknown model file"),
- * cut to one short line. Only this much of its output reaches a client.
- */
-function lastWords(tail: readonly string[]): string {
-  const line = tail.at(-1)?.trim();
-  if (!line) return "";
-  return `: ${line.length > 160 ? `${line.slice(0, 157)}...` : line}`;
 }

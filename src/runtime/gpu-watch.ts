@@ -7,29 +7,30 @@ import {
   type ProbeOptions,
   type ProbeResult,
   type ProcessView,
-  probeGpu,
   RELEASE_SETTLE_MS,
   type SpawnVerdict,
   spawnGuard,
 } from "../gpu/index.ts";
-import type { Clock } from "../shared/clock.ts";
 import type { Logger } from "../shared/log.ts";
+import type { Timers } from "../shared/timer.ts";
 import type { LiveBudget } from "./live-budget.ts";
+
+/** One reading of the GPUs' memory (`probeGpu`: nvidia-smi). */
+export type GpuProbe = (opts: ProbeOptions) => Promise<ProbeResult>;
 
 export interface GpuWatchDeps {
   resources: ResourcesConfig;
   budget: LiveBudget;
   log: Logger;
-  clock: Clock;
+  /** The clock and the timers: the probe interval, the spawn guard's re-reads. */
+  timers: Timers;
+  probe: GpuProbe;
   /** qm's model processes, every state: whose memory is ours, and whether qm is idle. */
   processes(): Iterable<ProcessView>;
   /** True while a swap is loading or stopping something: readings are in flux. */
   inTransition(): boolean;
   /** The ceiling dropped: shed idle models to fit. */
   shed(vramLimitGb: number): void;
-  /** Tests: a fake nvidia-smi reading, and a sleep that advances a fake clock. */
-  probe?: (opts: ProbeOptions) => Promise<ProbeResult>;
-  sleep?: (ms: number) => Promise<void>;
   /** How often the spawn guard re-reads while freed memory settles; default 200 ms. */
   settlePollMs?: number;
   /** How long freed memory may take to show up; default RELEASE_SETTLE_MS (5 s). */
@@ -52,7 +53,7 @@ const round = (n: number) => Math.round(n * 100) / 100;
 export class GpuWatch {
   private readonly baseline = new ForeignBaseline();
   private readonly own: OwnProcesses;
-  private timer: ReturnType<typeof setTimeout> | null = null;
+  private timer: unknown = null;
   private stopped = false;
   last: GpuReading | null = null;
   /** Spawn-guard refusals, remembered until the memory picture changes. */
@@ -75,7 +76,7 @@ export class GpuWatch {
 
   stop(): void {
     this.stopped = true;
-    if (this.timer) clearTimeout(this.timer);
+    if (this.timer !== null) this.deps.timers.clear(this.timer);
   }
 
   private async loop(): Promise<void> {
@@ -84,21 +85,21 @@ export class GpuWatch {
     if (this.stopped) return;
     // A box without nvidia-smi will not grow one soon: look again rarely.
     const every = notFound ? 60_000 : this.deps.resources.gpuProbeIntervalMs;
-    this.timer = setTimeout(() => void this.loop(), every);
+    this.timer = this.deps.timers.set(() => void this.loop(), every);
   }
 
   /** Takes one reading now and applies it. Returns true when the probe command is missing. */
   async sample(): Promise<boolean> {
-    const { resources, budget, clock } = this.deps;
-    const pids = this.own.look(clock.now(), this.deps.processes());
-    const result = await (this.deps.probe ?? probeGpu)({
+    const { resources, budget, timers } = this.deps;
+    const pids = this.own.look(timers.now(), this.deps.processes());
+    const result = await this.deps.probe({
       command: resources.gpuProbe,
       ourPids: pids.ready,
       transientPids: pids.transient,
     });
     // Idle at both ends of the reading: a model that started or exited while nvidia-smi ran
     // may be in it, unattributed.
-    const idle = pids.idle && this.own.look(clock.now(), this.deps.processes()).idle;
+    const idle = pids.idle && this.own.look(timers.now(), this.deps.processes()).idle;
     const limit = (r: typeof result) =>
       effectiveBudgetGb(resources.vramBudgetGb, resources.oomGuardReserveGb, r, this.baseline.gb);
     if (!result.ok) {
@@ -128,8 +129,13 @@ export class GpuWatch {
     }
     // While a swap is in flight, or memory qm let go of may still read as used (foreign: its
     // process is gone), memory is moving; judge pressure once it settles.
-    if (!this.deps.inTransition() && !this.own.settling(clock.now())) this.deps.shed(ceiling);
+    if (!this.deps.inTransition() && !this.own.settling(timers.now())) this.deps.shed(ceiling);
     return false;
+  }
+
+  /** qm let go of a model's memory outside a swap (unload, TTL, shed): the guard may wait for it. */
+  noteReleased(): void {
+    this.own.released(this.deps.timers.now());
   }
 
   /**
@@ -139,28 +145,23 @@ export class GpuWatch {
    * drivers reclaim an exited process's memory late. A refusal is remembered (and admission
    * refuses the model at once) until the memory picture changes.
    */
-  /** qm let go of a model's memory outside a swap (unload, TTL, shed): the guard may wait for it. */
-  noteReleased(): void {
-    this.own.released(this.deps.clock.now());
-  }
-
   async guard(model: string, estimateGb: number, opts: GuardOptions = {}): Promise<SpawnVerdict> {
     if (this.deps.resources.gpuProbe.trim() === "off" || !(estimateGb > 0)) return { ok: true };
-    const { clock } = this.deps;
-    const since = clock.now();
+    const { timers } = this.deps;
+    const since = timers.now();
     if (opts.evicted && opts.evicted.length > 0) this.own.released(since);
     let check = await this.check(model, estimateGb);
     const pollMs = Math.max(1, this.deps.settlePollMs ?? 200);
     // The poll count bounds the wait too, should the clock not move (a frozen test clock).
     let polls = Math.ceil((this.deps.settleMs ?? RELEASE_SETTLE_MS) / pollMs);
-    const waits = !check.verdict.ok && this.own.settling(clock.now());
-    while (!check.verdict.ok && this.own.settling(clock.now()) && polls-- > 0 && !this.stopped) {
-      await (this.deps.sleep ?? sleep)(pollMs);
+    const waits = !check.verdict.ok && this.own.settling(timers.now());
+    while (!check.verdict.ok && this.own.settling(timers.now()) && polls-- > 0 && !this.stopped) {
+      await new Promise<void>((resolve) => timers.set(resolve, pollMs));
       check = await this.check(model, estimateGb);
     }
     const { verdict, reading } = check;
     if (waits) {
-      const ms = Math.round(clock.now() - since);
+      const ms = Math.round(timers.now() - since);
       this.deps.log.info(
         `spawn guard: waited ${ms} ms for memory qm let go of to show up free; ` +
           `${model} ${verdict.ok ? "fits" : "still does not fit"}`,
@@ -206,5 +207,3 @@ export class GpuWatch {
 function fingerprint(r: GpuReading): string {
   return r.gpus.map((g) => Math.round(g.freeMib / 64)).join(",");
 }
-
-const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));

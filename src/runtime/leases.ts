@@ -1,13 +1,7 @@
-import type { Lease } from "../api/gateway.ts";
+import type { Lease, LeaseInfo } from "../api/gateway.ts";
 import { QmError } from "../shared/errors.ts";
 import type { Logger } from "../shared/log.ts";
-import { setLongTimeout } from "../shared/timer.ts";
-
-export interface LeaseInfo {
-  lease: string;
-  model: string;
-  expires_in_s: number;
-}
+import { realTimers, setLongTimeout, type Timers } from "../shared/timer.ts";
 
 interface Held {
   lease: Lease;
@@ -20,12 +14,15 @@ interface Held {
  * Leases: a model held busy for work that outlives its HTTP request (async image or video jobs).
  * A lease is an ordinary granted request that is released later, so every scheduling rule that
  * respects in-flight work respects it too. It is released exactly once: by its holder, or when
- * its TTL passes without a renewal (the holder went away).
+ * its TTL passes without a renewal (the holder went away). TTLs run on the injected `timers`.
  */
 export class LeaseBook {
   private readonly held = new Map<string, Held>();
 
-  constructor(private readonly log: Logger) {}
+  constructor(
+    private readonly log: Logger,
+    private readonly timers: Timers = realTimers,
+  ) {}
 
   add(lease: Lease, ttlMs: number): LeaseInfo {
     const id = crypto.randomUUID();
@@ -58,10 +55,24 @@ export class LeaseBook {
     return out;
   }
 
-  /** Ends a lease its holder still thinks it has (a forced unload); logged. */
-  revoke(model: string, id: string): void {
-    this.release(model, id);
-    this.log.warn(`lease ${id} on "${model}" revoked by a forced unload`);
+  /**
+   * Before an unload of `model` (null: all). A leased model is busy by design: unloading it
+   * would only wait out the lease while every new request queued behind the pending unload.
+   * So: a `conflict` (409) naming the leases, unless forced, which revokes them (logged).
+   */
+  clearForUnload(model: string | null, force: boolean): void {
+    const held = this.list(model);
+    if (held.length > 0 && !force) {
+      const names = held.map((l) => `${l.lease} on "${l.model}"`).join(", ");
+      throw new QmError(
+        "conflict",
+        `cannot unload: leased (${names}); release the lease or add ?force=true to revoke it`,
+      );
+    }
+    for (const l of held) {
+      this.release(l.model, l.lease);
+      this.log.warn(`lease ${l.lease} on "${l.model}" revoked by a forced unload`);
+    }
   }
 
   /** Releases every lease (shutdown). */
@@ -89,21 +100,25 @@ export class LeaseBook {
 
   private arm(id: string, entry: Held): void {
     entry.cancel();
-    entry.expiresAt = Date.now() + entry.ttlMs;
-    entry.cancel = setLongTimeout(() => {
-      if (!this.held.delete(id)) return;
-      this.log.warn(
-        `lease ${id} on "${entry.lease.model.id}" expired after ${entry.ttlMs / 1000} s without renewal; released`,
-      );
-      entry.lease.release();
-    }, entry.ttlMs);
+    entry.expiresAt = this.timers.now() + entry.ttlMs;
+    entry.cancel = setLongTimeout(
+      () => {
+        if (!this.held.delete(id)) return;
+        this.log.warn(
+          `lease ${id} on "${entry.lease.model.id}" expired after ${entry.ttlMs / 1000} s without renewal; released`,
+        );
+        entry.lease.release();
+      },
+      entry.ttlMs,
+      this.timers,
+    );
   }
 
   private info(id: string, entry: Held): LeaseInfo {
     return {
       lease: id,
       model: entry.lease.model.id,
-      expires_in_s: Math.round((entry.expiresAt - Date.now()) / 1000),
+      expires_in_s: Math.round((entry.expiresAt - this.timers.now()) / 1000),
     };
   }
 }

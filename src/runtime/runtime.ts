@@ -8,71 +8,61 @@ import type {
 } from "../api/gateway.ts";
 import { parseVariantName } from "../config/index.ts";
 import type { Config, ModelConfig } from "../config/types.ts";
+import { probeGpu } from "../gpu/index.ts";
 import { GroupPolicy } from "../policy/group.ts";
 import { MatrixPolicy } from "../policy/matrix.ts";
 import type { BudgetView, EvictionPolicy } from "../policy/types.ts";
-import { ModelProcess, type ProcessExit } from "../process/index.ts";
 import type { Deadline } from "../proxy/deadline.ts";
 import { Scheduler } from "../scheduler/scheduler.ts";
 import type { Effects, ModelState, Swap } from "../scheduler/types.ts";
 import type { Clock } from "../shared/clock.ts";
-import { asQmError, QmError } from "../shared/errors.ts";
+import { QmError } from "../shared/errors.ts";
 import type { Logger } from "../shared/log.ts";
 import { Sweep } from "../shared/sweep.ts";
-import { realTimers, setLongTimeout, type Timers } from "../shared/timer.ts";
+import { realTimers, type Timers } from "../shared/timer.ts";
 import { EventHub } from "./event-hub.ts";
 import { GpuWatch } from "./gpu-watch.ts";
 import { LeaseBook } from "./leases.ts";
 import { LiveBudget } from "./live-budget.ts";
 import { StallStreaks } from "./stalls.ts";
 import { buildStatus } from "./status.ts";
+import {
+  type ModelServer,
+  modelProcesses,
+  type ProcessFactory,
+  SwapRunner,
+} from "./swap-runner.ts";
 import { Variants } from "./variants.ts";
-
-interface Pending {
-  model: ModelConfig;
-  signal: AbortSignal;
-  hooks: AcquireHooks;
-  askedAt: number;
-  resolve(lease: Lease): void;
-  reject(err: QmError): void;
-  detach(): void;
-}
+import { cancelled, Waiters } from "./waiters.ts";
+import { WakeTimer } from "./wake-timer.ts";
 
 export interface RuntimeOptions {
   clock: Clock;
   log: Logger;
-  /** Replaces the real supervisor (tests). */
-  makeProcess?: (model: ModelConfig, onExit: (exit: ProcessExit) => void) => ModelProcess;
+  /** Timers on `clock`'s time, for the wake timer, lease TTLs and the GPU watch; default real ones. */
+  timers?: Timers;
+  /** Makes each model's supervisor; default a real `ModelProcess`. */
+  makeProcess?: ProcessFactory;
 }
 
 /**
- * The composition root's heart: it owns the one scheduler, implements its effects with real
- * processes and timers, and turns HTTP callers into scheduler requests.
+ * The composition root's heart: it owns the one scheduler and wires its effects to the waiters
+ * (callers: waiters.ts) and the swap runner (processes: swap-runner.ts), and serves the HTTP
+ * layer's `Gateway` by delegation. Invariants: ./design.md.
  */
 export class Runtime implements Effects, Gateway {
   readonly scheduler: Scheduler;
   readonly events = new EventHub();
-  private readonly processes = new Map<string, ModelProcess>();
-  private readonly pending = new Map<number, Pending>();
-  private nextRequestId = 1;
-  private cancelWake: (() => void) | null = null;
-  /** Real timers on the scheduler's clock, for the wake timer. */
-  private readonly wakeTimers: Timers = {
-    ...realTimers,
-    now: () => this.opts.clock.now(),
-  };
   /** Every upstream call still live: shutdown cuts them when its grace runs out. */
   readonly calls = new Sweep<Deadline>();
-  /** Swaps in progress, by swap id: `abortSwap` keeps the target from starting, or stops it. */
-  private readonly swapping = new Map<
-    number,
-    { target: string; aborted: boolean; started: boolean }
-  >();
   private closing = false;
   /** Memory limits in force: the static budgets, tightened by the live GPU ceiling. */
   readonly budget: LiveBudget;
   readonly leases: LeaseBook;
   readonly gpu: GpuWatch;
+  private readonly waiters: Waiters;
+  private readonly runner: SwapRunner;
+  private readonly wake: WakeTimer;
   private readonly variants: Variants;
   private readonly startedAt = Date.now();
   private readonly stalls = new StallStreaks();
@@ -81,41 +71,40 @@ export class Runtime implements Effects, Gateway {
     readonly config: Config,
     private readonly opts: RuntimeOptions,
   ) {
+    const timers = opts.timers ?? { ...realTimers, now: () => opts.clock.now() };
     this.budget = new LiveBudget(config.resources);
-    this.leases = new LeaseBook(opts.log);
-    for (const model of Object.values(config.models)) this.addProcess(model);
+    this.leases = new LeaseBook(opts.log, timers);
     this.scheduler = new Scheduler(config, makePolicy(config, this.budget), this, opts.clock);
     this.gpu = new GpuWatch({
       resources: config.resources,
       budget: this.budget,
       log: opts.log,
-      clock: opts.clock,
-      processes: () => this.processes.values(),
+      timers,
+      probe: probeGpu,
+      processes: () => this.runner.all().values(),
       inTransition: () => this.scheduler.snapshot().swaps.length > 0,
       shed: (gb) => this.scheduler.shed(gb),
     });
     this.budget.refusalOf = (model) => this.gpu.refusal(model);
+    this.runner = new SwapRunner({
+      log: opts.log,
+      models: () => this.config.models,
+      events: this.scheduler,
+      gpu: this.gpu,
+      makeProcess: opts.makeProcess ?? modelProcesses(config, opts.log),
+    });
+    for (const model of Object.values(config.models)) this.runner.add(model);
+    this.waiters = new Waiters({
+      events: this.scheduler,
+      clock: opts.clock,
+      current: (model) => this.config.models[model.id] ?? model,
+    });
+    this.wake = new WakeTimer(timers, () => this.scheduler.wake());
     this.variants = new Variants(config, opts.log, (variant) => {
       this.config.models[variant.id] = variant;
-      this.addProcess(variant);
+      this.runner.add(variant);
       this.scheduler.addModel(variant);
     });
-  }
-
-  private addProcess(model: ModelConfig): void {
-    const onExit = (exit: ProcessExit) => this.onProcessExit(model.id, exit);
-    const proc = this.opts.makeProcess
-      ? this.opts.makeProcess(model, onExit)
-      : new ModelProcess(model, {
-          healthCheckTimeoutS: this.config.server.healthCheckTimeoutS,
-          log: this.opts.log,
-          onExit,
-          // Moved to a free port before a start: requests must follow it there.
-          onConfigChange: (moved) => {
-            this.config.models[moved.id] = moved;
-          },
-        });
-    this.processes.set(model.id, proc);
   }
 
   /**
@@ -137,8 +126,8 @@ export class Runtime implements Effects, Gateway {
     return id === undefined ? undefined : this.config.models[id];
   }
 
-  process(id: string): ModelProcess | undefined {
-    return this.processes.get(id);
+  process(id: string): ModelServer | undefined {
+    return this.runner.get(id);
   }
 
   get shuttingDown(): boolean {
@@ -150,39 +139,7 @@ export class Runtime implements Effects, Gateway {
    * (start failure, shutdown, …) or `cancelled` when `signal` aborts first.
    */
   acquire(model: ModelConfig, signal: AbortSignal, hooks: AcquireHooks = {}): Promise<Lease> {
-    const id = this.nextRequestId++;
-    return new Promise<Lease>((resolve, reject) => {
-      if (signal.aborted) {
-        reject(cancelled(model.id));
-        return;
-      }
-      const pending: Pending = {
-        model,
-        signal,
-        hooks,
-        askedAt: this.opts.clock.now(),
-        resolve,
-        reject,
-        detach: () => {},
-      };
-      this.pending.set(id, pending);
-      this.scheduler.request({
-        id,
-        model: model.id,
-        holdMs: hooks.holdMs,
-        patienceMs: hooks.patienceMs,
-      });
-      // Most requests are granted (or refused) synchronously above; only one that has to
-      // wait needs to hear about its client leaving.
-      if (!this.pending.has(id)) return;
-      const onAbort = () => {
-        if (!this.pending.delete(id)) return;
-        this.scheduler.cancel(id);
-        reject(cancelled(model.id));
-      };
-      signal.addEventListener("abort", onAbort, { once: true });
-      pending.detach = () => signal.removeEventListener("abort", onAbort);
-    });
+    return this.waiters.acquire(model, signal, hooks);
   }
 
   modelState(id: string): ModelState {
@@ -195,7 +152,7 @@ export class Runtime implements Effects, Gateway {
     return buildStatus({
       config: this.config,
       snap: this.scheduler.snapshot(),
-      processes: this.processes,
+      processes: this.runner.all(),
       startedAt: this.startedAt,
       toEpoch,
       budget: this.budget,
@@ -205,21 +162,9 @@ export class Runtime implements Effects, Gateway {
     });
   }
 
-  /**
-   * A leased model is busy by design: unloading it would only wait out the lease while every
-   * new request queued behind the pending unload. Refuse (409) unless forced, which revokes
-   * the leases first.
-   */
+  /** Unloads one model (or all); a leased one only when forced (LeaseBook.clearForUnload). */
   unload(id: string | null, opts: { force?: boolean } = {}): void {
-    const held = this.leases.list(id);
-    if (held.length > 0 && !opts.force) {
-      const names = held.map((l) => `${l.lease} on "${l.model}"`).join(", ");
-      throw new QmError(
-        "conflict",
-        `cannot unload: leased (${names}); release the lease or add ?force=true to revoke it`,
-      );
-    }
-    for (const l of held) this.leases.revoke(l.model, l.lease);
+    this.leases.clearForUnload(id, opts.force ?? false);
     this.scheduler.unload(id);
   }
 
@@ -245,12 +190,12 @@ export class Runtime implements Effects, Gateway {
   }
 
   logs(id: string): string[] {
-    return this.processes.get(id)?.logs() ?? [];
+    return this.runner.get(id)?.logs() ?? [];
   }
 
   /** Last lines of a model's stderr, for error messages. */
   stderrTail(id: string, lines = 5): string[] {
-    return this.processes.get(id)?.stderrTail(lines) ?? [];
+    return this.runner.get(id)?.stderrTail(lines) ?? [];
   }
 
   /** An upstream call timed out. A model stuck that way is stopped; the next request starts it. */
@@ -272,124 +217,35 @@ export class Runtime implements Effects, Gateway {
   // ── Effects ───────────────────────────────────────────────────────────────────────────────
 
   grant(requestId: number, _model: string): boolean {
-    const p = this.pending.get(requestId);
-    if (!p) return false;
-    this.pending.delete(requestId);
-    p.detach();
-    if (p.signal.aborted) return false;
-    let released = false;
-    const lease: Lease = {
-      model: this.config.models[p.model.id] ?? p.model,
-      waitedMs: Math.round(this.opts.clock.now() - p.askedAt),
-      release: (outcome) => {
-        if (released) return;
-        released = true;
-        this.scheduler.serveDone(requestId, outcome);
-      },
-    };
-    p.resolve(lease);
-    return true;
+    return this.waiters.grant(requestId);
   }
 
   fail(requestId: number, error: QmError): void {
-    const p = this.pending.get(requestId);
-    if (!p) return;
-    this.pending.delete(requestId);
-    p.detach();
-    p.reject(error);
-  }
-
-  startSwap(swap: Swap): void {
-    const target = this.processes.get(swap.target)!;
-    const evicted = swap.evict.map((id) => this.processes.get(id)!);
-    if (swap.evict.length > 0) {
-      this.opts.log.info(`swap: stopping ${swap.evict.join(", ")} to start ${swap.target}`);
-    } else {
-      this.opts.log.info(`swap: starting ${swap.target}`);
-    }
-    // An abort before the target's process exists (while evictees stop, or during the spawn
-    // guard) keeps it from starting at all; one after that stops it (abortSwap).
-    const token = { target: swap.target, aborted: false, started: false };
-    this.swapping.set(swap.id, token);
-    const abortedError = () =>
-      new QmError("model_unloaded", `model "${swap.target}" was stopped before it started`);
-    void (async () => {
-      let error: QmError | null = null;
-      try {
-        await Promise.all(evicted.map((p) => p.stop()));
-        if (token.aborted) throw abortedError();
-        // The spawn guard: with what the card really has free now, can the target load?
-        const verdict = await this.gpu.guard(
-          swap.target,
-          this.config.models[swap.target]!.estVramGb,
-          { evicted: swap.evict },
-        );
-        if (!verdict.ok) throw new QmError("cannot_fit", verdict.message);
-        if (token.aborted) throw abortedError();
-        token.started = true;
-        await target.start();
-        // Ready, but the abort landed first (it raced the readiness check): stopped below.
-        if (token.aborted) throw abortedError();
-      } catch (err) {
-        const failure = asQmError(err);
-        if (failure.detail) this.opts.log.warn(`model "${swap.target}": ${failure.detail}`);
-        error = token.aborted ? abortedError() : failure;
-      }
-      this.swapping.delete(swap.id);
-      try {
-        // An aborted swap ends once its target is down: join the stop abortSwap began.
-        if (token.aborted) {
-          if (token.started) await target.stop();
-          this.gpu.noteReleased();
-        }
-      } finally {
-        this.scheduler.swapDone(swap.id, error ? { ok: false, error } : { ok: true });
-      }
-    })();
-  }
-
-  abortSwap(swapId: number, reason: string): void {
-    const token = this.swapping.get(swapId);
-    if (!token || token.aborted) return;
-    token.aborted = true;
-    this.opts.log.info(`stopping ${token.target} (${reason})`);
-    // A start in progress fails once its process is stopped; the swap's task reports the end.
-    if (token.started) void this.processes.get(token.target)!.stop();
-  }
-
-  stopModels(models: string[], reason: string): void {
-    this.opts.log.info(`stopping ${models.join(", ")} (${reason})`);
-    for (const id of models) {
-      const proc = this.processes.get(id)!;
-      void proc.stop().finally(() => {
-        this.gpu.noteReleased();
-        this.scheduler.stopped(id);
-      });
-    }
+    this.waiters.fail(requestId, error);
   }
 
   position(requestId: number, position: number): void {
-    this.pending.get(requestId)?.hooks.onPosition?.(position);
+    this.waiters.position(requestId, position);
   }
 
   loading(requestId: number, _model: string): void {
-    this.pending.get(requestId)?.hooks.onLoading?.();
+    this.waiters.loading(requestId);
+  }
+
+  startSwap(swap: Swap): void {
+    this.runner.startSwap(swap);
+  }
+
+  abortSwap(swapId: number, reason: string): void {
+    this.runner.abortSwap(swapId, reason);
+  }
+
+  stopModels(models: string[], reason: string): void {
+    this.runner.stopModels(models, reason);
   }
 
   wakeAt(atMs: number | null): void {
-    this.cancelWake?.();
-    this.cancelWake = null;
-    if (atMs === null) return;
-    // Timers may fire a fraction of a millisecond early; round up so the deadline has passed.
-    const delay = Math.max(0, Math.ceil(atMs - this.opts.clock.now()));
-    this.cancelWake = setLongTimeout(
-      () => {
-        this.cancelWake = null;
-        this.scheduler.wake();
-      },
-      delay,
-      this.wakeTimers,
-    );
+    this.wake.at(atMs);
   }
 
   stateChanged(model: string, state: ModelState, detail?: string): void {
@@ -400,19 +256,6 @@ export class Runtime implements Effects, Gateway {
   }
 
   // ── lifecycle ─────────────────────────────────────────────────────────────────────────────
-
-  private onProcessExit(id: string, exit: ProcessExit): void {
-    const how = exit.signal ? `signal ${exit.signal}` : `code ${exit.code}`;
-    // Clients learn what happened, not what the model printed: its output can carry paths,
-    // tokens or prompts. The supervisor has logged the tail; /api/models/{id}/logs has it all.
-    this.scheduler.exited(
-      id,
-      new QmError(
-        "upstream_crashed",
-        `model "${id}" exited unexpectedly (${how}); its output is at /api/models/${id}/logs`,
-      ),
-    );
-  }
 
   /** Starts background work (the GPU probe). */
   start(): void {
@@ -425,8 +268,7 @@ export class Runtime implements Effects, Gateway {
     this.closing = true;
     this.gpu.stop();
     this.scheduler.shutdown();
-    this.cancelWake?.();
-    this.cancelWake = null;
+    this.wake.disarm();
   }
 
   /** Ends every request still running (shutdown past its deadline); clients get an error. */
@@ -447,7 +289,7 @@ export class Runtime implements Effects, Gateway {
   /** Stops every model process; resolves when all are gone. */
   async stopAll(): Promise<void> {
     this.leases.releaseAll();
-    await Promise.all([...this.processes.values()].map((p) => p.stop()));
+    await this.runner.stopAll();
   }
 }
 
@@ -455,8 +297,4 @@ function makePolicy(config: Config, budget: BudgetView): EvictionPolicy {
   return config.router.policy === "matrix"
     ? new MatrixPolicy(config)
     : new GroupPolicy(config, budget);
-}
-
-function cancelled(model: string): QmError {
-  return new QmError("cancelled", `the client went away while waiting for model "${model}"`);
 }

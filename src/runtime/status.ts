@@ -1,7 +1,6 @@
 import type { StatusJson } from "../api/gateway.ts";
 import type { Config } from "../config/types.ts";
 import type { GpuReading } from "../gpu/index.ts";
-import type { ModelProcess } from "../process/index.ts";
 import type { Scheduler } from "../scheduler/scheduler.ts";
 import { VERSION } from "../version.ts";
 import type { LiveBudget } from "./live-budget.ts";
@@ -10,7 +9,7 @@ import type { LiveBudget } from "./live-budget.ts";
 export interface StatusInputs {
   config: Config;
   snap: ReturnType<Scheduler["snapshot"]>;
-  processes: ReadonlyMap<string, ModelProcess>;
+  processes: ReadonlyMap<string, { readonly pid: number | null }>;
   startedAt: number;
   /** Scheduler clock time → wall-clock epoch ms. */
   toEpoch: (clockMs: number) => number;

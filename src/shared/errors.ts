@@ -53,6 +53,20 @@ const STATUS: Record<QmErrorCode, number> = {
   internal: 500,
 };
 
+/**
+ * A model process's exit as data, so an API layer can render it without parsing the message.
+ * `stderrTail` is like `detail`: for qm's log, never a client (it can carry paths and prompts).
+ */
+export interface ModelExit {
+  model: string;
+  /** Exit code, or null when a signal ended it. */
+  code: number | null;
+  /** Signal name (e.g. "SIGKILL"), or null when it exited by itself. */
+  signal: string | null;
+  /** Its last stderr lines, oldest first. */
+  stderrTail: string[];
+}
+
 export class QmError extends Error {
   readonly code: QmErrorCode;
   readonly status: number;
@@ -65,11 +79,19 @@ export class QmError extends Error {
    * carry paths, tokens and prompts; `/api/models/{id}/logs` (behind the key) has them.
    */
   readonly detail: string | null;
+  /** Set when the error reports a model process's exit (while loading or while serving). */
+  readonly exit: ModelExit | null;
 
   constructor(
     code: QmErrorCode,
     message: string,
-    opts: { cause?: unknown; param?: string; retryAfterS?: number; detail?: string } = {},
+    opts: {
+      cause?: unknown;
+      param?: string;
+      retryAfterS?: number;
+      detail?: string;
+      exit?: ModelExit;
+    } = {},
   ) {
     super(message, opts.cause === undefined ? undefined : { cause: opts.cause });
     this.name = "QmError";
@@ -78,6 +100,7 @@ export class QmError extends Error {
     this.param = opts.param ?? null;
     this.retryAfterS = opts.retryAfterS ?? null;
     this.detail = opts.detail ?? null;
+    this.exit = opts.exit ?? null;
   }
 }
 

@@ -112,6 +112,9 @@ describe("start", () => {
     expect(err.message).toContain('model "broken"');
     expect(err.message).toContain("exit code 1");
     expect(err.message).toContain("failed to load model (simulated by --crash-at-start)");
+    // The same facts as data, for API layers that render them without parsing the message.
+    expect(err.exit).toMatchObject({ model: "broken", code: 1, signal: null });
+    expect(err.exit?.stderrTail.join("\n")).toContain("failed to load model");
     expect(proc.state).toBe("stopped");
     expect(proc.pid).toBeNull();
     expect(exits).toHaveLength(1);

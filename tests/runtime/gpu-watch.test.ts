@@ -3,6 +3,7 @@ import type { ProbeOptions, ProbeResult, ProcessView } from "../../src/gpu/index
 import { GpuWatch } from "../../src/runtime/gpu-watch.ts";
 import { LiveBudget } from "../../src/runtime/live-budget.ts";
 import { createLogger } from "../../src/shared/log.ts";
+import type { Timers } from "../../src/shared/timer.ts";
 import { FakeClock } from "../support/fake-clock.ts";
 import { config, modelsToml } from "../support/harness.ts";
 
@@ -35,7 +36,11 @@ function card(freeGb: number, foreignGb = 0): ProbeResult {
   };
 }
 
-/** A watch over fake processes, a fake nvidia-smi and a fake clock that only sleeps move. */
+/**
+ * A watch over fake processes, a fake nvidia-smi and fake timers: each timer fires on the next
+ * microtask and moves the clock by its delay (unless the clock is frozen), so the spawn guard's
+ * re-reads run without waiting.
+ */
 function setup(opts: { clockMoves?: boolean } = {}) {
   const cfg = config(
     `[resources]\nvram_budget_gb = 24\noom_guard_reserve_gb = 1\ngpu_probe = "nvidia-smi"\n\n${modelsToml("x", "y")}`,
@@ -46,6 +51,16 @@ function setup(opts: { clockMoves?: boolean } = {}) {
   const slept: number[] = [];
   const lines: string[] = [];
   const shed: number[] = [];
+  const timers: Timers = {
+    now: () => clock.now(),
+    set: (fn, ms) => {
+      slept.push(ms);
+      if (opts.clockMoves !== false) clock.advance(ms);
+      queueMicrotask(fn);
+      return null;
+    },
+    clear: () => {},
+  };
   const t = {
     clock,
     procs,
@@ -63,7 +78,7 @@ function setup(opts: { clockMoves?: boolean } = {}) {
     resources: cfg.resources,
     budget: new LiveBudget(cfg.resources),
     log: createLogger("info", (l) => lines.push(l)),
-    clock,
+    timers,
     processes: () => procs,
     inTransition: () => false,
     shed: (gb) => shed.push(gb),
@@ -71,10 +86,6 @@ function setup(opts: { clockMoves?: boolean } = {}) {
       calls.push(o);
       t.during();
       return t.reading(calls.length);
-    },
-    sleep: async (ms) => {
-      slept.push(ms);
-      if (opts.clockMoves !== false) clock.advance(ms);
     },
   });
   return t;

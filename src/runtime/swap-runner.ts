@@ -1,0 +1,197 @@
+/**
+ * The slow half of the scheduler's effects: the process table, swaps (stop the evict set, ask
+ * the spawn guard, start the target), stops outside swaps, and exits nobody asked for. Each
+ * ends as a scheduler event. Invariants: ./design.md.
+ */
+import type { Config, ModelConfig } from "../config/types.ts";
+import type { ProcessView, SpawnVerdict } from "../gpu/index.ts";
+import { exitError, ModelProcess, type ProcessExit } from "../process/index.ts";
+import type { Swap, SwapResult } from "../scheduler/types.ts";
+import { asQmError, QmError } from "../shared/errors.ts";
+import type { Logger } from "../shared/log.ts";
+import type { GuardOptions } from "./gpu-watch.ts";
+
+/** What the runtime needs of a model's supervisor (`ModelProcess`; a fake in tests). */
+export interface ModelServer extends ProcessView {
+  /** Resolves once the model is ready; rejects with a QmError when it cannot be. */
+  start(): Promise<void>;
+  /** Resolves once the process is gone (at once when none runs). Idempotent. */
+  stop(): Promise<void>;
+  logs(): string[];
+  stderrTail(lines?: number): string[];
+}
+
+/** Makes the supervisor of `model`; `onExit` hears every exit that `stop()` did not ask for. */
+export type ProcessFactory = (
+  model: ModelConfig,
+  onExit: (exit: ProcessExit) => void,
+) => ModelServer;
+
+/** The real supervisors. A model moved to a free port before a start: requests follow it there. */
+export function modelProcesses(config: Config, log: Logger): ProcessFactory {
+  return (model, onExit) =>
+    new ModelProcess(model, {
+      healthCheckTimeoutS: config.server.healthCheckTimeoutS,
+      log,
+      onExit,
+      onConfigChange: (moved) => {
+        config.models[moved.id] = moved;
+      },
+    });
+}
+
+/** The scheduler events a swap, a stop or an exit ends in. */
+export interface SwapEvents {
+  swapDone(swapId: number, result: SwapResult): void;
+  stopped(model: string): void;
+  exited(model: string, error: QmError): void;
+}
+
+/** The spawn guard (`GpuWatch`): may a model start now, and memory qm let go of. */
+export interface SpawnGate {
+  guard(model: string, estimateGb: number, opts?: GuardOptions): Promise<SpawnVerdict>;
+  noteReleased(): void;
+}
+
+export interface SwapRunnerDeps {
+  log: Logger;
+  /** The models as configured now: a start may have moved one to a free port. */
+  models(): Readonly<Record<string, ModelConfig>>;
+  events: SwapEvents;
+  gpu: SpawnGate;
+  makeProcess: ProcessFactory;
+}
+
+/** A swap in progress. */
+interface SwapRun {
+  readonly target: string;
+  /** Why it was aborted, or null: its target then must not start, or is stopped. */
+  abortedFor: string | null;
+}
+
+export class SwapRunner {
+  private readonly processes = new Map<string, ModelServer>();
+  /** Swaps in progress, by swap id. */
+  private readonly swaps = new Map<number, SwapRun>();
+  /** Set by stopAll: no target starts after shutdown stopped everything. */
+  private closed = false;
+
+  constructor(private readonly deps: SwapRunnerDeps) {}
+
+  /** Adds the supervisor of a configured model or a minted variant. */
+  add(model: ModelConfig): void {
+    const onExit = (exit: ProcessExit) => this.onExit(model.id, exit);
+    this.processes.set(model.id, this.deps.makeProcess(model, onExit));
+  }
+
+  get(id: string): ModelServer | undefined {
+    return this.processes.get(id);
+  }
+
+  /** Every supervisor, by model id. */
+  all(): ReadonlyMap<string, ModelServer> {
+    return this.processes;
+  }
+
+  /** `Effects.startSwap`: reports back with exactly one `swapDone(swap.id, …)`. */
+  startSwap(swap: Swap): void {
+    const { log } = this.deps;
+    if (swap.evict.length > 0) {
+      log.info(`swap: stopping ${swap.evict.join(", ")} to start ${swap.target}`);
+    } else {
+      log.info(`swap: starting ${swap.target}`);
+    }
+    const run: SwapRun = { target: swap.target, abortedFor: null };
+    this.swaps.set(swap.id, run);
+    void this.run(swap, run);
+  }
+
+  /**
+   * `Effects.abortSwap`: the target of swap `swapId` must not start, or is stopped if it has;
+   * the swap then reports `swapDone(swapId, {ok: false, error: model_unloaded})` once the target
+   * is down. No `stopped()` follows. Unknown or finished swaps are ignored.
+   */
+  abortSwap(swapId: number, reason: string): void {
+    const run = this.swaps.get(swapId);
+    if (!run || run.abortedFor !== null) return;
+    this.deps.log.info(`stopping ${run.target} (${reason})`);
+    run.abortedFor = reason;
+    void this.processes.get(run.target)!.stop();
+  }
+
+  /** `Effects.stopModels`: stops each model; reports each with `stopped(model)`. */
+  stopModels(models: string[], reason: string): void {
+    this.deps.log.info(`stopping ${models.join(", ")} (${reason})`);
+    for (const id of models) {
+      void this.processes
+        .get(id)!
+        .stop()
+        .finally(() => {
+          this.deps.gpu.noteReleased();
+          this.deps.events.stopped(id);
+        });
+    }
+  }
+
+  /** Stops every model process (shutdown); resolves when all are gone. */
+  async stopAll(): Promise<void> {
+    this.closed = true;
+    await Promise.all([...this.processes.values()].map((p) => p.stop()));
+  }
+
+  private async run(swap: Swap, run: SwapRun): Promise<void> {
+    const { gpu, log, events } = this.deps;
+    const target = this.processes.get(swap.target)!;
+    /** Why the target must not start now, or null. */
+    const blocked = (): QmError | null => {
+      if (run.abortedFor !== null) return unloaded(swap.target);
+      if (this.closed) {
+        return new QmError(
+          "shutting_down",
+          `qm is shutting down: model "${swap.target}" was not started`,
+        );
+      }
+      return null;
+    };
+    let spawned = false;
+    let result: SwapResult;
+    try {
+      await Promise.all(swap.evict.map((id) => this.processes.get(id)!.stop()));
+      let stop = blocked();
+      if (stop) throw stop;
+      // The spawn guard: with what the card really has free now, can the target load?
+      const estimate = this.deps.models()[swap.target]!.estVramGb;
+      const verdict = await gpu.guard(swap.target, estimate, { evicted: swap.evict });
+      if (!verdict.ok) throw new QmError("cannot_fit", verdict.message);
+      // Checked right before the start, with no await between: an abort up to here keeps the
+      // target from spawning at all; one after it stops what started.
+      stop = blocked();
+      if (stop) throw stop;
+      spawned = true;
+      await target.start();
+      result = { ok: true };
+    } catch (err) {
+      result = { ok: false, error: asQmError(err) };
+    }
+    if (!result.ok && result.error.detail) {
+      log.warn(`model "${swap.target}": ${result.error.detail}`);
+    }
+    if (run.abortedFor !== null) {
+      // Whatever the start did, the report waits until the target is down (and always comes).
+      await target.stop().catch((err) => log.error(`stopping ${swap.target}: ${String(err)}`));
+      if (spawned) gpu.noteReleased();
+      result = { ok: false, error: unloaded(swap.target) };
+    }
+    this.swaps.delete(swap.id);
+    events.swapDone(swap.id, result);
+  }
+
+  private onExit(id: string, exit: ProcessExit): void {
+    // The report names the model and how it ended; the supervisor has logged the tail.
+    this.deps.events.exited(id, exitError(id, exit));
+  }
+}
+
+function unloaded(model: string): QmError {
+  return new QmError("model_unloaded", `model "${model}" was unloaded while it was loading`);
+}

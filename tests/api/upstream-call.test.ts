@@ -1,11 +1,10 @@
 import { describe, expect, test } from "bun:test";
 import { callGuards } from "../../src/api/upstream-call.ts";
-import { loadConfigText } from "../../src/config/index.ts";
+import { config } from "../support/config.ts";
 import { FakeTimers } from "../support/fake-timers.ts";
 
-const cfg = loadConfigText(
+const cfg = config(
   `[models.m]\ncmd = "x"\nproxy = "http://127.0.0.1:9"\nfirst_byte_timeout_s = 1\nstall_timeout_s = 0.5\n`,
-  { file: "t.toml", env: {}, isPortFree: () => true },
 );
 const model = cfg.models.m!;
 

@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
-import { loadConfigText } from "../../src/config/index.ts";
 import { Deadline } from "../../src/proxy/deadline.ts";
 import { QmError } from "../../src/shared/errors.ts";
+import { config } from "../support/config.ts";
 import { FakeTimers } from "../support/fake-timers.ts";
 
 function deadline(firstByteMs: number, stallMs: number) {
@@ -98,10 +98,9 @@ describe("Deadline", () => {
     noStall.timers.advance(3_600_000);
     expect(noStall.d.signal.aborted).toBe(false);
 
-    const cfg = loadConfigText(
+    const cfg = config(
       `[models.a]\ncmd = "x"\nproxy = "http://127.0.0.1:9"\n` +
         `[models.b]\ncmd = "x"\nproxy = "http://127.0.0.1:9"\nfirst_byte_timeout_s = 0\nstall_timeout_s = 0\n`,
-      { file: "t.toml", env: {}, isPortFree: () => true },
     );
     expect(Deadline.forModel(cfg.models.a!)).toBeInstanceOf(Deadline);
     expect(Deadline.forModel(cfg.models.b!)).toBeNull();

@@ -3,8 +3,9 @@ import type { ProbeOptions, ProbeResult, ProcessView } from "../../src/gpu/index
 import { GpuWatch } from "../../src/runtime/gpu-watch.ts";
 import { LiveBudget } from "../../src/runtime/live-budget.ts";
 import { createLogger } from "../../src/shared/log.ts";
+import { config } from "../support/config.ts";
 import { FakeClock } from "../support/fake-clock.ts";
-import { config, modelsToml } from "../support/harness.ts";
+import { modelsToml } from "../support/harness.ts";
 
 const TOTAL_MIB = 24576;
 

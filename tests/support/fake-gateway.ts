@@ -41,6 +41,8 @@ export interface FakeGw extends Gateway {
   position: number | null;
   /** Called once acquire has reported loading and starts waiting for `gate`. */
   onWaiting: () => void;
+  /** The latest acquire, settled or not (a test awaits it to know the wait is over). */
+  pending: Promise<Lease> | null;
   /** What each lease says it waited (`X-QM-Wait-Ms`). */
   waitedMs: number;
   /** Model ids as `reportStall` / `reportAnswered` heard of them, in order. */
@@ -127,6 +129,7 @@ export function fakeGateway(toml: string): FakeGw {
     gate: null,
     position: null,
     onWaiting: () => {},
+    pending: null,
     waitedMs: 0,
     reports: [],
     unloads: [],
@@ -141,20 +144,24 @@ export function fakeGateway(toml: string): FakeGw {
     },
     resolveModel: async (name: string) => gw.resolve(name),
     logs: (id: string) => gw.logLines[id] ?? [],
-    async acquire(model: ModelConfig, signal: AbortSignal, hooks?: AcquireHooks): Promise<Lease> {
+    acquire(model: ModelConfig, signal: AbortSignal, hooks?: AcquireHooks): Promise<Lease> {
       gw.asks.push(hooks);
-      if (gw.gate) {
-        if (gw.position !== null) hooks?.onPosition?.(gw.position);
-        hooks?.onLoading?.();
-        gw.onWaiting();
-        await gw.gate;
-      }
-      if (signal.aborted) throw new QmError("cancelled", "the client went away");
-      gw.acquired++;
-      gw.states[model.id] = "ready";
-      const granted = lease(model);
-      gw.leases.push(granted);
-      return granted;
+      const wait = async () => {
+        if (gw.gate) {
+          if (gw.position !== null) hooks?.onPosition?.(gw.position);
+          hooks?.onLoading?.();
+          gw.onWaiting();
+          await gw.gate;
+        }
+        if (signal.aborted) throw new QmError("cancelled", "the client went away");
+        gw.acquired++;
+        gw.states[model.id] = "ready";
+        const granted = lease(model);
+        gw.leases.push(granted);
+        return granted;
+      };
+      gw.pending = wait();
+      return gw.pending;
     },
     modelState: (id: string) => gw.states[id] ?? "stopped",
     stderrTail: () => [],
@@ -200,4 +207,16 @@ export function modelToml(id: string, upstream: { url: string }, extra = "", cmd
 /** As the runtime's lease book words it. */
 function noLease(model: string, id: string): QmError {
   return new QmError("not_found", `no lease "${id}" on model "${model}" (released or expired)`);
+}
+
+/** Makes acquire wait until the test opens (grant) or fails (refuse) the gate. */
+export function closeGate(gw: FakeGw): { open(): void; fail(err: Error): void } {
+  let open = () => {};
+  let fail: (err: Error) => void = () => {};
+  gw.gate = new Promise<void>((resolve, reject) => {
+    open = resolve;
+    fail = reject;
+  });
+  gw.gate.catch(() => {});
+  return { open, fail };
 }

@@ -82,7 +82,8 @@ describe.each(JSON_ROUTES)("%s", (path) => {
 
   test("a body over server.max_body_mb is a 413, declared or streamed", async () => {
     const big = JSON.stringify({ model: "m", input: "x".repeat(2000) });
-    const declared = await envelope(await call(app, "POST", path, big));
+    const length = { "content-length": String(big.length) };
+    const declared = await envelope(await call(app, "POST", path, big, length));
     expect(declared).toMatchObject({
       status: 413,
       type: "invalid_request_error",

@@ -2,7 +2,8 @@
 // check, serve, a request that loads a model, a streamed one that swaps, `qm status`, SIGTERM
 // → exit 0 with no model process left behind.
 import { existsSync } from "node:fs";
-import { alive, freePort, QM, ROOT, startQm } from "../tests/support/qm-process.ts";
+import { freePort } from "../tests/support/net.ts";
+import { alive, QM, ROOT, startQm } from "../tests/support/qm-process.ts";
 
 function check(ok: unknown, what: string): void {
   if (!ok) throw new Error(`smoke: ${what}`);

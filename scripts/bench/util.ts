@@ -29,20 +29,8 @@ export function round(x: number, digits = 3): number {
   return Math.round(x * f) / f;
 }
 
-/**
- * A port that was free a moment ago: bind port 0, read what the kernel chose, release it.
- * Racy in principle (another process may take it before we do), harmless on a bench box.
- */
-export function freePort(): number {
-  const server = Bun.listen({
-    hostname: "127.0.0.1",
-    port: 0,
-    socket: { data() {} },
-  });
-  const port = server.port;
-  server.stop(true);
-  return port;
-}
+/** A port that was free a moment ago (the tests' own helper: bind port 0, release it). */
+export { freePort } from "../../tests/support/net.ts";
 
 /** Resident set size of one process (not its children), in MB; null once it is gone. */
 export function rssMb(pid: number): number | null {

@@ -3,7 +3,7 @@ import { QmError } from "../shared/errors.ts";
 import type { Logger } from "../shared/log.ts";
 import { anthropicError } from "./anthropic/errors.ts";
 import { anthropicRoutes, isAnthropicPath } from "./anthropic/routes.ts";
-import { controlRoutes } from "./control/routes.ts";
+import { controlMethods, controlRoutes } from "./control/routes.ts";
 import { createEdge } from "./edge/gate.ts";
 import type { Gateway } from "./gateway.ts";
 import { openaiError } from "./openai/errors.ts";
@@ -19,6 +19,16 @@ export function buildRoutes(gw: Gateway, log: Logger) {
       const path = new URL(request.url).pathname;
       const render = isAnthropicPath(path) ? anthropicError : openaiError;
       if (code === "NOT_FOUND") {
+        const allow = controlMethods(path);
+        if (allow) {
+          return render(
+            new QmError(
+              "method_not_allowed",
+              `${request.method} is not allowed on ${path}; use ${allow}`,
+            ),
+            { allow },
+          );
+        }
         return render(new QmError("not_found", `no route for ${request.method} ${path}`));
       }
       // The cause is for qm's log; a client learns only that qm, not its request, was at fault.

@@ -1,8 +1,10 @@
 /** ANTHROPIC.md §7.1 case 23: both key headers, both SDK generations, Anthropic-shaped 401s. */
 import { afterAll, expect, test } from "bun:test";
 import type { APIError } from "@anthropic-ai/sdk";
+import { fakeGateway, modelToml } from "../support/fake-gateway.ts";
+import { bodyOf, post } from "../support/in-process.ts";
 import { clientFor, SDKS } from "./sdk-client.ts";
-import { appFor, basic, bodyOf, FakeUpstream, fakeGateway, modelToml, post } from "./support.ts";
+import { appFor, basic, FakeUpstream } from "./support.ts";
 
 const up = new FakeUpstream();
 afterAll(() => up.stop());

@@ -6,9 +6,10 @@
 import { describe, expect, test } from "bun:test";
 import { translatedStream } from "../../src/api/anthropic/stream-body.ts";
 import { StreamTranslator } from "../../src/api/anthropic/translate/stream.ts";
+import { chunk, sseResponse, sseText } from "../support/openai-answers.ts";
 import { build } from "./grammar.ts";
 import { bodyOf, encoder, OPTS } from "./replay.ts";
-import { chunk, parseEvents, sseResponse, sseText } from "./support.ts";
+import { parseEvents } from "./support.ts";
 
 async function translate(parts: Uint8Array[], bigLineBytes?: number) {
   const stream = translatedStream({

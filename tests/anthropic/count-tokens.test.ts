@@ -4,7 +4,9 @@
  * counting. Each test uses its own model id: what an upstream can do is cached per model.
  */
 import { afterAll, beforeEach, describe, expect, test } from "bun:test";
-import { appFor, basic, bodyOf, FakeUpstream, fakeGateway, modelToml, post } from "./support.ts";
+import { fakeGateway, modelToml } from "../support/fake-gateway.ts";
+import { bodyOf, post } from "../support/in-process.ts";
+import { appFor, basic, FakeUpstream } from "./support.ts";
 
 const up = new FakeUpstream();
 afterAll(() => up.stop());

@@ -3,23 +3,11 @@
  * envelope, client aborts, leases and pings (ANTHROPIC.md §7.1 cases 24, 26, 27).
  */
 import { afterAll, beforeEach, describe, expect, test } from "bun:test";
+import { type FakeGw, fakeGateway, modelToml } from "../support/fake-gateway.ts";
+import { bodyOf, post } from "../support/in-process.ts";
+import { chunk, completion, sseResponse, sseText } from "../support/openai-answers.ts";
 import { build } from "./grammar.ts";
-import {
-  appFor,
-  basic,
-  bodyOf,
-  chunk,
-  completion,
-  type FakeGw,
-  FakeUpstream,
-  fakeGateway,
-  modelToml,
-  parseEvents,
-  post,
-  sseResponse,
-  sseText,
-  textStream,
-} from "./support.ts";
+import { appFor, basic, FakeUpstream, parseEvents, textStream } from "./support.ts";
 
 const up = new FakeUpstream();
 let gw: FakeGw;

@@ -2,18 +2,10 @@
 import { afterAll, beforeEach, describe, expect, test } from "bun:test";
 import { Elysia } from "elysia";
 import { anthropicRoutes } from "../../src/api/anthropic/routes.ts";
+import { type FakeGw, fakeGateway, modelToml } from "../support/fake-gateway.ts";
 import { FakeTimers } from "../support/fake-timers.ts";
-import {
-  appFor,
-  basic,
-  bodyOf,
-  type FakeGw,
-  FakeUpstream,
-  fakeGateway,
-  modelToml,
-  post,
-  quietLog,
-} from "./support.ts";
+import { bodyOf, post, quietLog } from "../support/in-process.ts";
+import { appFor, basic, FakeUpstream } from "./support.ts";
 
 const up = new FakeUpstream();
 let gw: FakeGw;

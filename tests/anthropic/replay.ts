@@ -5,8 +5,9 @@
 import { expect } from "bun:test";
 import { translatedStream } from "../../src/api/anthropic/stream-body.ts";
 import { type StreamOptions, StreamTranslator } from "../../src/api/anthropic/translate/stream.ts";
+import { sseResponse } from "../support/openai-answers.ts";
 import { build } from "./grammar.ts";
-import { parseEvents, sseResponse } from "./support.ts";
+import { parseEvents } from "./support.ts";
 
 export const encoder = new TextEncoder();
 export const OPTS: StreamOptions = {

@@ -5,21 +5,10 @@
  */
 import { afterAll, beforeEach, describe, expect, test } from "bun:test";
 import type { APIError } from "@anthropic-ai/sdk";
+import { type FakeGw, fakeGateway, modelToml } from "../support/fake-gateway.ts";
+import { chunk, completion, sseResponse, sseText } from "../support/openai-answers.ts";
 import { clientFor, SDKS } from "./sdk-client.ts";
-import {
-  appFor,
-  basic,
-  chunk,
-  completion,
-  type FakeGw,
-  FakeUpstream,
-  fakeGateway,
-  modelToml,
-  sseResponse,
-  sseText,
-  textStream,
-  toolStream,
-} from "./support.ts";
+import { appFor, basic, FakeUpstream, textStream, toolStream } from "./support.ts";
 
 const up = new FakeUpstream();
 let gw: FakeGw;

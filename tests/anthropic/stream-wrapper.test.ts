@@ -9,9 +9,10 @@ import { Deadline } from "../../src/proxy/deadline.ts";
 import { QmError } from "../../src/shared/errors.ts";
 import { Sweep } from "../../src/shared/sweep.ts";
 import { FakeTimers } from "../support/fake-timers.ts";
+import { chunk, sseResponse, sseText } from "../support/openai-answers.ts";
 import { build } from "./grammar.ts";
 import { encoder, everySplit, OPTS, run } from "./replay.ts";
-import { chunk, parseEvents, sseResponse, sseText, types } from "./support.ts";
+import { parseEvents, types } from "./support.ts";
 
 describe("server-shaped fixtures (.sse, written from the servers' documented chunk shapes)", () => {
   const fixture = (name: string) => Bun.file(`${import.meta.dir}/fixtures/${name}`).text();

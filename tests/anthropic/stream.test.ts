@@ -4,9 +4,10 @@
  * must not change.
  */
 import { describe, expect, test } from "bun:test";
+import { chunk, sseResponse, sseText } from "../support/openai-answers.ts";
 import { build } from "./grammar.ts";
 import { bodyOf, encoder, everySplit, OPTS, run, tc } from "./replay.ts";
-import { chunk, parseEvents, sseResponse, sseText, types } from "./support.ts";
+import { parseEvents, types } from "./support.ts";
 
 describe("streaming translation", () => {
   test("15: plain text: the exact event sequence, usage from the trailing chunk", async () => {

@@ -1,20 +1,14 @@
 /**
- * Test support for the Anthropic routes: a fake Gateway (no scheduler, no processes), a
- * scripted fake OpenAI upstream on port 0, and readers for Anthropic SSE.
+ * Test support for the Anthropic routes: a scripted fake OpenAI upstream on port 0, the app
+ * with a short ping period, readers for Anthropic SSE, and scripted answers.
  */
 
 import { Elysia } from "elysia";
 import { createParser } from "eventsource-parser";
 import { anthropicRoutes } from "../../src/api/anthropic/routes.ts";
-import { buildApp } from "../../src/api/app.ts";
-import type { AcquireHooks, Gateway, Lease, StatusJson } from "../../src/api/gateway.ts";
-import type { Config, ModelConfig } from "../../src/config/types.ts";
-import type { Deadline } from "../../src/proxy/deadline.ts";
-import type { ModelState, ServeOutcome } from "../../src/scheduler/types.ts";
-import { createLogger, type LogLevel } from "../../src/shared/log.ts";
-import { Sweep } from "../../src/shared/sweep.ts";
-import type { Timers } from "../../src/shared/timer.ts";
-import { config } from "../support/harness.ts";
+import type { Gateway } from "../../src/api/gateway.ts";
+import { appOf, quietLog } from "../support/in-process.ts";
+import { chunk, sseResponse, sseText } from "../support/openai-answers.ts";
 
 export interface Recorded {
   path: string;
@@ -64,116 +58,10 @@ export class FakeUpstream {
   }
 }
 
-/** `data: …` frames of a scripted OpenAI stream, `[DONE]` last unless `done` is false. */
-export function sseText(chunks: (object | string)[], done = true): string {
-  const frames = chunks.map((c) => `data: ${typeof c === "string" ? c : JSON.stringify(c)}\n\n`);
-  return frames.join("") + (done ? "data: [DONE]\n\n" : "");
-}
-
-export function sseResponse(text: string | ReadableStream<Uint8Array>, status = 200): Response {
-  return new Response(text, { status, headers: { "content-type": "text/event-stream" } });
-}
-
-/** A chat.completion.chunk with one choice. */
-export function chunk(delta: object, finish: string | null = null, extra: object = {}): object {
-  return {
-    id: "chatcmpl-1",
-    object: "chat.completion.chunk",
-    choices: [{ index: 0, delta, finish_reason: finish }],
-    ...extra,
-  };
-}
-
-export interface FakeGw extends Gateway {
-  shuttingDown: boolean;
-  releases: (ServeOutcome | undefined)[];
-  states: Record<string, ModelState>;
-  acquired: number;
-  /** When set, acquire waits for it (reporting loading first). */
-  gate: Promise<void> | null;
-  /** Called once acquire has reported loading and starts waiting for `gate`. */
-  onWaiting: () => void;
-  /** Model ids as `reportStall` / `reportAnswered` heard of them, in order. */
-  reports: string[];
-}
-
-/**
- * A Gateway over an inline TOML config; leases are recorded, never scheduled. With `timers`,
- * upstream calls' deadlines are swept on that clock, every 1 ms of it.
- */
-export function fakeGateway(toml: string, timers?: Timers): FakeGw {
-  const cfg: Config = config(toml);
-  const gw: FakeGw = {
-    config: cfg,
-    ...(timers ? { calls: new Sweep<Deadline>(timers, 1) } : {}),
-    shuttingDown: false,
-    releases: [],
-    states: {},
-    acquired: 0,
-    gate: null,
-    onWaiting: () => {},
-    reports: [],
-    resolve(name: string): ModelConfig | undefined {
-      const id = cfg.aliases[name] ?? name;
-      return cfg.models[id];
-    },
-    resolveModel: async (name: string) => gw.resolve(name),
-    logs: () => [],
-    async acquire(model: ModelConfig, signal: AbortSignal, hooks?: AcquireHooks): Promise<Lease> {
-      if (gw.gate) {
-        hooks?.onLoading?.();
-        gw.onWaiting();
-        await gw.gate;
-      }
-      if (signal.aborted) throw new Error("aborted");
-      gw.acquired++;
-      gw.states[model.id] = "ready";
-      return { model, waitedMs: 0, release: (o?: ServeOutcome) => void gw.releases.push(o) };
-    },
-    modelState: (id: string) => gw.states[id] ?? "stopped",
-    stderrTail: () => [],
-    status: () => ({}) as StatusJson,
-    unload: () => {},
-    lease: () => Promise.reject(new Error("not used by the Anthropic routes")),
-    renewLease: () => {
-      throw new Error("not used by the Anthropic routes");
-    },
-    releaseLease: () => {},
-    subscribe: () => () => {},
-    reportStall: (id: string) => void gw.reports.push(`stall ${id}`),
-    reportAnswered: (id: string) => void gw.reports.push(`answered ${id}`),
-  };
-  return gw;
-}
-
-/** Config text for models served by `upstream` (cmd decides the profile). */
-export function modelToml(id: string, upstream: FakeUpstream, extra = "", cmd = "run-model") {
-  return `[models.${id}]\ncmd = "${cmd}"\nproxy = "${upstream.url}"\ncheck_endpoint = "none"\n${extra}\n`;
-}
-
-export const quietLog = (level: LogLevel = "error") => createLogger(level, () => {});
-
 /** The full app (auth, 404s) or just the Anthropic routes with a short ping period. */
 export function appFor(gw: Gateway, pingMs?: number) {
-  if (pingMs === undefined) return buildApp(gw, { loopback: true, log: quietLog() });
+  if (pingMs === undefined) return appOf(gw);
   return new Elysia().use(anthropicRoutes(gw, { pingMs, log: quietLog() }));
-}
-
-export async function post(
-  app: { handle(r: Request): Promise<Response> | Response },
-  path: string,
-  body: unknown,
-  headers: Record<string, string> = {},
-  signal?: AbortSignal,
-): Promise<Response> {
-  return app.handle(
-    new Request(`http://localhost${path}`, {
-      method: "POST",
-      headers: { "content-type": "application/json", ...headers },
-      body: JSON.stringify(body),
-      signal,
-    }),
-  );
 }
 
 export interface AEvent {
@@ -202,11 +90,6 @@ export function types(events: AEvent[]): string[] {
   }
   return events.map((e) => e.event as string);
 }
-
-/** A response body as JSON; tests read whatever fields they check. */
-// biome-ignore lint/suspicious/noExplicitAny: test assertions read bodies loosely
-export type Body = Record<string, any>;
-export const bodyOf = async (res: Response): Promise<Body> => (await res.json()) as Body;
 
 export const basic = { model: "m", max_tokens: 100, messages: [{ role: "user", content: "hi" }] };
 
@@ -257,9 +140,3 @@ export const toolStream = () =>
       chunk({}, "tool_calls"),
     ]),
   );
-
-export const completion = (message: object, finish: string) =>
-  Response.json({
-    choices: [{ index: 0, message: { role: "assistant", ...message }, finish_reason: finish }],
-    usage: { prompt_tokens: 9, completion_tokens: 4 },
-  });

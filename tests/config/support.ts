@@ -4,13 +4,13 @@ import {
   ConfigError,
   type ConfigIssue,
   type LoadOptions,
-  loadConfigText,
 } from "../../src/config/index.ts";
+import { config } from "../support/config.ts";
 
 export const FILE = "quartermaster.toml";
 
 export function load(text: string, opts: Partial<LoadOptions> = {}): Config {
-  return loadConfigText(text, { file: FILE, env: {}, isPortFree: () => true, ...opts });
+  return config(text, { file: FILE, ...opts });
 }
 
 export function issues(text: string, opts: Partial<LoadOptions> = {}): readonly ConfigIssue[] {

@@ -1,6 +1,6 @@
 /** `bun src/demo/cli.ts` as a process: the listening line, exit codes, signals. */
 import { afterEach, expect, test } from "bun:test";
-import { demoArgv } from "../process/demo-model.ts";
+import { demoArgv } from "../support/demo-model.ts";
 
 const procs: Bun.Subprocess[] = [];
 

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
-import { chat, freePort, serve, status, until } from "../support/e2e.ts";
+import { chat, serve, status, until } from "../support/e2e.ts";
+import { freePort } from "../support/net.ts";
 import type { QmServer } from "../support/qm-process.ts";
 
 // Real processes: loads, stops and TTLs take real time.

@@ -5,8 +5,9 @@
  */
 import { afterEach, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { chat, status } from "../support/e2e.ts";
+import { freePort } from "../support/net.ts";
 import { ownConfig } from "../support/own-config.ts";
-import { freePort, type QmServer, startQm } from "../support/qm-process.ts";
+import { type QmServer, startQm } from "../support/qm-process.ts";
 
 setDefaultTimeout(20_000);
 

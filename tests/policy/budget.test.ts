@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { GroupPolicy } from "../../src/policy/group.ts";
-import { config } from "../support/harness.ts";
+import { config } from "../support/config.ts";
 
 function model(id: string, vram: number, ram = 0): string {
   return `[models.${id}]\ncmd = "x"\nproxy = "http://127.0.0.1:9"\nest_vram_gb = ${vram}\nest_ram_gb = ${ram}\n`;

@@ -1,6 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { GroupPolicy } from "../../src/policy/group.ts";
-import { config, modelsToml } from "../support/harness.ts";
+import { config } from "../support/config.ts";
+import { modelsToml } from "../support/harness.ts";
 
 function policy(groups: string, ...models: string[]) {
   return new GroupPolicy(config(`${groups}\n${modelsToml(...models)}`));

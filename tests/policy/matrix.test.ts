@@ -1,6 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { MatrixPolicy } from "../../src/policy/matrix.ts";
-import { config, modelsToml } from "../support/harness.ts";
+import { config } from "../support/config.ts";
+import { modelsToml } from "../support/harness.ts";
 
 function policy(matrix: string, ...models: string[]) {
   return new MatrixPolicy(

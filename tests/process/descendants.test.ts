@@ -9,18 +9,10 @@ import { ModelProcess } from "../../src/process/model-process.ts";
 import { liveGroups } from "../../src/process/process-group.ts";
 import { tree } from "../../src/process/tree-watch.ts";
 import { QmError } from "../../src/shared/errors.ts";
-import {
-  alive,
-  captureLogger,
-  DEMO_CLI,
-  deferred,
-  demoArgv,
-  demoModel,
-  freePort,
-} from "./demo-model.ts";
-
-// biome-ignore lint/suspicious/noTemplateCurlyInString: qm's macro, not JS.
-const PORT = "${PORT}";
+import { commandLine } from "../support/config.ts";
+import { DEMO_CLI, demoModel } from "../support/demo-model.ts";
+import { freePort } from "../support/net.ts";
+import { alive, captureLogger, deferred } from "./support.ts";
 
 const made: ModelProcess[] = [];
 const pids: number[] = [];
@@ -48,17 +40,9 @@ function supervise(model: ModelConfig) {
   return { proc, exited: exited.promise, moved, ...cap };
 }
 
-/** The demo behind `sh -c`, with `before` run first; the shell's lines are in the log. */
+/** The demo behind `sh -c`, inside `script`; the shell's lines are in the log. */
 function shellModel(id: string, script: (demo: string) => string): ModelConfig {
-  const port = freePort();
-  const demo = demoArgv("--port", String(port), "--name", id, "--token-ms", "0")
-    .map((a) => `'${a}'`)
-    .join(" ");
-  return demoModel(id, [], {
-    argv: ["sh", "-c", script(demo)],
-    proxy: `http://127.0.0.1:${port}`,
-    port,
-  });
+  return demoModel(id, [], { cmd: (demo) => commandLine(["sh", "-c", script(demo)]) });
 }
 
 const pidAfter = (proc: ModelProcess, tag: string) =>
@@ -120,13 +104,8 @@ describe("a port someone else holds", () => {
   test("an allocated port is moved: onConfigChange gets the new config; the stranger is never asked", async () => {
     const port = freePort();
     const seen = stranger(port);
-    const base = demoModel("mover", [], { port });
-    const tpl = demoArgv("--port", PORT, "--name", "mover", "--token-ms", "0").join(" ");
-    const model = {
-      ...base,
-      template: { ...base.template, cmd: tpl, proxy: `http://127.0.0.1:${PORT}` },
-    };
-    const { proc, moved, lines } = supervise(model);
+    // `--port ${PORT}` allocated from the port the stranger holds.
+    const { proc, moved, lines } = supervise(demoModel("mover", [], { port }));
     await proc.start();
     pids.push(proc.pid!);
     expect(moved).toHaveLength(1);
@@ -144,9 +123,7 @@ describe("a port someone else holds", () => {
   test("a fixed port: the start fails with port_in_use and nothing is spawned", async () => {
     const port = freePort();
     const seen = stranger(port);
-    const { proc, lines } = supervise(
-      demoModel("fixed", [], { port: null, proxy: `http://127.0.0.1:${port}` }),
-    );
+    const { proc, lines } = supervise(demoModel("fixed", [], { port, fixed: true }));
     const err = await proc.start().then(
       () => null,
       (e: unknown) => e,
@@ -161,14 +138,7 @@ describe("a port someone else holds", () => {
   test("a stranger that binds the port while the model starts is not taken for it", async () => {
     const port = freePort();
     // The model never listens; a stranger turns up on its port after the spawn.
-    const { proc } = supervise(
-      demoModel("late", [], {
-        argv: ["sleep", "30"],
-        cmd: "sleep 30",
-        port: null,
-        proxy: `http://127.0.0.1:${port}`,
-      }),
-    );
+    const { proc } = supervise(demoModel("late", [], { port, fixed: true, cmd: () => "sleep 30" }));
     const starting = proc.start().then(
       () => null,
       (e: unknown) => e,

@@ -1,7 +1,7 @@
 /** waitHealthy against in-process servers on port 0. */
 import { afterEach, expect, test } from "bun:test";
 import { waitHealthy } from "../../src/process/health.ts";
-import { freePort } from "./demo-model.ts";
+import { freePort } from "../support/net.ts";
 
 const servers: Bun.Server<undefined>[] = [];
 afterEach(async () => {

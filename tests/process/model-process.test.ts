@@ -8,7 +8,8 @@ import type { ProcessExit } from "../../src/process/exit-info.ts";
 import { ModelProcess, type ModelProcessOptions } from "../../src/process/model-process.ts";
 import { liveGroups } from "../../src/process/process-group.ts";
 import { QmError } from "../../src/shared/errors.ts";
-import { alive, captureLogger, demoModel } from "./demo-model.ts";
+import { demoModel } from "../support/demo-model.ts";
+import { alive, captureLogger } from "./support.ts";
 
 const made: ModelProcess[] = [];
 const pids: number[] = [];
@@ -94,7 +95,7 @@ describe("start", () => {
 
   test("checkEndpoint null: ready as soon as spawned", async () => {
     const { proc } = supervise(
-      demoModel("nocheck", ["--load-delay-ms", "5000"], { checkEndpoint: null }),
+      demoModel("nocheck", ["--load-delay-ms", "5000"], { toml: 'check_endpoint = "none"' }),
     );
     const t0 = performance.now();
     await startAndRecord(proc);
@@ -124,10 +125,7 @@ describe("start", () => {
 
   test("a command that cannot run rejects with upstream_start_failed", async () => {
     const { proc } = supervise(
-      demoModel("missing", [], {
-        argv: ["/nonexistent/llama-server"],
-        cmd: "/nonexistent/llama-server",
-      }),
+      demoModel("missing", [], { cmd: () => "/nonexistent/llama-server" }),
     );
     const err = await rejection(proc.start());
     expect(err.code).toBe("upstream_start_failed");

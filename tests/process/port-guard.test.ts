@@ -1,6 +1,7 @@
 /** The port checks around a start: which port, moving it, who holds it, whose listener. */
 import { afterEach, describe, expect, test } from "bun:test";
 import type { ModelConfig } from "../../src/config/types.ts";
+import { mintVariant } from "../../src/config/variant.ts";
 import {
   claimPort,
   listenerOwnership,
@@ -10,8 +11,10 @@ import {
 } from "../../src/process/port-guard.ts";
 import { freePortFor } from "../../src/process/start-guard.ts";
 import { QmError } from "../../src/shared/errors.ts";
-import { captureLogger, demoModel, freePort } from "./demo-model.ts";
+import { modelFromToml } from "../support/config.ts";
+import { freePort } from "../support/net.ts";
 import { FakeProc } from "./fake-proc.ts";
+import { captureLogger } from "./support.ts";
 
 // biome-ignore lint/suspicious/noTemplateCurlyInString: qm's macros, not JS.
 const [PORT, MODEL_ID] = ["${PORT}", "${MODEL_ID}"];
@@ -21,25 +24,18 @@ afterEach(() => {
   for (const l of listeners.splice(0)) l.stop(true);
 });
 
-/** A model as the loader builds one from `cmd = "server --port ${PORT} …"`. */
-function portModel(id: string, port: number, over: Partial<ModelConfig> = {}): ModelConfig {
-  const base = demoModel(id, [], { port, ...over });
-  const cmd = `server --port ${PORT} --name ${MODEL_ID}`;
-  return {
-    ...base,
-    cmd: `server --port ${port} --name ${id}`,
-    argv: ["server", "--port", String(port), "--name", id],
-    proxy: `http://127.0.0.1:${port}`,
+/** `[models.ID]` keys as TOML lines → the model the loader builds, `${PORT}` from `port`. */
+function model(id: string, keys: string, port = 10001): ModelConfig {
+  return modelFromToml(`[server]\nstart_port = ${port}\n[models.${id}]\n${keys}\n`);
+}
+
+/** `cmd = "server --port ${PORT} --name ${MODEL_ID}"`, the port in its env too. */
+function portModel(id: string, port: number): ModelConfig {
+  return model(
+    id,
+    `cmd = "server --port ${PORT} --name ${MODEL_ID}"\nenv = { WHERE = "${PORT}" }`,
     port,
-    env: { WHERE: String(port) },
-    template: {
-      ...base.template,
-      cmd,
-      proxy: `http://127.0.0.1:${PORT}`,
-      checkEndpoint: "/health",
-      env: { WHERE: PORT },
-    },
-  };
+  );
 }
 
 function hold(): number {
@@ -51,38 +47,33 @@ function hold(): number {
 describe("portOf", () => {
   test("a port qm allocated can move; a port written in the proxy cannot", () => {
     expect(portOf(portModel("a", 9100))).toEqual({ port: 9100, movable: true });
-    const fixed = demoModel("b", [], { port: null, proxy: "http://localhost:9200" });
+    const fixed = model("b", 'cmd = "server --port 9200"\nproxy = "http://localhost:9200"');
     expect(portOf(fixed)).toEqual({ port: 9200, movable: false });
   });
 
   test("a port only the proxy follows cannot move: the server would not follow it", () => {
-    const m = portModel("e", 9250);
-    const proxyOnly = { ...m, template: { ...m.template, cmd: "server --port 9250", env: {} } };
+    const proxyOnly = model("e", 'cmd = "server --port 9250"', 9250);
+    expect(proxyOnly.port).toBe(9250);
     expect(portOf(proxyOnly)).toEqual({ port: 9250, movable: false });
   });
 
   test("a command that never names the port, with readiness unchecked, proxies to a server run elsewhere", () => {
-    const outside = demoModel("x", [], {
-      port: null,
-      argv: ["sleep", "3600"],
-      proxy: "http://127.0.0.1:9400",
-      checkEndpoint: null,
-    });
+    const proxy = 'proxy = "http://127.0.0.1:9400"';
+    const outside = model("x", `cmd = "sleep 3600"\n${proxy}\ncheck_endpoint = "none"`);
     expect(portOf(outside)).toBeNull();
     // Naming the port, or checking readiness, makes the model the one meant to listen there.
-    expect(portOf({ ...outside, argv: ["server", "--port", "9400"] })).toEqual({
-      port: 9400,
-      movable: false,
-    });
-    expect(portOf({ ...outside, checkEndpoint: "/health" })).toEqual({
+    const named = model("x", `cmd = "server --port 9400"\n${proxy}\ncheck_endpoint = "none"`);
+    expect(portOf(named)).toEqual({ port: 9400, movable: false });
+    expect(portOf(model("x", `cmd = "sleep 3600"\n${proxy}`))).toEqual({
       port: 9400,
       movable: false,
     });
   });
 
   test("no check for an upstream elsewhere or a URL without a port", () => {
-    expect(portOf(demoModel("c", [], { port: null, proxy: "http://10.1.2.3:9300" }))).toBeNull();
-    expect(portOf(demoModel("d", [], { port: null, proxy: "http://127.0.0.1" }))).toBeNull();
+    const elsewhere = 'cmd = "server --port 9300"\nproxy = "http://10.1.2.3:9300"';
+    expect(portOf(model("c", elsewhere))).toBeNull();
+    expect(portOf(model("d", 'cmd = "server"\nproxy = "http://127.0.0.1"'))).toBeNull();
   });
 });
 
@@ -97,7 +88,7 @@ describe("withPort", () => {
   });
 
   test("a ?ctx= variant keeps its context size and its base's name", () => {
-    const v = portModel("a?ctx=4096", 9100, { variantOf: { base: "a", ctx: 4096 } });
+    const v = mintVariant(portModel("a", 9100), { ctx: 4096, port: 9100, estVramGb: 0 });
     const m = withPort(v, 9556);
     expect(m.id).toBe("a?ctx=4096");
     expect(m.argv).toEqual(["server", "--port", "9556", "--name", "a", "--ctx-size", "4096"]);
@@ -115,7 +106,7 @@ describe("pickPort", () => {
     ];
     const probe = { fs, bindable: () => false }; // /proc is there: bind is not asked
     expect(pickPort(portModel("mover", 9400), 9400, probe)).toBe(9404);
-    claimPort(demoModel("other", [], { port: null, proxy: "http://10.0.0.1:1" }));
+    claimPort(model("other", 'cmd = "server"\nproxy = "http://10.0.0.1:1"'));
   });
 
   test("without /proc, a bind test decides", () => {
@@ -143,8 +134,10 @@ describe("freePortFor", () => {
 
   test("a taken fixed port: port_in_use (503) naming the port and the holder", () => {
     const port = hold();
-    const m = demoModel("fixed", [], { port: null });
-    const fixed = { ...m, proxy: `http://127.0.0.1:${port}` };
+    const fixed = model(
+      "fixed",
+      `cmd = "server --port ${port}"\nproxy = "http://127.0.0.1:${port}"`,
+    );
     let err: unknown;
     try {
       freePortFor(fixed, { log: captureLogger().log, ownerOf: (pid) => (pid ? "twin" : null) });

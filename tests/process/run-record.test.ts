@@ -15,8 +15,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { linuxProc } from "../../src/process/proc-fs.ts";
 import { type RunFile, RunRecord, reapStale, runDir } from "../../src/process/run-record.ts";
-import { alive, captureLogger } from "./demo-model.ts";
 import { FakeProc } from "./fake-proc.ts";
+import { alive, captureLogger } from "./support.ts";
 
 const SELF = { pid: 100, start: 5 };
 const sleepers: Bun.Subprocess[] = [];

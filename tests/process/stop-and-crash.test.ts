@@ -4,7 +4,9 @@ import type { ModelConfig } from "../../src/config/types.ts";
 import type { ProcessExit } from "../../src/process/exit-info.ts";
 import { ModelProcess } from "../../src/process/model-process.ts";
 import { killAllSync, liveGroups } from "../../src/process/process-group.ts";
-import { alive, captureLogger, deferred, demoArgv, demoModel, freePort } from "./demo-model.ts";
+import { commandLine, tomlString } from "../support/config.ts";
+import { demoModel } from "../support/demo-model.ts";
+import { alive, captureLogger, deferred } from "./support.ts";
 
 // biome-ignore lint/suspicious/noTemplateCurlyInString: qm's cmd_stop macro, not JS.
 const PID = "${PID}";
@@ -65,7 +67,7 @@ describe("stop", () => {
 
   test("a process that ignores SIGTERM is SIGKILLed after stopTimeoutS", async () => {
     const { proc, lines } = supervise(
-      demoModel("stubborn", ["--ignore-sigterm"], { stopTimeoutS: 0.3 }),
+      demoModel("stubborn", ["--ignore-sigterm"], { toml: "stop_timeout_s = 0.3" }),
     );
     const pid = await startAndRecord(proc);
     const t0 = performance.now();
@@ -79,7 +81,9 @@ describe("stop", () => {
   });
 
   test("cmd_stop runs with the PID macro instead of SIGTERM", async () => {
-    const { proc } = supervise(demoModel("custom", [], { cmdStop: `kill -s INT ${PID}` }));
+    const { proc } = supervise(
+      demoModel("custom", [], { toml: `cmd_stop = ${tomlString(`kill -s INT ${PID}`)}` }),
+    );
     const pid = await startAndRecord(proc);
     await proc.stop();
     expect(alive(pid)).toBe(false);
@@ -88,7 +92,9 @@ describe("stop", () => {
   });
 
   test("a failing cmd_stop falls back to SIGTERM", async () => {
-    const { proc, lines } = supervise(demoModel("fallback", [], { cmdStop: `false ${PID}` }));
+    const { proc, lines } = supervise(
+      demoModel("fallback", [], { toml: `cmd_stop = ${tomlString(`false ${PID}`)}` }),
+    );
     const pid = await startAndRecord(proc);
     await proc.stop();
     expect(alive(pid)).toBe(false);
@@ -97,15 +103,10 @@ describe("stop", () => {
   });
 
   test("the whole process group goes, children included", async () => {
-    const port = freePort();
-    const demo = demoArgv("--port", String(port), "--name", "tree").map((a) => `'${a}'`);
     // The shell reports its background child's pid, then becomes the demo (exec).
-    const script = `sleep 30 & echo "child $!"; exec ${demo.join(" ")}`;
     const { proc } = supervise(
       demoModel("tree", [], {
-        argv: ["sh", "-c", script],
-        proxy: `http://127.0.0.1:${port}`,
-        port,
+        cmd: (demo) => commandLine(["sh", "-c", `sleep 30 & echo "child $!"; exec ${demo}`]),
       }),
     );
     await startAndRecord(proc);
@@ -137,16 +138,10 @@ describe("crash", () => {
   });
 
   test("a crash mid-stream reports the exit; leftover children are killed", async () => {
-    const port = freePort();
-    const demo = demoArgv("--port", String(port), "--name", "midway", "--token-ms", "0");
-    const script = `sleep 30 & echo "child $!"; exec ${demo.map((a) => `'${a}'`).join(" ")} --crash-after-tokens 3`;
-    const { proc, exited } = supervise(
-      demoModel("midway", [], {
-        argv: ["sh", "-c", script],
-        proxy: `http://127.0.0.1:${port}`,
-        port,
-      }),
-    );
+    const model = demoModel("midway", ["--crash-after-tokens", "3"], {
+      cmd: (demo) => commandLine(["sh", "-c", `sleep 30 & echo "child $!"; exec ${demo}`]),
+    });
+    const { proc, exited } = supervise(model);
     await startAndRecord(proc);
     const child = Number(
       proc
@@ -154,7 +149,7 @@ describe("crash", () => {
         .find((l) => l.startsWith("child "))
         ?.slice(6),
     );
-    const res = await fetch(`http://127.0.0.1:${port}/v1/chat/completions`, {
+    const res = await fetch(`${model.proxy}/v1/chat/completions`, {
       method: "POST",
       body: JSON.stringify({ model: "midway", messages: [], stream: true }),
     });

@@ -1,8 +1,8 @@
 import { describe, expect, test } from "bun:test";
-import { loadConfigText } from "../../src/config/index.ts";
 import { Deadline } from "../../src/proxy/deadline.ts";
 import { QmError } from "../../src/shared/errors.ts";
 import { Sweep } from "../../src/shared/sweep.ts";
+import { config } from "../support/config.ts";
 import { FakeTimers } from "../support/fake-timers.ts";
 
 /** A deadline swept every 1 ms of a fake clock (the real sweep looks every 100 ms). */
@@ -136,10 +136,9 @@ describe("Deadline", () => {
     noStall.timers.advance(3_600_000);
     expect(noStall.d.signal.aborted).toBe(false);
 
-    const cfg = loadConfigText(
+    const cfg = config(
       `[models.a]\ncmd = "x"\nproxy = "http://127.0.0.1:9"\n` +
         `[models.b]\ncmd = "x"\nproxy = "http://127.0.0.1:9"\nfirst_byte_timeout_s = 0\nstall_timeout_s = 0\n`,
-      { file: "t.toml", env: {}, isPortFree: () => true },
     );
     const timers = new FakeTimers();
     const sweep = new Sweep<Deadline>(timers, 100);

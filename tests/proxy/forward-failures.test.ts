@@ -10,7 +10,7 @@ import { QmError } from "../../src/shared/errors.ts";
 import { createLogger } from "../../src/shared/log.ts";
 import { Sweep } from "../../src/shared/sweep.ts";
 import { FakeTimers } from "../support/fake-timers.ts";
-import { freePort } from "../support/qm-process.ts";
+import { freePort } from "../support/net.ts";
 
 /** Resolve once the upstream has the request for a path, and once it saw it go away. */
 const arrived = new Map<string, () => void>();

@@ -4,8 +4,9 @@ import type { ModelProcess } from "../../src/process/index.ts";
 import { Runtime } from "../../src/runtime/runtime.ts";
 import { QmError } from "../../src/shared/errors.ts";
 import { createLogger } from "../../src/shared/log.ts";
+import { config } from "../support/config.ts";
 import { FakeClock } from "../support/fake-clock.ts";
-import { config, modelsToml } from "../support/harness.ts";
+import { modelsToml } from "../support/harness.ts";
 
 interface Deferred {
   promise: Promise<void>;

@@ -4,8 +4,9 @@ import { GpuWatch } from "../../src/runtime/gpu-watch.ts";
 import { LiveBudget } from "../../src/runtime/live-budget.ts";
 import { createLogger } from "../../src/shared/log.ts";
 import type { Timers } from "../../src/shared/timer.ts";
+import { config } from "../support/config.ts";
 import { FakeClock } from "../support/fake-clock.ts";
-import { config, modelsToml } from "../support/harness.ts";
+import { modelsToml } from "../support/harness.ts";
 
 const TOTAL_MIB = 24576;
 

@@ -9,8 +9,8 @@ import { Deadline } from "../../src/proxy/deadline.ts";
 import { Runtime } from "../../src/runtime/runtime.ts";
 import { QmError } from "../../src/shared/errors.ts";
 import { createLogger } from "../../src/shared/log.ts";
+import { config } from "../support/config.ts";
 import { FakeTimers } from "../support/fake-timers.ts";
-import { config } from "../support/harness.ts";
 import { fakeServers, settle } from "./fake-server.ts";
 
 /** `[models.ID]` tables with extra keys each, e.g. `model("a", "concurrency_limit = 1")`. */

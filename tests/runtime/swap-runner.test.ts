@@ -4,7 +4,8 @@ import { SwapRunner } from "../../src/runtime/swap-runner.ts";
 import type { SwapResult } from "../../src/scheduler/types.ts";
 import type { QmError } from "../../src/shared/errors.ts";
 import { createLogger } from "../../src/shared/log.ts";
-import { config, modelsToml } from "../support/harness.ts";
+import { config } from "../support/config.ts";
+import { modelsToml } from "../support/harness.ts";
 import { fakeServers, settle } from "./fake-server.ts";
 
 /** A runner over fake processes, a spawn gate the test answers, and recorded events. */

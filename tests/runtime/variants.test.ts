@@ -8,7 +8,7 @@ import { Variants } from "../../src/runtime/variants.ts";
 import { silentLogger } from "../../src/shared/log.ts";
 import { llama } from "../gpu/gguf/fake-models.ts";
 import { writeModelFile } from "../gpu/gguf/gguf-writer.ts";
-import { config } from "../support/harness.ts";
+import { config } from "../support/config.ts";
 
 describe("variant names and argv", () => {
   test("parseVariantName", () => {

@@ -4,9 +4,9 @@ import { GroupPolicy } from "../../src/policy/group.ts";
 import { Scheduler } from "../../src/scheduler/scheduler.ts";
 import type { Swap } from "../../src/scheduler/types.ts";
 import { QmError } from "../../src/shared/errors.ts";
+import { config } from "../support/config.ts";
 import { FakeClock } from "../support/fake-clock.ts";
 import { FakeEffects } from "../support/fake-effects.ts";
-import { config } from "../support/harness.ts";
 
 const TOML = `
 [scheduler]

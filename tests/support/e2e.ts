@@ -2,7 +2,7 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { StatusJson } from "../../src/api/gateway.ts";
-import { freePort, type QmServer, startQm } from "./qm-process.ts";
+import { type QmServer, startQm } from "./qm-process.ts";
 
 export interface ConfigFile {
   path: string;
@@ -105,5 +105,3 @@ export async function until<T>(
     await Bun.sleep(25);
   }
 }
-
-export { freePort };

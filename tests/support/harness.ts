@@ -1,14 +1,8 @@
-import { loadConfigText } from "../../src/config/index.ts";
-import type { Config } from "../../src/config/types.ts";
 import { GroupPolicy } from "../../src/policy/group.ts";
 import { Scheduler } from "../../src/scheduler/scheduler.ts";
+import { config } from "./config.ts";
 import { FakeClock } from "./fake-clock.ts";
 import { FakeEffects } from "./fake-effects.ts";
-
-/** Loads inline TOML through the real loader; ports are never bound. */
-export function config(toml: string): Config {
-  return loadConfigText(toml, { file: "test.toml", env: {}, isPortFree: () => true });
-}
 
 /** `models("a", "b")` → TOML for demo models with no port use. */
 export function modelsToml(...ids: string[]): string {

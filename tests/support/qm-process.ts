@@ -4,14 +4,6 @@ import type { Subprocess } from "bun";
 export const ROOT = resolve(import.meta.dir, "../..");
 export const QM = resolve(ROOT, "dist/qm");
 
-/** A free loopback port: bind port 0, read the port, release it. */
-export function freePort(): number {
-  const s = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } });
-  const port = s.port;
-  s.stop(true);
-  return port;
-}
-
 export interface QmServer {
   proc: Subprocess<"ignore", "pipe", "pipe">;
   url: string;

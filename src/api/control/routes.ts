@@ -11,6 +11,20 @@ import { openaiError } from "../openai/errors.ts";
 import { OPENAI } from "../openai/inference.ts";
 import { readBody } from "../request/body.ts";
 
+/** The control paths and the methods each answers (for a 405's `Allow`). */
+const CONTROL_PATHS: [RegExp, string][] = [
+  [/^\/(?:health|running|api\/status|api\/events)$/, "GET"],
+  [/^\/api\/models\/[^/]+\/logs$/, "GET"],
+  [/^\/api\/models\/(?:unload|[^/]+\/(?:load|unload|lease))$/, "POST"],
+  [/^\/api\/models\/[^/]+\/lease\/[^/]+$/, "POST, DELETE"],
+];
+
+/** The methods a control path answers, or null when it is no control path. */
+export function controlMethods(path: string): string | null {
+  for (const [pattern, methods] of CONTROL_PATHS) if (pattern.test(path)) return methods;
+  return null;
+}
+
 /** `/health`, `/api/*` and llama-swap's `/running`. Errors use the OpenAI envelope. */
 export function controlRoutes(gw: Gateway, log: Logger) {
   return new Elysia()

@@ -2,8 +2,8 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdir, mkdtemp, rm, symlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { loadConfigText } from "../../../src/config/index.ts";
 import { scanCommand } from "../../../src/gpu/gguf/scan.ts";
+import { config as load } from "../../support/config.ts";
 import { llama } from "./fake-models.ts";
 import { buildGguf, type GgufSpec, val, writeModelFile } from "./gguf-writer.ts";
 
@@ -85,7 +85,7 @@ describe("qm scan", () => {
     const r = await scan(dir);
     expect(r.err).toBe("");
     expect(r.code).toBe(0);
-    const config = loadConfigText(r.out, { file: "scan.toml", env: {}, isPortFree: () => true });
+    const config = load(r.out, { file: "scan.toml" });
     expect(Object.keys(config.models).sort()).toEqual(["big-model", "qwen2-5-7b-instruct-q4_0"]);
     const qwen = config.models["qwen2-5-7b-instruct-q4_0"]!;
     // The path with a space survives qm's shell-style split.
@@ -119,7 +119,7 @@ describe("qm scan", () => {
 
   test("estimates match sizeModel over all parts, rounded up to 0.1", async () => {
     const r = await scan(join(dir, "nested"), "--ctx", "2048");
-    const config = loadConfigText(r.out, { file: "scan.toml", env: {}, isPortFree: () => true });
+    const config = load(r.out, { file: "scan.toml" });
     const spec = small({ layers: 3 });
     const weights = spec.tensors.reduce((a, t) => a + t.bytes, 0);
     const kv = 2 * 3 * 2048 * 2 * 64 * 2;

@@ -21,6 +21,8 @@ export interface UpstreamCall {
   readonly observer: ChunkObserver | null;
   /** Told exactly once when the exchange is over, however it ended. */
   ended(end: RelayEnd): void;
+  /** Sets qm's own headers on the client's response (`x-qm-model`, …). */
+  tag(headers: Headers): void;
 }
 
 export interface ForwardRequest {
@@ -43,8 +45,6 @@ export interface ForwardRequest {
    * body itself (the Anthropic translator). `call.ended` then fires only if no response came.
    */
   raw?: boolean;
-  /** Set on the client's response (e.g. `X-QM-Model`). */
-  extraHeaders?: Headers | undefined;
 }
 
 /**
@@ -78,7 +78,7 @@ export async function forward(req: ForwardRequest): Promise<Response> {
     return upstream;
   }
   const headers = clientResponseHeaders(upstream.headers);
-  if (req.extraHeaders) for (const [k, v] of req.extraHeaders) headers.set(k, v);
+  req.call.tag(headers);
   const { call } = req;
   if (!upstream.body) {
     deadline.end(true);

@@ -1,6 +1,8 @@
 import { describe, expect, test } from "bun:test";
 import { readBody } from "../../src/api/request/body.ts";
 import { QmError } from "../../src/shared/errors.ts";
+import { Sweep } from "../../src/shared/sweep.ts";
+import { FakeTimers } from "../support/fake-timers.ts";
 
 function streamed(parts: Uint8Array[], then: "end" | "hang" | "break"): Request {
   const body = new ReadableStream<Uint8Array>({
@@ -34,9 +36,26 @@ describe("readBody", () => {
   });
 
   test("a body that stops arriving is a 408, not a wait for ever", async () => {
-    const err = await readBody(streamed([bytes(2)], "hang"), 100, 5).catch((e: unknown) => e);
+    const timers = new FakeTimers();
+    const sweep = new Sweep(timers, 1);
+    let settled = false;
+    const pending = readBody(streamed([bytes(2)], "hang"), 100, 5000, sweep).catch(
+      (e: unknown) => e,
+    );
+    void pending.then(() => {
+      settled = true;
+    });
+    // The first chunk arrives and is taken; from then on nothing does.
+    await new Promise((r) => setImmediate(r));
+    timers.advance(4999);
+    await Promise.resolve();
+    expect(settled).toBe(false);
+    timers.advance(1);
+    const err = await pending;
     expect(err).toBeInstanceOf(QmError);
     expect((err as QmError).status).toBe(408);
+    expect((err as QmError).message).toBe("the request body stopped arriving (nothing for 5 s)");
+    expect(sweep.size).toBe(0);
   });
 
   test("broken framing is a 400 in qm's words", async () => {

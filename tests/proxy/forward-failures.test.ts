@@ -112,6 +112,7 @@ function call(path: string, over: Partial<ForwardRequest> & { deadline?: Deadlin
     log: createLogger("warn", (l) => logged.push(l)),
     observer: null,
     ended: (e) => ends.push(e),
+    tag: () => {},
   };
   const req: ForwardRequest = {
     base: `http://127.0.0.1:${upstream.port}`,

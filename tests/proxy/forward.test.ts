@@ -49,6 +49,7 @@ async function through(type: string, gated: boolean) {
       log: undefined,
       observer: null,
       ended: (e) => ends.push(e.kind),
+      tag: () => {},
     },
   });
   const reader = res.body!.getReader();

@@ -116,6 +116,7 @@ async function open(x: Exchange<Translated>, call: Call): Promise<Response> {
 }
 
 function sendTranslated(x: Exchange<Translated>, call: Call): Promise<Response> {
+  call.tag(x.headers);
   return x.parsed.oai.stream ? sendStream(x, call) : sendWhole(x, call);
 }
 

@@ -56,6 +56,7 @@ function renderFailure(err: Parameters<typeof fromQmError>[0]): Uint8Array {
 }
 
 async function send(x: Exchange<Native>, call: Call): Promise<Response> {
+  call.tag(x.headers);
   const res = await forward({
     base: call.base,
     pathAndQuery: x.parsed.pathAndQuery,

@@ -139,11 +139,11 @@ const NO_ASKS: Asks = {};
 
 /** A load is an exchange whose answer is that the model is ready: it ends at once. */
 async function loaded(x: Exchange<null>, call: Call): Promise<Response> {
-  const waited = x.headers.get("x-qm-wait-ms");
   call.finish(false);
+  call.tag(x.headers);
   const { id } = x.model;
   return Response.json(
-    { model: id, state: x.gw.modelState(id), wait_ms: Number(waited) },
+    { model: id, state: x.gw.modelState(id), wait_ms: call.waitedMs },
     { headers: x.headers },
   );
 }

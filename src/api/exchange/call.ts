@@ -30,6 +30,10 @@ export class Call implements UpstreamCall, DeadlineReport {
   private lease: Lease | null = null;
   /** The granted model's base URL: the config it started with (its port may have moved). */
   base = "";
+  /** The model was ready when the request came (`x-qm-model-loaded`). */
+  loaded = false;
+  /** How long the grant took (`x-qm-wait-ms`); -1 until granted. */
+  waitedMs = -1;
   private over = false;
 
   constructor(
@@ -57,6 +61,7 @@ export class Call implements UpstreamCall, DeadlineReport {
   /** The model was granted: from now on the end releases it. */
   granted(lease: Lease): void {
     this.base = lease.model.proxy;
+    this.waitedMs = lease.waitedMs;
     if (this.over) lease.release();
     else this.lease = lease;
   }
@@ -75,6 +80,13 @@ export class Call implements UpstreamCall, DeadlineReport {
     this.over = true;
     this.deadline.end(answered);
     this.lease?.release({ toolCalls: this.observer?.toolCalls ?? false });
+  }
+
+  /** qm's headers on every answer for a model: which model, whether it was loaded, the wait. */
+  tag(headers: Headers): void {
+    headers.set("x-qm-model", this.modelId);
+    headers.set("x-qm-model-loaded", this.loaded ? "true" : "false");
+    if (this.waitedMs >= 0) headers.set("x-qm-wait-ms", String(this.waitedMs));
   }
 
   /** The proxy's report of how the call ended. */

@@ -31,7 +31,7 @@ export interface Exchange<T> {
   request: Request;
   model: ModelConfig;
   asks: Asks;
-  /** The client's response headers; the exchange adds `x-qm-model`, `-loaded`, `-wait-ms`. */
+  /** The API's own response headers (`Call.tag` adds `x-qm-model`, `-loaded`, `-wait-ms`). */
   headers: Headers;
   api: ExchangeApi;
   log: Logger;
@@ -63,18 +63,15 @@ export async function runExchange<T>(x: Exchange<T>): Promise<Response> {
   const { gw, model, headers } = x;
   // A model load can take minutes: Bun's idle timeout must not close the connection meanwhile.
   noIdleTimeout(x.request);
-  const loaded = gw.modelState(model.id) === "ready";
-  headers.set("x-qm-model", model.id);
-  headers.set("x-qm-model-loaded", loaded ? "true" : "false");
   const call = new Call(gw, model, x.request.signal, x.log, x);
-  if (x.placeholder && !loaded && model.sendLoadingState) return waitStatus(x, call);
+  call.loaded = gw.modelState(model.id) === "ready";
+  if (x.placeholder && !call.loaded && model.sendLoadingState) return waitStatus(x, call);
   try {
-    const lease = await gw.acquire(model, call.signal, x.asks);
-    headers.set("x-qm-wait-ms", String(lease.waitedMs));
-    call.granted(lease);
+    call.granted(await gw.acquire(model, call.signal, x.asks));
     return await x.send(x, call);
   } catch (err) {
     call.finish(false);
+    call.tag(headers);
     return x.api.error(asQmError(err), headers);
   }
 }
@@ -106,6 +103,7 @@ function waitStatus<T>(x: Exchange<T>, call: Call): Response {
     onCancel: () => call.cancel(),
     renderError: x.api.streamError,
   });
+  call.tag(x.headers);
   x.headers.set("content-type", "text/event-stream");
   x.headers.set("cache-control", "no-cache");
   return new Response(body, { status: 200, headers: x.headers });

@@ -60,7 +60,8 @@ async function parse(
     return parseMultipart(gw, request, bytes, type, pathAndQuery);
   }
   const obj = parseJsonObject(bytes);
-  const model = await resolveModel(gw, obj.model);
+  const named = resolveModel(gw, obj.model);
+  const model = named instanceof Promise ? await named : named;
   let body = bytes;
   if (model.useModelName) {
     obj.model = model.useModelName;
@@ -124,7 +125,6 @@ function send(x: Exchange<Parsed>, call: Call): Promise<Response> {
     body: p.body,
     call,
     checkSse: COMPLETIONS.test(p.pathAndQuery) ? REQUIRE_DONE : NO_DONE,
-    extraHeaders: x.headers,
   });
 }
 

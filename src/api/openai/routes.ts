@@ -140,6 +140,5 @@ function sendRaw(x: Exchange<Raw>, call: Call): Promise<Response> {
     headers: x.request.headers,
     body: x.parsed.body,
     call,
-    extraHeaders: x.headers,
   });
 }

@@ -1,4 +1,5 @@
 import { QmError } from "../../shared/errors.ts";
+import { realSweep, type Sweep, type Swept } from "../../shared/sweep.ts";
 
 const decoder = new TextDecoder();
 
@@ -37,27 +38,29 @@ const WHOLE_READ_BYTES = 1024 * 1024;
  * Reads a request body, refusing more than `limit` bytes. A declared Content-Length over the
  * limit is refused before reading; a chunked body is counted as it arrives and cut at the
  * limit. A body that stops arriving for `stallMs` is a 408; one whose framing breaks is a 400.
+ * The stall is watched by `sweep` (no timer of its own).
  */
 export async function readBody(
   request: Request,
   limit: number,
   stallMs = BODY_STALL_MS,
+  sweep: Sweep = realSweep,
 ): Promise<Uint8Array> {
   const declared = request.headers.get("content-length");
   if (declared !== null && Number(declared) > limit) throw tooLarge(limit);
   if (declared === null && !request.body) return new Uint8Array(0);
-  const watch = stallWatch(stallMs);
+  const watch = new StallWatch(stallMs, sweep);
   const reader =
     declared !== null && Number(declared) <= WHOLE_READ_BYTES ? null : request.body?.getReader();
   try {
     // A small declared body (every chat request) is read natively in one go, far cheaper than
     // a reader loop; a large upload is read chunk by chunk, so that only silence, not a slow
     // link, runs into the limit.
-    if (!reader) return await Promise.race([request.bytes(), watch.stalled]);
+    if (!reader) return await watch.watch(request.bytes());
     const chunks: Uint8Array[] = [];
     let total = 0;
     for (;;) {
-      const step = await Promise.race([reader.read(), watch.stalled]);
+      const step = await watch.watch(reader.read());
       if (step.done) break;
       watch.progress();
       total += step.value.byteLength;
@@ -74,38 +77,47 @@ export async function readBody(
   }
 }
 
-/**
- * Rejects `stalled` once `stallMs` pass without `progress()`. One timer for the whole read,
- * re-armed only when it fires: progress costs a clock read.
- */
-function stallWatch(stallMs: number) {
-  let last = performance.now();
-  let fail: (err: QmError) => void = () => {};
-  const stalled = new Promise<never>((_, reject) => {
-    fail = reject;
-  });
-  stalled.catch(() => {});
-  const check = () => {
-    const quiet = performance.now() - last;
-    if (quiet < stallMs) {
-      timer = setTimeout(check, stallMs - quiet);
-      return;
-    }
-    fail(
+/** Fails the read being watched once `stallMs` pass without `progress()`. */
+class StallWatch implements Swept {
+  private last: number;
+  private fail: ((err: QmError) => void) | null = null;
+
+  constructor(
+    private readonly stallMs: number,
+    private readonly sweeper: Sweep,
+  ) {
+    this.last = sweeper.now();
+    sweeper.add(this);
+  }
+
+  /** `read`, unless the body stalls first. */
+  watch<T>(read: Promise<T>): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      this.fail = reject;
+      read.then(resolve, reject);
+    });
+  }
+
+  progress(): void {
+    this.last = this.sweeper.now();
+  }
+
+  stop(): void {
+    this.sweeper.delete(this);
+    this.fail = null;
+  }
+
+  sweep(now: number): void {
+    if (now - this.last < this.stallMs) return;
+    const fail = this.fail;
+    this.stop();
+    fail?.(
       new QmError(
         "request_timeout",
-        `the request body stopped arriving (nothing for ${stallMs / 1000} s)`,
+        `the request body stopped arriving (nothing for ${this.stallMs / 1000} s)`,
       ),
     );
-  };
-  let timer = setTimeout(check, stallMs);
-  return {
-    stalled,
-    progress: () => {
-      last = performance.now();
-    },
-    stop: () => clearTimeout(timer),
-  };
+  }
 }
 
 /** A 400 naming what is wrong and, when there is one, the request field at fault. */

@@ -5,19 +5,24 @@ import { badRequest } from "./body.ts";
 
 /**
  * The model a request names, for every API: its `model` field (a multipart field for audio).
- * Plain names and aliases resolve synchronously; only `model?ctx=N` variants may need minting.
+ * Plain names and aliases resolve synchronously (no promise); only `model?ctx=N` variants may
+ * need minting.
  * `field` prefixes messages the Anthropic way (`model: …`) where that API's wording wants it.
  */
-export async function resolveModel(
+export function resolveModel(
   gw: Gateway,
   name: unknown,
   field: "" | "model: " = "",
-): Promise<ModelConfig> {
+): ModelConfig | Promise<ModelConfig> {
   if (name === undefined || name === null || name === "") {
     throw badRequest(`${field}the request has no "model" field`, "model");
   }
   if (typeof name !== "string") throw badRequest(`${field}"model" must be a string`, "model");
-  const model = gw.resolve(name) ?? (await gw.resolveModel(name));
+  return gw.resolve(name) ?? minted(gw, name, field);
+}
+
+async function minted(gw: Gateway, name: string, field: string): Promise<ModelConfig> {
+  const model = await gw.resolveModel(name);
   if (!model) {
     throw new QmError(
       "model_not_found",

@@ -55,6 +55,8 @@ const seconds = (ms: number) => `${Math.round(ms) / 1000} s`;
 
 export class Deadline implements ReadWatch, Swept {
   private readonly aborter = new AbortController();
+  /** Aborts when a limit passes (reason: the timeout QmError), the client leaves, or a cut. */
+  readonly signal: AbortSignal = this.aborter.signal;
   private readonly sweeper: Sweep<Deadline>;
   private phase: "idle" | "headers" | "body" | "over" = "idle";
   /** When the request went out. */
@@ -90,11 +92,6 @@ export class Deadline implements ReadWatch, Swept {
     this.client = opts.client ?? null;
     if (this.client?.aborted) this.aborter.abort(this.client.reason);
     else this.sweeper.add(this);
-  }
-
-  /** Aborts when a limit passes (reason: the timeout QmError), the client leaves, or a cut. */
-  get signal(): AbortSignal {
-    return this.aborter.signal;
   }
 
   /** The timeout, once one happened. */
@@ -145,7 +142,7 @@ export class Deadline implements ReadWatch, Swept {
   cancel(): void {
     this.client = null;
     this.sweeper.delete(this);
-    if (!this.aborter.signal.aborted) this.aborter.abort();
+    if (!this.signal.aborted) this.aborter.abort();
   }
 
   /** Called by the sweep every period while the call is live. */

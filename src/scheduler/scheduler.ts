@@ -23,6 +23,8 @@ interface Grant {
  * awaits, never does I/O, never throws to report a request's fate. See design.md beside it.
  */
 export class Scheduler {
+  /** The clock, read once per event: every step of one decision sees the same time. */
+  private readonly clock: EventClock;
   private readonly models: ModelTable;
   private readonly swaps: SwapBook;
   private readonly holds: Holds;
@@ -42,8 +44,10 @@ export class Scheduler {
     config: Pick<Config, "models" | "scheduler" | "groups">,
     private readonly policy: EvictionPolicy,
     private readonly effects: Effects,
-    private readonly clock: Clock,
+    wallClock: Clock,
   ) {
+    this.clock = new EventClock(wallClock);
+    const clock = this.clock;
     this.defaults = { holdMs: config.scheduler.holdMs, patienceMs: config.scheduler.patienceMs };
     this.maxQueue = config.scheduler.maxQueue;
     this.config = config;
@@ -151,11 +155,13 @@ export class Scheduler {
     this.running = true;
     try {
       for (let h = this.pending.shift(); h; h = this.pending.shift()) {
+        this.clock.begin();
         h();
         if (!this.closed) this.drain();
         this.holds.rearm(this.closed ? null : this.queue);
       }
     } finally {
+      this.clock.end();
       this.running = false;
     }
   }
@@ -308,4 +314,26 @@ export class Scheduler {
 
 function shuttingDown(): QmError {
   return new QmError("shutting_down", "qm is shutting down; the request was not served");
+}
+
+/**
+ * The clock as one event sees it: read when the event starts, the same for all it decides (a
+ * request costs two clock reads, not one per step). Outside an event it reads the real clock.
+ */
+class EventClock implements Clock {
+  private at: number | null = null;
+
+  constructor(private readonly clock: Clock) {}
+
+  now(): number {
+    return this.at ?? this.clock.now();
+  }
+
+  begin(): void {
+    this.at = this.clock.now();
+  }
+
+  end(): void {
+    this.at = null;
+  }
 }

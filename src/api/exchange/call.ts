@@ -51,12 +51,11 @@ export class Call implements UpstreamCall, DeadlineReport {
       client,
       mayIdle: opts.mayIdle,
     });
+    this.signal = this.deadline.signal;
   }
 
   /** Aborts when the client leaves, a time limit passes or shutdown cuts the call. */
-  get signal(): AbortSignal {
-    return this.deadline.signal;
-  }
+  readonly signal: AbortSignal;
 
   /** The model was granted: from now on the end releases it. */
   granted(lease: Lease): void {

@@ -3,6 +3,7 @@ import type { EvictionPolicy } from "../policy/types.ts";
 import type { Clock } from "../shared/clock.ts";
 import { QmError } from "../shared/errors.ts";
 import { type DecideView, type Decision, decide } from "./decide.ts";
+import { EventClock } from "./event-clock.ts";
 import { Holds } from "./holds.ts";
 import { ModelTable } from "./models.ts";
 import { idleToShed } from "./shed.ts";
@@ -314,26 +315,4 @@ export class Scheduler {
 
 function shuttingDown(): QmError {
   return new QmError("shutting_down", "qm is shutting down; the request was not served");
-}
-
-/**
- * The clock as one event sees it: read when the event starts, the same for all it decides (a
- * request costs two clock reads, not one per step). Outside an event it reads the real clock.
- */
-class EventClock implements Clock {
-  private at: number | null = null;
-
-  constructor(private readonly clock: Clock) {}
-
-  now(): number {
-    return this.at ?? this.clock.now();
-  }
-
-  begin(): void {
-    this.at = this.clock.now();
-  }
-
-  end(): void {
-    this.at = null;
-  }
 }

@@ -13,7 +13,7 @@ import { openaiError } from "../openai/errors.ts";
 import { tooLarge } from "../request/body.ts";
 import { checkOrigin, corsHeaders, preflight } from "./cors.ts";
 import { hostPolicy } from "./hosts.ts";
-import { rememberOriginal } from "./idle.ts";
+import { type IdleServer, rememberOriginal } from "./idle.ts";
 import { parseTarget } from "./target.ts";
 
 export interface EdgeOptions {
@@ -24,7 +24,6 @@ export interface EdgeOptions {
 
 /** Routes a request the edge let through; `path` is the one it authorized. */
 type Handler = (request: Request, path: string) => Response | Promise<Response>;
-type IdleServer = { timeout(request: Request, seconds: number): void };
 
 /** Methods any route may use; TRACE, CONNECT and inventions get 405 here. */
 const METHODS = new Set(["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]);

@@ -4,7 +4,7 @@
  * minutes). The switch must name the request Bun received, which the edge may have re-addressed
  * before routing: this maps the routed request back to it.
  */
-type IdleServer = { timeout(request: Request, seconds: number): void };
+export type IdleServer = { timeout(request: Request, seconds: number): void };
 
 const received = new WeakMap<Request, { original: Request; server: IdleServer }>();
 

@@ -12,6 +12,8 @@
  *     unload/reload cycles (scripts/bench/readiness.ts).
  * (d) qm's own RSS (VmRSS of the qm pid, not its children): idle 1 s after start with no model
  *     loaded, and the peak sampled every 25 ms while (b) runs through qm.
+ * (f) qm's own JavaScript per request, in-process with fetch answering from memory
+ *     (scripts/bench/overhead.ts).
  * (e) Translation cost: the same streamed answer through `/v1/messages` (translated to the
  *     OpenAI chat API and back) and `/v1/chat/completions` (passthrough) — qm CPU per stream
  *     and per-chunk latency from stamps in each token's text (scripts/bench/anthropic.ts).
@@ -24,7 +26,8 @@ import { cpus, tmpdir } from "node:os";
 import { join } from "node:path";
 import { anthropicRuns } from "./bench/anthropic.ts";
 import { matrixSolver } from "./bench/matrix.ts";
-import { nonStreamCells, type Target } from "./bench/nonstream.ts";
+import { type NonStreamTarget, nonStreamCells } from "./bench/nonstream.ts";
+import { inProcessOverhead } from "./bench/overhead.ts";
 import { startListening, withCleanup } from "./bench/procs.ts";
 import { ensureBuilt, load, MODELS, revision, startQm } from "./bench/qm.ts";
 import { readinessRuns } from "./bench/readiness.ts";
@@ -45,6 +48,7 @@ const ANTHROPIC_TOKEN_MS = 5;
 const ANTHROPIC_ROUNDS = 2;
 
 const BARE = join(import.meta.dir, "bench/bare-forwarder.ts");
+const FLOOR = join(import.meta.dir, "bench/router-floor.ts");
 const dir = mkdtempSync(join(tmpdir(), "qm-bench-"));
 const readyFile = join(dir, "ready.json");
 
@@ -56,8 +60,8 @@ function target(value: number, op: "<=" | ">=", limit: number) {
   return { value, target: limit, op, met: op === "<=" ? value <= limit : value >= limit };
 }
 
-function bareForwarder(name: string, upstream: string) {
-  const argv = [process.execPath, BARE, "--port", "0", "--target", upstream];
+function bareForwarder(name: string, upstream: string, script = BARE) {
+  const argv = [process.execPath, script, "--port", "0", "--target", upstream];
   return startListening(name, argv, join(dir, `${name}.log`));
 }
 
@@ -89,10 +93,11 @@ async function main(): Promise<void> {
   // thousands of loopback connections one of them may hold it (seen: EADDRINUSE).
   const anth = await load(qm, MODELS.anthropic);
   const bare = await bareForwarder("bare", demo.url);
-  const oursA = () => [process.pid, qm.pid, demo.pid, anth.pid, bare.proc.pid];
+  const floor = await bareForwarder("floor", demo.url, FLOOR);
+  const oursA = () => [process.pid, qm.pid, demo.pid, anth.pid, bare.proc.pid, floor.proc.pid];
   const a = {
-    urls: { direct: demo.url, bare: bare.url, qm: qm.url },
-    proxyPid: { direct: null, bare: bare.proc.pid, qm: qm.pid },
+    urls: { direct: demo.url, bare: bare.url, floor: floor.url, qm: qm.url },
+    proxyPid: { direct: null, bare: bare.proc.pid, floor: floor.proc.pid, qm: qm.pid },
     ours: oursA,
     body: JSON.stringify({
       model: MODELS.demo,
@@ -134,11 +139,15 @@ async function main(): Promise<void> {
   const c = await readinessRuns(qm, MODELS.cold, readyFile, READINESS_RUNS);
   const loaded = round(rssMb(qm.pid) ?? Number.NaN, 1);
 
+  // (f) qm's own JavaScript per request, in-process, after the socket sections.
+  log("in-process overhead");
+  const f = inProcessOverhead();
+
   const others = [c1, c32, b]
     .flatMap((x) => [x.direct, x.bare, x.qm].map((y) => y.others_cpu_pct))
     .concat(e.passthrough.others_cpu_pct, e.translated.others_cpu_pct);
   const othersMax = Math.max(...others);
-  const ratio = (x: Record<Target, { rps: number }>) => round(x.qm.rps / x.bare.rps);
+  const ratio = (x: Record<NonStreamTarget, { rps: number }>) => round(x.qm.rps / x.bare.rps);
   const roundRatios = c32.qm.rps_rounds.map((r, i) => round(r / (c32.bare.rps_rounds[i] ?? 0)));
   const added = round(c1.qm.p50_ms - c1.direct.p50_ms);
   const report = {
@@ -161,6 +170,12 @@ async function main(): Promise<void> {
       qm_vs_bare_rps_c32: ratio(c32),
       qm_vs_bare_rps_c32_by_round: roundRatios,
       qm_vs_bare_rps_c1: ratio(c1),
+      // What no model router can win back, and what qm's own work costs on top of it.
+      floor_vs_bare_rps_c32: round(c32.floor.rps / c32.bare.rps),
+      qm_vs_floor_rps_c32: round(c32.qm.rps / c32.floor.rps),
+      qm_vs_floor_cpu_per_req_c32: round(
+        (c32.qm.proxy_cpu_us_per_req ?? 0) / (c32.floor.proxy_cpu_us_per_req ?? 1),
+      ),
       qm_vs_bare_cpu_per_req_c32: round(
         (c32.qm.proxy_cpu_us_per_req ?? 0) / (c32.bare.proxy_cpu_us_per_req ?? 1),
       ),
@@ -169,7 +184,7 @@ async function main(): Promise<void> {
       bare_vs_direct_rps_c32: round(c32.bare.rps / c32.direct.rps),
       method:
         `closed loop; ${WARMUP_MS} ms warm-up per target, then ${ROUNDS} interleaved rounds ` +
-        `of ${ROUND_MS} ms per target, pooled; one upstream process for all three`,
+        `of ${ROUND_MS} ms per target, pooled; one upstream process for all four`,
     },
     streams: {
       streams: STREAMS,
@@ -205,6 +220,7 @@ async function main(): Promise<void> {
         "send epoch ms carried in each token's text (`<sent_ms>|`); cpu = qm utime+stime " +
         "over the run ÷ streams; added = translated p99 − passthrough p99",
     },
+    in_process: f,
     matrix_solver: matrixSolver(),
     rss_mb: {
       idle,

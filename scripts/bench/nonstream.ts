@@ -1,6 +1,7 @@
 /**
  * Section (a): non-streamed latency and throughput at 1 and 32 clients against one upstream
- * process, three ways — direct, through the bare forwarder, through qm.
+ * process, four ways — direct, through the bare forwarder, through the router floor (the bare
+ * forwarder plus what any model router must do: scripts/bench/router-floor.ts), through qm.
  *
  * This box's CPUs are shared with whatever else runs on it, and a closed loop on 2 cores is
  * very sensitive to that (direct throughput at 32 clients was seen anywhere from 7k to 21k
@@ -12,13 +13,15 @@
 import { closedLoop } from "./load.ts";
 import { cpuMs, log, othersCpu, percentile, round } from "./util.ts";
 
+/** The targets of the stream section, which has no router floor. */
 export type Target = "direct" | "bare" | "qm";
-export const TARGETS: readonly Target[] = ["direct", "bare", "qm"];
+export type NonStreamTarget = Target | "floor";
+export const TARGETS: readonly NonStreamTarget[] = ["direct", "bare", "floor", "qm"];
 
 export interface NonStreamSetup {
-  urls: Record<Target, string>;
+  urls: Record<NonStreamTarget, string>;
   /** Proxy process per target (none for direct). */
-  proxyPid: Record<Target, number | null>;
+  proxyPid: Record<NonStreamTarget, number | null>;
   /** Every process of the benchmark, for the "others" CPU figure. */
   ours: () => number[];
   body: string;
@@ -53,15 +56,15 @@ const PATH = "/v1/chat/completions";
 export async function nonStreamCells(
   s: NonStreamSetup,
   concurrency: number,
-): Promise<Record<Target, Cell>> {
+): Promise<Record<NonStreamTarget, Cell>> {
   for (const t of TARGETS) await closedLoop(s.urls[t] + PATH, s.body, concurrency, s.warmupMs);
-  const acc = {} as Record<Target, Acc>;
+  const acc = {} as Record<NonStreamTarget, Acc>;
   for (const t of TARGETS) {
     acc[t] = { latencies: [], errors: 0, seconds: 0, rounds: [], proxyCpuMs: 0, others: [] };
   }
   for (let r = 0; r < s.rounds; r++) {
     // Rotate the order so no target always runs right after the same one.
-    const order = TARGETS.map((_, i) => TARGETS[(i + r) % TARGETS.length] as Target);
+    const order = TARGETS.map((_, i) => TARGETS[(i + r) % TARGETS.length] as NonStreamTarget);
     for (const t of order) {
       const pid = s.proxyPid[t];
       const cpu0 = pid === null ? 0 : cpuMs(pid);
@@ -76,7 +79,7 @@ export async function nonStreamCells(
       a.rounds.push(round(res.latencies.length / res.seconds, 1));
     }
   }
-  const out = {} as Record<Target, Cell>;
+  const out = {} as Record<NonStreamTarget, Cell>;
   for (const t of TARGETS) {
     const a = acc[t];
     const cell: Cell = {

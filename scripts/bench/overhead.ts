@@ -1,0 +1,131 @@
+/**
+ * Section (f): qm's own JavaScript per request, without sockets. The handler a listener calls
+ * (edge → route → exchange → scheduler → proxy) runs in-process on a real Runtime whose model
+ * is a ready stand-in, with `fetch` answering at once from memory. What is left is exactly
+ * qm's work per request, free of the loopback and scheduling noise that the end-to-end figures
+ * carry on a shared 2-core box. `floor` is the cost of building a Request and reading a
+ * Response alone, which any handler pays.
+ *
+ * Run by bench.ts in a child process (it replaces the global `fetch`):
+ *   bun scripts/bench/overhead.ts  → one JSON line on stdout
+ */
+import { buildApp } from "../../src/api/app.ts";
+import { loadConfigText } from "../../src/config/index.ts";
+import type { ModelConfig } from "../../src/config/types.ts";
+import { Runtime } from "../../src/runtime/runtime.ts";
+import type { ModelServer } from "../../src/runtime/swap-runner.ts";
+import { systemClock } from "../../src/shared/clock.ts";
+import { silentLogger } from "../../src/shared/log.ts";
+
+const REQUESTS = 32_000;
+const RUNS = 5;
+
+/** The child's report. */
+export interface Overhead {
+  qm_us_per_req_c1: number;
+  qm_us_per_req_c32: number;
+  floor_us_per_req: number;
+  method: string;
+}
+
+/** Runs this file in a child process and returns its report. */
+export function inProcessOverhead(): Overhead {
+  const run = Bun.spawnSync([process.execPath, import.meta.path], { stderr: "inherit" });
+  if (run.exitCode !== 0) throw new Error(`overhead run failed (exit ${run.exitCode})`);
+  return JSON.parse(run.stdout.toString()) as Overhead;
+}
+
+function standIn(model: ModelConfig): ModelServer {
+  let state: ModelServer["state"] = "stopped";
+  return {
+    get state() {
+      return state;
+    },
+    pid: 1,
+    model,
+    start: () => {
+      state = "ready";
+      return Promise.resolve();
+    },
+    stop: () => {
+      state = "stopped";
+      return Promise.resolve();
+    },
+    logs: () => [],
+    stderrTail: () => [],
+  } as unknown as ModelServer;
+}
+
+async function measure(): Promise<Overhead> {
+  const cfg = loadConfigText(`[models.m]\ncmd = "x"\nproxy = "http://127.0.0.1:9"\n`, {
+    file: "bench.toml",
+    env: {},
+    isPortFree: () => true,
+  });
+  const rt = new Runtime(cfg, { clock: systemClock, log: silentLogger, makeProcess: standIn });
+  const app = buildApp(rt, { loopback: true, log: silentLogger });
+  const answer = new TextEncoder().encode(
+    JSON.stringify({
+      id: "x",
+      object: "chat.completion",
+      choices: [
+        { index: 0, message: { role: "assistant", content: "Hello!" }, finish_reason: "stop" },
+      ],
+      usage: { prompt_tokens: 1, completion_tokens: 2, total_tokens: 3 },
+    }),
+  );
+  const json = { "content-type": "application/json" };
+  globalThis.fetch = (async () =>
+    new Response(answer, { headers: json })) as unknown as typeof fetch;
+  const body = JSON.stringify({ model: "m", messages: [{ role: "user", content: "hi" }] });
+  const headers = {
+    host: "127.0.0.1:8080",
+    "content-type": "application/json",
+    "content-length": String(body.length),
+    accept: "*/*",
+    "user-agent": "bench",
+  };
+  const request = () =>
+    new Request("http://127.0.0.1:8080/v1/chat/completions", { method: "POST", headers, body });
+  const qm = async () => {
+    const res = await app.handle(request());
+    await res.arrayBuffer();
+    if (res.status !== 200) throw new Error(`qm answered ${res.status}`);
+  };
+  const floor = async () => {
+    await request().bytes();
+    await new Response(answer, { headers: json }).arrayBuffer();
+  };
+  /** Median µs per request over RUNS runs, after a warm-up. */
+  const perRequest = async (fn: () => Promise<void>, clients: number) => {
+    const go = () =>
+      Promise.all(
+        Array.from({ length: clients }, async () => {
+          for (let i = 0; i < REQUESTS / clients; i++) await fn();
+        }),
+      );
+    await go();
+    const runs: number[] = [];
+    for (let r = 0; r < RUNS; r++) {
+      const t0 = performance.now();
+      await go();
+      runs.push(((performance.now() - t0) * 1000) / REQUESTS);
+    }
+    runs.sort((a, b) => a - b);
+    return Math.round(runs[Math.floor(RUNS / 2)]! * 100) / 100;
+  };
+  await qm();
+  return {
+    qm_us_per_req_c1: await perRequest(qm, 1),
+    qm_us_per_req_c32: await perRequest(qm, 32),
+    floor_us_per_req: await perRequest(floor, 32),
+    method:
+      `in-process: the listener's handler on a real Runtime, fetch answering from memory; ` +
+      `median of ${RUNS} runs of ${REQUESTS} requests`,
+  };
+}
+
+if (import.meta.main) {
+  console.log(JSON.stringify(await measure()));
+  process.exit(0);
+}

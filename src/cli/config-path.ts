@@ -1,5 +1,6 @@
 import { ConfigError, loadConfigFile } from "../config/index.ts";
 import type { Config } from "../config/types.ts";
+import { parse } from "./args.ts";
 
 /** `-c`, else `$QM_CONFIG`, else `./quartermaster.toml`. */
 export function configPath(flag: string | undefined): string {
@@ -26,4 +27,26 @@ export function loadForCli(path: string): Loaded {
     const message = err instanceof Error ? err.message : String(err);
     return { ok: false, message: `${path}: ${message}` };
   }
+}
+
+/**
+ * `[-c FILE] [--help]` of a command that reads the config: the config and its path, or the
+ * exit code once help or the config's errors have been printed.
+ */
+export function configFromArgs(
+  argv: string[],
+  help: string,
+): { config: Config; path: string } | { exit: number } {
+  const { values } = parse(argv, { config: { type: "string", short: "c" } }, false);
+  if (values.help) {
+    process.stdout.write(help);
+    return { exit: 0 };
+  }
+  const path = configPath(values.config);
+  const loaded = loadForCli(path);
+  if (!loaded.ok) {
+    process.stderr.write(`${loaded.message}\n`);
+    return { exit: 1 };
+  }
+  return { config: loaded.config, path };
 }

@@ -1,5 +1,5 @@
 import { parse, UsageError } from "./args.ts";
-import { configPath, loadForCli } from "./config-path.ts";
+import { configFromArgs } from "./config-path.ts";
 import { configSchemaText } from "./config-schema.ts";
 import { CONFIG_HELP } from "./help.ts";
 
@@ -12,19 +12,10 @@ export async function configCommand(argv: string[]): Promise<number> {
   }
   if (sub === "schema") return schemaCommand(rest);
   if (sub !== "check") throw new UsageError(`unknown config command "${sub}"`);
-  const { values } = parse(rest, { config: { type: "string", short: "c" } }, false);
-  if (values.help) {
-    process.stdout.write(CONFIG_HELP);
-    return 0;
-  }
-  const path = configPath(values.config);
-  const loaded = loadForCli(path);
-  if (!loaded.ok) {
-    process.stderr.write(`${loaded.message}\n`);
-    return 1;
-  }
+  const loaded = configFromArgs(rest, CONFIG_HELP);
+  if ("exit" in loaded) return loaded.exit;
   const n = Object.keys(loaded.config.models).length;
-  process.stdout.write(`${path}: ok (${n} model${n === 1 ? "" : "s"})\n`);
+  process.stdout.write(`${loaded.path}: ok (${n} model${n === 1 ? "" : "s"})\n`);
   return 0;
 }
 

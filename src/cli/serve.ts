@@ -1,22 +1,12 @@
 import { startServer } from "../runtime/serve.ts";
 import { createLogger } from "../shared/log.ts";
 import { VERSION } from "../version.ts";
-import { parse } from "./args.ts";
-import { configPath, loadForCli } from "./config-path.ts";
+import { configFromArgs } from "./config-path.ts";
 import { SERVE_HELP } from "./help.ts";
 
 export async function serveCommand(argv: string[]): Promise<number> {
-  const { values } = parse(argv, { config: { type: "string", short: "c" } }, false);
-  if (values.help) {
-    process.stdout.write(SERVE_HELP);
-    return 0;
-  }
-  const path = configPath(values.config);
-  const loaded = loadForCli(path);
-  if (!loaded.ok) {
-    process.stderr.write(`${loaded.message}\n`);
-    return 1;
-  }
+  const loaded = configFromArgs(argv, SERVE_HELP);
+  if ("exit" in loaded) return loaded.exit;
   const config = loaded.config;
   const log = createLogger(config.server.logLevel);
   // A closed terminal or `kill -HUP` (the usual "reload" signal) must not take qm and its
@@ -33,7 +23,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
     return 1;
   }
   const ids = Object.keys(config.models);
-  log.info(`qm ${VERSION} serving ${ids.length} model(s) from ${path}: ${ids.join(", ")}`);
+  log.info(`qm ${VERSION} serving ${ids.length} model(s) from ${loaded.path}: ${ids.join(", ")}`);
   for (const url of server.urls) log.info(`listening on ${url}`);
   // Accepted by the config contract, not served yet: say so rather than ignore it silently.
   if (config.server.metricsListen) {

@@ -11,6 +11,7 @@ import { QmError } from "../../src/shared/errors.ts";
 import { createLogger } from "../../src/shared/log.ts";
 import { config } from "../support/config.ts";
 import { FakeTimers } from "../support/fake-timers.ts";
+import { track } from "../support/track.ts";
 import { fakeServers, settle } from "./fake-server.ts";
 
 /** `[models.ID]` tables with extra keys each, e.g. `model("a", "concurrency_limit = 1")`. */
@@ -58,16 +59,6 @@ function setup(...models: string[]) {
     status: (id: string) => rt.status().models.find((m) => m.id === id)!,
   };
   return t;
-}
-
-/** Where a promise stands, read after `settle()`. */
-function track<T>(p: Promise<T>): { done: boolean; value?: T; error?: QmError } {
-  const s: { done: boolean; value?: T; error?: QmError } = { done: false };
-  p.then(
-    (value) => Object.assign(s, { done: true, value }),
-    (error: QmError) => Object.assign(s, { done: true, error }),
-  );
-  return s;
 }
 
 function thrown(fn: () => unknown): QmError {

@@ -5,6 +5,7 @@ import { Waiters } from "../../src/runtime/waiters.ts";
 import type { RequestSpec } from "../../src/scheduler/types.ts";
 import { QmError } from "../../src/shared/errors.ts";
 import { FakeClock } from "../support/fake-clock.ts";
+import { track } from "../support/track.ts";
 import { settle } from "./fake-server.ts";
 
 const model = (id: string, port = 9) => ({ id, port }) as ModelConfig;
@@ -37,16 +38,6 @@ function setup() {
     },
   });
   return t;
-}
-
-/** Where a promise stands, read after `settle()`. */
-function track<T>(p: Promise<T>): { done: boolean; value?: T; error?: QmError } {
-  const s: { done: boolean; value?: T; error?: QmError } = { done: false };
-  p.then(
-    (value) => Object.assign(s, { done: true, value }),
-    (error: QmError) => Object.assign(s, { done: true, error }),
-  );
-  return s;
 }
 
 describe("waiters", () => {

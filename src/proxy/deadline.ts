@@ -41,18 +41,7 @@ export interface DeadlineOptions {
   sweep?: Sweep<Deadline> | undefined;
   /** The client's signal: when it aborts, so does the call (with its reason). */
   client?: AbortSignal | undefined;
-  /** Told once when the call has been live for `LONG_CALL_MS` (see there). */
-  longCall?: { long(): void } | undefined;
 }
-
-/**
- * A call live this long is told so, once (`DeadlineOptions.longCall`). The exchange then
- * switches Bun's idle timeout off for its connection: a request that waits for a load or a long
- * answer must outlive `idleTimeout`, but switching it off costs a native call that most
- * requests, over in milliseconds, need not pay. Noticed by the sweep, so up to one period late:
- * far inside the listener's 30 s idle limit.
- */
-export const LONG_CALL_MS = 5_000;
 
 /** The part of a deadline that a body reader drives. */
 export interface ReadWatch {
@@ -76,8 +65,6 @@ export class Deadline implements ReadWatch, Swept {
   private since = -1;
   private expired: QmError | null = null;
   private client: AbortSignal | null;
-  /** When the sweep first saw this call (-1 before), until it was told it is long. */
-  private seenAt = -1;
 
   /** The deadline of a call to `model`. `mayIdle`: only the first-byte limit applies. */
   static forModel(
@@ -87,7 +74,6 @@ export class Deadline implements ReadWatch, Swept {
       sweep?: Sweep<Deadline> | undefined;
       client?: AbortSignal | undefined;
       mayIdle?: boolean | undefined;
-      longCall?: { long(): void } | undefined;
     } = {},
   ): Deadline {
     // Built without spreads: this runs for every proxied request.
@@ -98,7 +84,6 @@ export class Deadline implements ReadWatch, Swept {
       report: opts.report,
       sweep: opts.sweep,
       client: opts.client,
-      longCall: opts.longCall,
     });
   }
 
@@ -166,11 +151,6 @@ export class Deadline implements ReadWatch, Swept {
     if (client?.aborted) {
       this.cancel();
       return;
-    }
-    if (this.seenAt === -1) this.seenAt = now;
-    else if (this.seenAt >= 0 && now - this.seenAt >= LONG_CALL_MS) {
-      this.seenAt = -2;
-      this.opts.longCall?.long();
     }
     if (this.phase === "headers") {
       const limit = this.opts.firstByteMs;

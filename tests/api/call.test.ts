@@ -1,10 +1,9 @@
 import { describe, expect, test } from "bun:test";
-import { rememberOriginal } from "../../src/api/edge/idle.ts";
 import { Call } from "../../src/api/exchange/call.ts";
 import { Observer } from "../../src/api/exchange/observer.ts";
 import type { Gateway, Lease } from "../../src/api/gateway.ts";
 import { loadConfigText } from "../../src/config/index.ts";
-import { type Deadline, LONG_CALL_MS } from "../../src/proxy/deadline.ts";
+import type { Deadline } from "../../src/proxy/deadline.ts";
 import { OPENAI_TOOL_CALLS } from "../../src/proxy/end-scan.ts";
 import type { ServeOutcome } from "../../src/scheduler/types.ts";
 import { silentLogger } from "../../src/shared/log.ts";
@@ -40,23 +39,6 @@ function lease(): { lease: Lease; released: (ServeOutcome | undefined)[] } {
 }
 
 describe("Call", () => {
-  test("a long call switches Bun's idle timeout off for the client's connection; a short one never", () => {
-    const { gw, timers } = gateway();
-    const switched: Request[] = [];
-    const server = { timeout: (r: Request, s: number) => s === 0 && switched.push(r) };
-    const request = new Request("http://localhost/v1/chat/completions");
-    rememberOriginal(request, request, server);
-    const signal = new AbortController().signal;
-    const quick = new Call(gw, model, signal, silentLogger, { request });
-    timers.advance(100);
-    quick.finish(true);
-    timers.advance(LONG_CALL_MS * 2);
-    expect(switched).toEqual([]);
-    new Call(gw, model, signal, silentLogger, { request });
-    timers.advance(LONG_CALL_MS + 1);
-    expect(switched).toEqual([request]);
-  });
-
   test("an ordinary call: both limits, and a stall is reported against the model", () => {
     const { gw, reports, timers } = gateway();
     const d = new Call(gw, model, new AbortController().signal, silentLogger).deadline;

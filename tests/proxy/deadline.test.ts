@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { Deadline, LONG_CALL_MS } from "../../src/proxy/deadline.ts";
+import { Deadline } from "../../src/proxy/deadline.ts";
 import { QmError } from "../../src/shared/errors.ts";
 import { Sweep } from "../../src/shared/sweep.ts";
 import { config } from "../support/config.ts";
@@ -107,39 +107,6 @@ describe("Deadline", () => {
     const gone = deadline(1000, 500, client.signal);
     expect(gone.d.signal.aborted).toBe(true);
     expect(gone.sweep.size).toBe(0);
-  });
-
-  test("a call live for LONG_CALL_MS is told so once, whatever its phase", () => {
-    const timers = new FakeTimers();
-    const sweep = new Sweep<Deadline>(timers, 100);
-    let told = 0;
-    const d = new Deadline({
-      model: "m",
-      firstByteMs: 0,
-      stallMs: 0,
-      sweep,
-      longCall: { long: () => told++ },
-    });
-    timers.advance(LONG_CALL_MS);
-    expect(told).toBe(0);
-    timers.advance(100); // noticed by the sweep, at most one period late
-    expect(told).toBe(1);
-    d.start();
-    timers.advance(60_000);
-    expect(told).toBe(1);
-    d.end(false);
-    // Over before it was long: never told.
-    const quick = new Deadline({
-      model: "m",
-      firstByteMs: 0,
-      stallMs: 0,
-      sweep,
-      longCall: { long: () => told++ },
-    });
-    timers.advance(1000);
-    quick.end(true);
-    timers.advance(LONG_CALL_MS * 2);
-    expect(told).toBe(1);
   });
 
   test("interrupt (shutdown's cut) ends the call with its reason; cancel without one", () => {

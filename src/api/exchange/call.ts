@@ -10,7 +10,6 @@ import { Deadline, type DeadlineReport } from "../../proxy/deadline.ts";
 import type { UpstreamCall } from "../../proxy/forward.ts";
 import type { RelayEnd } from "../../proxy/relay.ts";
 import type { Logger } from "../../shared/log.ts";
-import { noIdleTimeout } from "../edge/idle.ts";
 import type { Gateway, Lease } from "../gateway.ts";
 import type { Observer } from "./observer.ts";
 
@@ -22,8 +21,6 @@ export interface CallOptions {
    */
   mayIdle?: boolean | undefined;
   observer?: Observer | null | undefined;
-  /** The client's request: a long call switches Bun's idle timeout off for it. */
-  request?: Request | undefined;
 }
 
 export class Call implements UpstreamCall, DeadlineReport {
@@ -31,7 +28,6 @@ export class Call implements UpstreamCall, DeadlineReport {
   readonly deadline: Deadline;
   readonly observer: Observer | null;
   private lease: Lease | null = null;
-  private readonly request: Request | null;
   /** The granted model's base URL: the config it started with (its port may have moved). */
   base = "";
   /** The model was ready when the request came (`x-qm-model-loaded`). */
@@ -47,7 +43,6 @@ export class Call implements UpstreamCall, DeadlineReport {
     readonly log: Logger,
     opts: CallOptions = {},
   ) {
-    this.request = opts.request ?? null;
     this.modelId = model.id;
     this.observer = opts.observer ?? null;
     this.deadline = Deadline.forModel(model, {
@@ -55,7 +50,6 @@ export class Call implements UpstreamCall, DeadlineReport {
       sweep: gw.calls,
       client,
       mayIdle: opts.mayIdle,
-      longCall: this,
     });
     this.signal = this.deadline.signal;
   }
@@ -92,14 +86,6 @@ export class Call implements UpstreamCall, DeadlineReport {
     headers.set("x-qm-model", this.modelId);
     headers.set("x-qm-model-loaded", this.loaded ? "true" : "false");
     if (this.waitedMs >= 0) headers.set("x-qm-wait-ms", String(this.waitedMs));
-  }
-
-  /**
-   * Live for `LONG_CALL_MS` (waiting for a load, or a long answer): the connection must now
-   * outlive Bun's idle timeout.
-   */
-  long(): void {
-    if (this.request) noIdleTimeout(this.request);
   }
 
   /** The proxy's report of how the call ended. */

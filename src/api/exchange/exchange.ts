@@ -10,6 +10,7 @@ import type { ModelConfig } from "../../config/types.ts";
 import { placeholderStream } from "../../proxy/wait-status.ts";
 import { asQmError, QmError } from "../../shared/errors.ts";
 import type { Logger } from "../../shared/log.ts";
+import { noIdleTimeout } from "../edge/idle.ts";
 import type { AcquireHooks, Gateway } from "../gateway.ts";
 import { schedulingHeaders } from "../request/scheduling.ts";
 import { Call } from "./call.ts";
@@ -60,7 +61,8 @@ export function admit(gw: Gateway, request: Request): Asks {
 /** Runs one exchange to its response; always returns a Response. */
 export async function runExchange<T>(x: Exchange<T>): Promise<Response> {
   const { gw, model, headers } = x;
-  // A model load can take minutes: once the call is long, Bun's idle timeout is switched off.
+  // A model load can take minutes: Bun's idle timeout must not close the connection meanwhile.
+  noIdleTimeout(x.request);
   const call = new Call(gw, model, x.request.signal, x.log, x);
   call.loaded = gw.modelState(model.id) === "ready";
   if (x.placeholder && !call.loaded && model.sendLoadingState) return waitStatus(x, call);

@@ -12,7 +12,7 @@ import { forward } from "../../proxy/forward.ts";
 import { asQmError, QmError } from "../../shared/errors.ts";
 import { realTimers, type Timers } from "../../shared/timer.ts";
 import type { Call } from "../exchange/call.ts";
-import { type Asks, admit, type Exchange, runExchange } from "../exchange/exchange.ts";
+import { type Asks, admit, type Exchange, headersOf, runExchange } from "../exchange/exchange.ts";
 import { Observer } from "../exchange/observer.ts";
 import type { AnthropicRequest } from "./context.ts";
 import { SSE_HEADERS } from "./context.ts";
@@ -116,7 +116,7 @@ async function open(x: Exchange<Translated>, call: Call): Promise<Response> {
 }
 
 function sendTranslated(x: Exchange<Translated>, call: Call): Promise<Response> {
-  call.tag(x.headers);
+  call.tag(headersOf(x));
   return x.parsed.oai.stream ? sendStream(x, call) : sendWhole(x, call);
 }
 
@@ -151,7 +151,7 @@ async function sendStream(x: Exchange<Translated>, call: Call): Promise<Response
   const { opts } = x.parsed.ctx;
   const early = await settleWithin(pending, opts.pingMs, opts.timers ?? realTimers);
   if (early && !early.ok) throw early.error;
-  const { headers } = x;
+  const headers = headersOf(x);
   if (early && early.res.status !== 200) {
     const text = await early.res.text().catch(() => "");
     // The refusal is the whole exchange (an answer, if not a welcome one).
@@ -180,7 +180,7 @@ async function sendWhole(x: Exchange<Translated>, call: Call): Promise<Response>
   if (res.status !== 200) {
     call.finish(true);
     const retry = res.headers.get("retry-after");
-    return anthropicError(fromUpstream(res.status, text, id, retry), x.headers);
+    return anthropicError(fromUpstream(res.status, text, id, retry), headersOf(x));
   }
   let json: unknown;
   try {
@@ -191,8 +191,8 @@ async function sendWhole(x: Exchange<Translated>, call: Call): Promise<Response>
   const message = fromOpenAI(json, x.parsed.shape);
   call.observer?.ended(message.stop_reason === "tool_use");
   call.finish(true);
-  x.headers.set("content-type", "application/json");
-  return new Response(JSON.stringify(message), { status: 200, headers: x.headers });
+  headersOf(x).set("content-type", "application/json");
+  return new Response(JSON.stringify(message), { status: 200, headers: headersOf(x) });
 }
 
 type Settled = { ok: true; res: Response } | { ok: false; error: unknown } | null;

@@ -9,7 +9,7 @@
 import { ANTHROPIC_TOOL_USE } from "../../proxy/end-scan.ts";
 import { forward } from "../../proxy/forward.ts";
 import type { Call } from "../exchange/call.ts";
-import type { Asks, Exchange } from "../exchange/exchange.ts";
+import { type Asks, type Exchange, headersOf } from "../exchange/exchange.ts";
 import { Observer } from "../exchange/observer.ts";
 import type { AnthropicRequest } from "./context.ts";
 import { ANTHROPIC, anthropicError, errorEvent, fromQmError, fromUpstream } from "./errors.ts";
@@ -56,7 +56,7 @@ function renderFailure(err: Parameters<typeof fromQmError>[0]): Uint8Array {
 }
 
 async function send(x: Exchange<Native>, call: Call): Promise<Response> {
-  call.tag(x.headers);
+  call.tag(headersOf(x));
   const res = await forward({
     base: call.base,
     pathAndQuery: x.parsed.pathAndQuery,
@@ -67,10 +67,10 @@ async function send(x: Exchange<Native>, call: Call): Promise<Response> {
     renderFailure,
   });
   if (res.status < 400) {
-    for (const [k, v] of x.headers) res.headers.set(k, v);
+    for (const [k, v] of headersOf(x)) res.headers.set(k, v);
     return res;
   }
-  if (!x.committed) return refusal(res, x.model.id, x.headers);
+  if (!x.committed) return refusal(res, x.model.id, headersOf(x));
   // Behind the placeholder the 200 went out long ago: the refusal becomes an error event.
   const text = await res.text().catch(() => "");
   const f = fromUpstream(res.status, text, x.model.id);

@@ -5,7 +5,7 @@ import type { Logger } from "../../shared/log.ts";
 import { sseComment, sseEvent } from "../../shared/sse.ts";
 import { noIdleTimeout } from "../edge/idle.ts";
 import type { Call } from "../exchange/call.ts";
-import { type Asks, type Exchange, runExchange } from "../exchange/exchange.ts";
+import { type Asks, type Exchange, headersOf, runExchange } from "../exchange/exchange.ts";
 import type { Gateway } from "../gateway.ts";
 import { openaiError } from "../openai/errors.ts";
 import { OPENAI } from "../openai/inference.ts";
@@ -69,7 +69,7 @@ export function controlRoutes(gw: Gateway, log: Logger) {
         request,
         model,
         asks: NO_ASKS,
-        headers: new Headers(),
+        headers: null,
         api: OPENAI,
         log,
         placeholder: false,
@@ -140,11 +140,11 @@ const NO_ASKS: Asks = {};
 /** A load is an exchange whose answer is that the model is ready: it ends at once. */
 async function loaded(x: Exchange<null>, call: Call): Promise<Response> {
   call.finish(false);
-  call.tag(x.headers);
+  call.tag(headersOf(x));
   const { id } = x.model;
   return Response.json(
     { model: id, state: x.gw.modelState(id), wait_ms: call.waitedMs },
-    { headers: x.headers },
+    { headers: headersOf(x) },
   );
 }
 

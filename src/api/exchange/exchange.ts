@@ -31,8 +31,11 @@ export interface Exchange<T> {
   request: Request;
   model: ModelConfig;
   asks: Asks;
-  /** The API's own response headers (`Call.tag` adds `x-qm-model`, `-loaded`, `-wait-ms`). */
-  headers: Headers;
+  /**
+   * The API's own response headers (`Call.tag` adds `x-qm-model`, `-loaded`, `-wait-ms`); null
+   * when it has none, so a passthrough answer builds no set it never uses (`headersOf`).
+   */
+  headers: Headers | null;
   api: ExchangeApi;
   log: Logger;
   /** The request is a stream whose answer may wait behind the wait-status placeholder. */
@@ -58,9 +61,15 @@ export function admit(gw: Gateway, request: Request): Asks {
   return schedulingHeaders(request.headers);
 }
 
+/** The exchange's response headers, made on first use. */
+export function headersOf<T>(x: Exchange<T>): Headers {
+  x.headers ??= new Headers();
+  return x.headers;
+}
+
 /** Runs one exchange to its response; always returns a Response. */
 export async function runExchange<T>(x: Exchange<T>): Promise<Response> {
-  const { gw, model, headers } = x;
+  const { gw, model } = x;
   // A model load can take minutes: Bun's idle timeout must not close the connection meanwhile.
   noIdleTimeout(x.request);
   const call = new Call(gw, model, x.request.signal, x.log, x);
@@ -71,6 +80,7 @@ export async function runExchange<T>(x: Exchange<T>): Promise<Response> {
     return await x.send(x, call);
   } catch (err) {
     call.finish(false);
+    const headers = headersOf(x);
     call.tag(headers);
     return x.api.error(asQmError(err), headers);
   }
@@ -103,8 +113,9 @@ function waitStatus<T>(x: Exchange<T>, call: Call): Response {
     onCancel: () => call.cancel(),
     renderError: x.api.streamError,
   });
-  call.tag(x.headers);
-  x.headers.set("content-type", "text/event-stream");
-  x.headers.set("cache-control", "no-cache");
-  return new Response(body, { status: 200, headers: x.headers });
+  const headers = headersOf(x);
+  call.tag(headers);
+  headers.set("content-type", "text/event-stream");
+  headers.set("cache-control", "no-cache");
+  return new Response(body, { status: 200, headers });
 }

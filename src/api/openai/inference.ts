@@ -150,7 +150,7 @@ export async function handleInference(req: InferenceRequest): Promise<Response> 
     request,
     model,
     asks,
-    headers: new Headers(),
+    headers: null,
     api: OPENAI,
     log: req.log,
     placeholder: parsed.stream && STREAMING_PATHS.has(req.route),

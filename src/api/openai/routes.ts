@@ -119,7 +119,7 @@ async function upstream(gw: Gateway, request: Request, log: Logger): Promise<Res
     request,
     model,
     asks,
-    headers: new Headers(),
+    headers: null,
     api: OPENAI,
     log,
     placeholder: false,

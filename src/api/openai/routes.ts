@@ -9,6 +9,7 @@ import type { Gateway } from "../gateway.ts";
 import { readBody } from "../request/body.ts";
 import { openaiError } from "./errors.ts";
 import { handleInference, OPENAI } from "./inference.ts";
+import { listModels, retrieveModel } from "./models.ts";
 
 /** OpenAI inference routes: the body's `model` (a multipart field for audio) picks the model. */
 export const INFERENCE_PATHS = [
@@ -54,28 +55,19 @@ export function openaiRoutes(gw: Gateway, log: Logger) {
 
   app.all("/v1/models", ({ request }) => {
     if (request.method !== "GET") return methodNotAllowed(request.method, "/v1/models", "GET");
-    return Response.json(listModels(gw));
+    return listModels(gw, request);
+  });
+  app.all("/v1/models/*", ({ request }) => {
+    if (request.method !== "GET") {
+      return methodNotAllowed(request.method, new URL(request.url).pathname, "GET");
+    }
+    return retrieveModel(gw, request);
   });
 
   app.all("/upstream/*", ({ request }) => upstream(gw, request, log), {
     parse: "none",
   });
   return app;
-}
-
-function listModels(gw: Gateway) {
-  const created = Math.floor(Date.now() / 1000);
-  const data = Object.values(gw.config.models)
-    .filter((m) => !m.unlisted)
-    .map((m) => ({
-      id: m.id,
-      object: "model",
-      created,
-      owned_by: "quartermaster",
-      aliases: m.aliases,
-      status: { value: gw.modelState(m.id) },
-    }));
-  return { object: "list", data };
 }
 
 interface Raw {

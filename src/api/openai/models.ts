@@ -1,0 +1,71 @@
+/**
+ * `GET /v1/models` and `GET /v1/models/{id}`, in the OpenAI shape, or in the Anthropic one
+ * (docs.anthropic.com "Models API": `type`, `display_name`, `created_at` in RFC 3339, and
+ * `has_more` / `first_id` / `last_id` on the list) when the request carries
+ * `anthropic-version`, as the Anthropic SDKs always send.
+ */
+import type { ModelConfig } from "../../config/types.ts";
+import { QmError } from "../../shared/errors.ts";
+import { anthropicError } from "../anthropic/errors.ts";
+import type { Gateway } from "../gateway.ts";
+import { openaiError } from "./errors.ts";
+
+const PREFIX = "/v1/models/";
+
+function anthropicShaped(request: Request): boolean {
+  return request.headers.has("anthropic-version");
+}
+
+function openaiModel(gw: Gateway, m: ModelConfig, created: number) {
+  return {
+    id: m.id,
+    object: "model",
+    created,
+    owned_by: "quartermaster",
+    aliases: m.aliases,
+    status: { value: gw.modelState(m.id) },
+  };
+}
+
+function anthropicModel(m: ModelConfig, createdAt: string) {
+  return { type: "model", id: m.id, display_name: m.id, created_at: createdAt };
+}
+
+export function listModels(gw: Gateway, request: Request, now = Date.now()): Response {
+  const models = Object.values(gw.config.models).filter((m) => !m.unlisted);
+  if (anthropicShaped(request)) {
+    const at = new Date(now).toISOString();
+    const data = models.map((m) => anthropicModel(m, at));
+    return Response.json({
+      data,
+      has_more: false,
+      first_id: data[0]?.id ?? null,
+      last_id: data.at(-1)?.id ?? null,
+    });
+  }
+  const created = Math.floor(now / 1000);
+  return Response.json({ object: "list", data: models.map((m) => openaiModel(gw, m, created)) });
+}
+
+/** One model by id or alias; ids may contain `/`, so everything after the prefix is the id. */
+export function retrieveModel(gw: Gateway, request: Request, now = Date.now()): Response {
+  const path = new URL(request.url).pathname;
+  let name: string;
+  try {
+    name = decodeURIComponent(path.slice(PREFIX.length));
+  } catch {
+    name = path.slice(PREFIX.length);
+  }
+  const model = name === "" ? undefined : gw.resolve(name);
+  const anthropic = anthropicShaped(request);
+  if (!model) {
+    const err = new QmError(
+      "model_not_found",
+      `model "${name}" not found; GET /v1/models lists them`,
+      { param: "model" },
+    );
+    return anthropic ? anthropicError(err) : openaiError(err);
+  }
+  if (anthropic) return Response.json(anthropicModel(model, new Date(now).toISOString()));
+  return Response.json(openaiModel(gw, model, Math.floor(now / 1000)));
+}

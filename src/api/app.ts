@@ -6,6 +6,8 @@ import { anthropicRoutes, isAnthropicPath } from "./anthropic/routes.ts";
 import { controlMethods, controlRoutes } from "./control/routes.ts";
 import { createEdge } from "./edge/gate.ts";
 import type { Gateway } from "./gateway.ts";
+import { ollamaError } from "./ollama/errors.ts";
+import { isOllamaPath, ollamaRoutes } from "./ollama/routes.ts";
 import { openaiError } from "./openai/errors.ts";
 import { INFERENCE_PATHS, inferenceRoute, openaiRoutes } from "./openai/routes.ts";
 
@@ -15,9 +17,14 @@ export function buildRoutes(gw: Gateway, log: Logger) {
     .use(controlRoutes(gw, log))
     .use(openaiRoutes(gw, log))
     .use(anthropicRoutes(gw, { log }))
+    .use(ollamaRoutes(gw))
     .onError(({ code, request, error }) => {
       const path = new URL(request.url).pathname;
-      const render = isAnthropicPath(path) ? anthropicError : openaiError;
+      const render = isAnthropicPath(path)
+        ? anthropicError
+        : isOllamaPath(path)
+          ? ollamaError
+          : openaiError;
       if (code === "NOT_FOUND") {
         const allow = controlMethods(path);
         if (allow) {

@@ -9,6 +9,8 @@ import type { Logger } from "../../shared/log.ts";
 import { anthropicError } from "../anthropic/errors.ts";
 import { isAnthropicPath } from "../anthropic/routes.ts";
 import type { Gateway } from "../gateway.ts";
+import { ollamaError } from "../ollama/errors.ts";
+import { isOllamaPath } from "../ollama/routes.ts";
 import { openaiError } from "../openai/errors.ts";
 import { tooLarge } from "../request/body.ts";
 import { checkOrigin, corsHeaders, preflight } from "./cors.ts";
@@ -137,6 +139,7 @@ export function createEdge(gw: Gateway, route: Handler, opts: EdgeOptions) {
 }
 
 function envelopeFor(path: string) {
+  if (isOllamaPath(path)) return ollamaError;
   return isAnthropicPath(path) ? anthropicError : openaiError;
 }
 

@@ -1,0 +1,81 @@
+/**
+ * What Ollama's model-listing routes say about qm's configured models: `/api/tags`, `/api/ps`
+ * and `/api/show`. qm has no model files of its own, so the details are best effort, read
+ * from the model's id and command (a `.gguf` path, a quantization tag, a parameter size).
+ */
+import { createHash } from "node:crypto";
+import type { ModelConfig } from "../../config/types.ts";
+import type { ModelStatusJson } from "../gateway.ts";
+
+const GIB = 1024 ** 3;
+/** Ollama's `expires_at` for a model kept resident for ever (`keep_alive: -1`). */
+const NEVER = "2318-01-01T00:00:00Z";
+
+export interface Details {
+  parent_model: string;
+  format: string;
+  family: string;
+  families: string[];
+  parameter_size: string;
+  quantization_level: string;
+}
+
+export function details(m: ModelConfig): Details {
+  const text = `${m.id} ${m.cmd}`;
+  const params = /(?:^|[^a-z0-9.])(\d+(?:\.\d+)?)[bB](?![a-z])/i.exec(text)?.[1];
+  const quant = /\b(I?Q\d(?:_[A-Z0-9]+)*|BF16|F16|F32)\b/i.exec(text)?.[1];
+  const family = /^[a-z]+/i.exec(m.id.split("/").at(-1) ?? "")?.[0]?.toLowerCase() ?? "";
+  return {
+    parent_model: "",
+    format: /\.gguf\b/i.test(m.cmd) ? "gguf" : "",
+    family,
+    families: family ? [family] : [],
+    parameter_size: params ? `${params}B` : "",
+    quantization_level: quant ? quant.toUpperCase() : "",
+  };
+}
+
+const digest = (m: ModelConfig) =>
+  createHash("sha256").update(`${m.id}\u0000${m.cmd}`).digest("hex");
+
+export function tagEntry(m: ModelConfig, modifiedAt: string) {
+  return {
+    name: m.id,
+    model: m.id,
+    modified_at: modifiedAt,
+    size: Math.round(m.estVramGb * GIB),
+    digest: digest(m),
+    details: details(m),
+  };
+}
+
+/** A model is resident from its start until it has stopped. */
+export function isResident(s: ModelStatusJson): boolean {
+  return s.state === "starting" || s.state === "ready" || s.state === "stopping";
+}
+
+/** When the model will be unloaded: its hold or its idle TTL from now, whichever is later. */
+export function expiresAt(s: ModelStatusJson, now: number): string {
+  if (s.ttl_s <= 0 && s.held_until_ms === null) return NEVER;
+  const ttlEnd = s.ttl_s > 0 ? now + s.ttl_s * 1000 : Number.POSITIVE_INFINITY;
+  const end = Math.max(ttlEnd, s.held_until_ms ?? 0);
+  return Number.isFinite(end) ? new Date(end).toISOString() : NEVER;
+}
+
+export function psEntry(m: ModelConfig, s: ModelStatusJson, modifiedAt: string, now: number) {
+  const { modified_at: _, ...tag } = tagEntry(m, modifiedAt);
+  return { ...tag, expires_at: expiresAt(s, now), size_vram: Math.round(s.est_vram_gb * GIB) };
+}
+
+export function showEntry(m: ModelConfig, modifiedAt: string) {
+  const d = details(m);
+  return {
+    modelfile: `# served by quartermaster\n# cmd: ${m.cmd}\n`,
+    parameters: "",
+    template: "",
+    details: d,
+    model_info: { "general.architecture": d.family, "general.basename": m.id },
+    capabilities: ["completion", "tools"],
+    modified_at: modifiedAt,
+  };
+}

@@ -1,0 +1,93 @@
+/**
+ * The Ollama-compatible model routes (Ollama's docs/api.md): `GET /api/version`, `/api/tags`,
+ * `/api/ps`, `POST /api/show`, and the model-management routes, which qm refuses: it serves
+ * the models in its config. They share `/api/` with qm's control routes, which keep theirs.
+ */
+import { Elysia } from "elysia";
+import { QmError } from "../../shared/errors.ts";
+import type { Gateway } from "../gateway.ts";
+import { parseJsonObject, readBody } from "../request/body.ts";
+import { ollamaError } from "./errors.ts";
+import { isResident, psEntry, showEntry, tagEntry } from "./models.ts";
+
+/** The Ollama API level qm answers as (clients gate features on it). */
+export const OLLAMA_VERSION = "0.9.0";
+
+const GETS = ["/api/version", "/api/tags", "/api/ps"];
+const MANAGE = ["/api/pull", "/api/push", "/api/create", "/api/copy", "/api/delete"];
+const POSTS = ["/api/show", ...MANAGE];
+
+/** Paths whose errors use Ollama's envelope. */
+export function isOllamaPath(path: string): boolean {
+  return GETS.includes(path) || POSTS.includes(path);
+}
+
+function notAllowed(method: string, path: string, allow: string): Response {
+  return ollamaError(
+    new QmError("method_not_allowed", `${method} is not allowed on ${path}; use ${allow}`),
+    { allow },
+  );
+}
+
+export function ollamaRoutes(gw: Gateway, clock: () => number = Date.now) {
+  const modifiedAt = new Date(clock()).toISOString();
+  const listed = () => Object.values(gw.config.models).filter((m) => !m.unlisted);
+  const answers: Record<string, () => unknown> = {
+    "/api/version": () => ({ version: OLLAMA_VERSION }),
+    "/api/tags": () => ({ models: listed().map((m) => tagEntry(m, modifiedAt)) }),
+    "/api/ps": () => {
+      const now = clock();
+      const models = gw
+        .status()
+        .models.filter(isResident)
+        .flatMap((s) => {
+          const m = gw.config.models[s.id];
+          return m && !m.unlisted ? [psEntry(m, s, modifiedAt, now)] : [];
+        });
+      return { models };
+    },
+  };
+  const app = new Elysia();
+  for (const path of GETS) {
+    app.all(path, ({ request }) =>
+      request.method === "GET"
+        ? Response.json(answers[path]!())
+        : notAllowed(request.method, path, "GET"),
+    );
+  }
+  for (const path of MANAGE) {
+    app.all(
+      path,
+      ({ request }) =>
+        request.method === "POST" || (path === "/api/delete" && request.method === "DELETE")
+          ? ollamaError(
+              new QmError(
+                "forbidden",
+                `${path} is not supported: qm serves the models in its config (edit it to add or remove one)`,
+              ),
+            )
+          : notAllowed(request.method, path, "POST"),
+      { parse: "none" },
+    );
+  }
+  app.all(
+    "/api/show",
+    async ({ request }) => {
+      if (request.method !== "POST") return notAllowed(request.method, "/api/show", "POST");
+      try {
+        const body = parseJsonObject(await readBody(request, gw.config.server.maxBodyBytes));
+        const name = body.model ?? body.name;
+        if (typeof name !== "string" || name === "") {
+          throw new QmError("bad_request", 'the request has no "model" string');
+        }
+        const model = gw.resolve(name) ?? gw.resolve(name.replace(/:latest$/, ""));
+        if (!model) throw new QmError("model_not_found", `model "${name}" not found`);
+        return Response.json(showEntry(model, modifiedAt));
+      } catch (err) {
+        return ollamaError(err instanceof QmError ? err : new QmError("internal", String(err)));
+      }
+    },
+    { parse: "none" },
+  );
+  return app;
+}

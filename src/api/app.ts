@@ -8,6 +8,7 @@ import { createEdge } from "./edge/gate.ts";
 import type { Gateway } from "./gateway.ts";
 import { openaiError } from "./openai/errors.ts";
 import { INFERENCE_PATHS, inferenceRoute, openaiRoutes } from "./openai/routes.ts";
+import { responsesRoutes } from "./responses/routes.ts";
 
 /** The routes of one listener, without the edge (tests call `app.handle` on it directly). */
 export function buildRoutes(gw: Gateway, log: Logger) {
@@ -15,6 +16,7 @@ export function buildRoutes(gw: Gateway, log: Logger) {
     .use(controlRoutes(gw, log))
     .use(openaiRoutes(gw, log))
     .use(anthropicRoutes(gw, { log }))
+    .use(responsesRoutes(gw, log))
     .onError(({ code, request, error }) => {
       const path = new URL(request.url).pathname;
       const render = isAnthropicPath(path) ? anthropicError : openaiError;

@@ -10,6 +10,7 @@ import { ollamaError } from "./ollama/errors.ts";
 import { isOllamaPath, ollamaRoutes } from "./ollama/routes.ts";
 import { openaiError } from "./openai/errors.ts";
 import { INFERENCE_PATHS, inferenceRoute, openaiRoutes } from "./openai/routes.ts";
+import { responsesRoutes } from "./responses/routes.ts";
 
 /** The routes of one listener, without the edge (tests call `app.handle` on it directly). */
 export function buildRoutes(gw: Gateway, log: Logger) {
@@ -18,6 +19,7 @@ export function buildRoutes(gw: Gateway, log: Logger) {
     .use(openaiRoutes(gw, log))
     .use(anthropicRoutes(gw, { log }))
     .use(ollamaRoutes(gw))
+    .use(responsesRoutes(gw, log))
     .onError(({ code, request, error }) => {
       const path = new URL(request.url).pathname;
       const render = isAnthropicPath(path)

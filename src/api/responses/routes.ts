@@ -1,0 +1,26 @@
+/** The OpenAI Responses API route (`POST /v1/responses`); errors in OpenAI's envelope. */
+import { Elysia } from "elysia";
+import { QmError } from "../../shared/errors.ts";
+import type { Logger } from "../../shared/log.ts";
+import type { Gateway } from "../gateway.ts";
+import { openaiError } from "../openai/errors.ts";
+import { handleResponses } from "./responses.ts";
+
+export function responsesRoutes(gw: Gateway, log: Logger) {
+  return new Elysia().all(
+    "/v1/responses",
+    ({ request }) => {
+      if (request.method !== "POST") {
+        return openaiError(
+          new QmError(
+            "method_not_allowed",
+            `${request.method} is not allowed on /v1/responses; use POST`,
+          ),
+          { allow: "POST" },
+        );
+      }
+      return handleResponses(gw, request, log);
+    },
+    { parse: "none" },
+  );
+}

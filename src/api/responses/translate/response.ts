@@ -1,0 +1,115 @@
+/**
+ * A chat completion → a Response object
+ * (https://platform.openai.com/docs/api-reference/responses/object): output items in the
+ * order a model produces them (reasoning, the message, function calls), `status` completed or
+ * incomplete (`max_output_tokens` on a `length` finish), usage in the Responses names.
+ */
+import type { OaiUsage } from "../../anthropic/translate/openai-types.ts";
+import { itemId } from "./ids.ts";
+
+type Obj = Record<string, unknown>;
+const isObj = (v: unknown): v is Obj => typeof v === "object" && v !== null && !Array.isArray(v);
+
+export interface Shape {
+  id: string;
+  /** The model name the client asked for. */
+  model: string;
+  createdAt: number;
+  /** Echoed request fields (`instructions`, `tools`, `temperature`, …), as OpenAI does. */
+  echo: Obj;
+}
+
+export type OutputItem = Obj & { type: string; id: string };
+
+export function messageItem(text: string, status = "completed", id = itemId("msg")): OutputItem {
+  return {
+    type: "message",
+    id,
+    status,
+    role: "assistant",
+    content: [{ type: "output_text", text, annotations: [], logprobs: [] }],
+  };
+}
+
+export function callItem(
+  callId: string,
+  name: string,
+  args: string,
+  status = "completed",
+  id = itemId("fc"),
+): OutputItem {
+  return { type: "function_call", id, status, call_id: callId, name, arguments: args };
+}
+
+export function reasoningItem(text: string, id = itemId("rs")): OutputItem {
+  return { type: "reasoning", id, summary: [{ type: "summary_text", text }] };
+}
+
+const count = (v: unknown) =>
+  typeof v === "number" && Number.isFinite(v) && v >= 0 ? Math.round(v) : 0;
+
+/** Usage in the Responses shape; `reasoning_tokens` from the chat details when given. */
+export function usageOf(u: (OaiUsage & Obj) | null | undefined): Obj {
+  const input = count(u?.prompt_tokens);
+  const output = count(u?.completion_tokens);
+  const details = isObj(u?.completion_tokens_details) ? u.completion_tokens_details : {};
+  return {
+    input_tokens: input,
+    input_tokens_details: { cached_tokens: count(u?.prompt_tokens_details?.cached_tokens) },
+    output_tokens: output,
+    output_tokens_details: { reasoning_tokens: count(details.reasoning_tokens) },
+    total_tokens: input + output,
+  };
+}
+
+/** The Response object around finished output. */
+export function responseObject(
+  shape: Shape,
+  status: "in_progress" | "completed" | "incomplete" | "failed",
+  output: OutputItem[],
+  usage: Obj | null,
+  extra: Obj = {},
+): Obj {
+  return {
+    id: shape.id,
+    object: "response",
+    created_at: shape.createdAt,
+    status,
+    error: null,
+    incomplete_details: status === "incomplete" ? { reason: "max_output_tokens" } : null,
+    model: shape.model,
+    output,
+    parallel_tool_calls: true,
+    tool_choice: "auto",
+    tools: [],
+    ...shape.echo,
+    usage,
+    ...extra,
+  };
+}
+
+/** The function calls the answer ended with (the agent-loop hold). */
+export const hasCalls = (output: OutputItem[]) => output.some((o) => o.type === "function_call");
+
+/** A whole chat completion → a Response object. */
+export function fromChat(json: unknown, shape: Shape): Obj {
+  const choice = isObj(json) && Array.isArray(json.choices) ? json.choices[0] : undefined;
+  const msg: Obj = isObj(choice) && isObj(choice.message) ? choice.message : {};
+  const output: OutputItem[] = [];
+  const thought = msg.reasoning_content ?? msg.reasoning;
+  if (typeof thought === "string" && thought !== "") output.push(reasoningItem(thought));
+  if (typeof msg.content === "string" && msg.content !== "") output.push(messageItem(msg.content));
+  if (Array.isArray(msg.tool_calls)) {
+    msg.tool_calls.forEach((c, i) => {
+      if (!isObj(c) || !isObj(c.function)) return;
+      const f = c.function;
+      const args =
+        typeof f.arguments === "string" ? f.arguments : JSON.stringify(f.arguments ?? {});
+      const callId = typeof c.id === "string" && c.id !== "" ? c.id : `call_${i}`;
+      output.push(callItem(callId, typeof f.name === "string" ? f.name : "", args));
+    });
+  }
+  const finish = isObj(choice) ? choice.finish_reason : null;
+  const usage = usageOf(isObj(json) ? (json.usage as OaiUsage & Obj) : null);
+  return responseObject(shape, finish === "length" ? "incomplete" : "completed", output, usage);
+}

@@ -58,6 +58,32 @@ describe("count_tokens", () => {
     ]);
   });
 
+  test("thinking: templates exactly what /v1/messages sends", async () => {
+    const { app } = setup("c1t", "", "llama-server -m x.gguf");
+    llamaHelpers(null, 18);
+    const body = { ...ask, model: "c1t", thinking: { type: "enabled", budget_tokens: 1024 } };
+    const res = await post(app, "/v1/messages/count_tokens", body);
+    expect(await bodyOf(res)).toEqual({ input_tokens: 18 });
+    const counted = up.last("/apply-template").body;
+    expect(counted.chat_template_kwargs).toEqual({ enable_thinking: true });
+    await post(app, "/v1/messages", { ...body, max_tokens: 10 });
+    const sent = up.last("/v1/chat/completions").body;
+    expect(counted.messages).toEqual(sent.messages);
+    expect(counted.chat_template_kwargs).toEqual(sent.chat_template_kwargs);
+    expect(counted.reasoning_effort).toEqual(sent.reasoning_effort);
+  });
+
+  test("vLLM: output_config effort reaches /tokenize as /v1/messages sends it", async () => {
+    const { app } = setup("c2t", "", "vllm serve org/model");
+    up.handle = (r) =>
+      r.path === "/tokenize" ? Response.json({ count: 9 }) : new Response("", { status: 404 });
+    const body = { ...ask, model: "c2t", output_config: { effort: "max" } };
+    expect(await bodyOf(await post(app, "/v1/messages/count_tokens", body))).toEqual({
+      input_tokens: 9,
+    });
+    expect(up.last("/tokenize").body).toMatchObject({ reasoning_effort: "high" });
+  });
+
   test("vLLM: one /tokenize call with the chat messages", async () => {
     const { app } = setup("c2", "", "vllm serve org/model");
     up.handle = (r) =>

@@ -24,7 +24,7 @@ import { translatedStream } from "./stream-body.ts";
 import { estimatePrompt } from "./translate/estimate.ts";
 import type { OaiChatRequest } from "./translate/openai-types.ts";
 import { type Profile, profileFromCommand } from "./translate/profile.ts";
-import { type Prompt, toOpenAI } from "./translate/request.ts";
+import { type Prompt, toOpenAI, translatePrompt } from "./translate/request.ts";
 import { fromOpenAI, type ResponseOptions } from "./translate/response.ts";
 import { StreamTranslator } from "./translate/stream.ts";
 import type { ToolInput } from "./translate/tool-json.ts";
@@ -47,21 +47,20 @@ export async function handleMessages(ctx: AnthropicRequest): Promise<Response> {
   let asks: Asks;
   let parsed: ParsedRequest<MessagesRequest>;
   let oai: OaiChatRequest;
+  let prompt: Prompt;
   try {
     asks = admit(gw, request);
     parsed = await readRequest(gw, request, MessagesRequestSchema);
     if (parsed.model.anthropicNative)
       return runExchange(nativeExchange(ctx, parsed, headers, asks));
     const { model, body } = parsed;
-    oai = toOpenAI(body, {
-      profile: profileFromCommand(model.argv),
-      upstreamModel: model.useModelName || body.model,
-    });
+    const profile = profileFromCommand(model.argv);
+    prompt = translatePrompt(body, profile);
+    oai = toOpenAI(body, { profile, upstreamModel: model.useModelName || body.model }, prompt);
   } catch (err) {
     return anthropicError(asQmError(err), headers);
   }
   const { model, body } = parsed;
-  const prompt: Prompt = { messages: oai.messages, tools: { tools: oai.tools } };
   const shape: ResponseOptions = {
     id: messageId(),
     model: body.model,

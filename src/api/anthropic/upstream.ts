@@ -123,6 +123,7 @@ async function llamaCount(
   const templ = await call(model, "/apply-template", signal, {
     messages: prompt.messages,
     ...(prompt.tools.tools ? { tools: prompt.tools.tools } : {}),
+    ...prompt.template,
   });
   if (missingRoute(templ.status)) return MISSING;
   const text = templ.json?.prompt;
@@ -142,6 +143,7 @@ async function vllmCount(
     messages: prompt.messages,
     add_generation_prompt: true,
     ...(prompt.tools.tools ? { tools: prompt.tools.tools } : {}),
+    ...prompt.template,
   });
   if (missingRoute(res.status)) return MISSING;
   const n = res.json?.count;

@@ -18,10 +18,18 @@ export interface RequestOptions {
   maxTokensCap?: number | null;
 }
 
-/** The prompt part of a request: what the chat template renders (and count_tokens counts). */
+/** The fields besides messages and tools that change what the chat template renders. */
+export type TemplateFields = Pick<OaiChatRequest, "reasoning_effort" | "chat_template_kwargs">;
+
+/**
+ * The prompt part of a request: what the chat template renders (and count_tokens counts).
+ * `/v1/messages` and `count_tokens` both build it here, so a count templates exactly what the
+ * request would send — thinking switches included (`count-tokens.test.ts` "thinking").
+ */
 export interface Prompt {
   messages: OaiMessage[];
   tools: Pick<OaiChatRequest, "tools" | "tool_choice" | "parallel_tool_calls">;
+  template: TemplateFields;
 }
 
 export function translatePrompt(req: CountTokensRequest, profile: Profile): Prompt {
@@ -30,11 +38,17 @@ export function translatePrompt(req: CountTokensRequest, profile: Profile): Prom
   const system = [...systemTexts(req.system), ...mid];
   // One leading system message: many templates reject a system turn after index 0.
   if (system.length > 0) messages.unshift({ role: "system", content: system.join("\n") });
-  return { messages, tools };
+  const { thinking_budget_tokens: _budget, ...template } = thinkingFields(req, profile);
+  return { messages, tools, template };
 }
 
-export function toOpenAI(req: MessagesRequest, opts: RequestOptions): OaiChatRequest {
-  const { messages, tools } = translatePrompt(req, opts.profile);
+/** `prompt` is `translatePrompt(req, opts.profile)`, passed when the caller needs it too. */
+export function toOpenAI(
+  req: MessagesRequest,
+  opts: RequestOptions,
+  prompt: Prompt = translatePrompt(req, opts.profile),
+): OaiChatRequest {
+  const { messages, tools, template } = prompt;
   const cap = opts.maxTokensCap;
   const out: OaiChatRequest = {
     model: opts.upstreamModel,
@@ -50,7 +64,10 @@ export function toOpenAI(req: MessagesRequest, opts: RequestOptions): OaiChatReq
   if (req.top_p !== undefined) out.top_p = req.top_p;
   // Not OpenAI, but llama.cpp, vLLM and mistral.rs all read it.
   if (req.top_k !== undefined) out.top_k = req.top_k;
-  Object.assign(out, thinkingFields(req, opts.profile));
+  Object.assign(out, template);
+  // llama.cpp's thinking budget acts while sampling; it does not change the template.
+  const budget = thinkingFields(req, opts.profile).thinking_budget_tokens;
+  if (budget !== undefined) out.thinking_budget_tokens = budget;
   const format = req.output_config?.format ?? req.output_format;
   if (format?.type === "json_schema" && typeof format.schema === "object" && format.schema) {
     out.response_format = {
@@ -77,7 +94,7 @@ type ThinkingFields = Pick<
  * Qwen3-style templates on llama.cpp and vLLM; llama.cpp reads `thinking_budget_tokens`;
  * gpt-oss-style models read `reasoning_effort`, bucketed from the budget as LiteLLM does.
  */
-function thinkingFields(req: MessagesRequest, profile: Profile): ThinkingFields {
+function thinkingFields(req: CountTokensRequest, profile: Profile): ThinkingFields {
   const out: ThinkingFields = {};
   const effort = req.output_config?.effort;
   // OpenAI knows low/medium/high; Anthropic adds "max".

@@ -7,9 +7,9 @@
  * (`native.ts`).
  */
 
-import { failureLogLine, upstreamFailure } from "../../proxy/causes.ts";
+import { failureLogLine } from "../../proxy/causes.ts";
 import { forward } from "../../proxy/forward.ts";
-import { asQmError, QmError } from "../../shared/errors.ts";
+import { asQmError } from "../../shared/errors.ts";
 import { realTimers, type Timers } from "../../shared/timer.ts";
 import type { Call } from "../exchange/call.ts";
 import { type Asks, admit, type Exchange, headersOf, runExchange } from "../exchange/exchange.ts";
@@ -165,28 +165,13 @@ async function sendStream(x: Exchange<Translated>, call: Call): Promise<Response
 async function sendWhole(x: Exchange<Translated>, call: Call): Promise<Response> {
   const res = await open(x, call);
   const id = x.model.id;
-  let text: string;
-  try {
-    text = await res.text();
-  } catch (error) {
-    const timeout = call.deadline.timedOut;
-    if (timeout) throw timeout;
-    call.log.warn(failureLogLine(id, error, call.stderrTail()));
-    throw new QmError("upstream_failed", upstreamFailure(id, error), { cause: error });
-  } finally {
-    call.deadline.read();
-  }
+  const text = await call.readText(res);
   if (res.status !== 200) {
     call.finish(true);
     const retry = res.headers.get("retry-after");
     return anthropicError(fromUpstream(res.status, text, id, retry), headersOf(x));
   }
-  let json: unknown;
-  try {
-    json = JSON.parse(text);
-  } catch {
-    throw new QmError("upstream_failed", `model "${id}" answered with invalid JSON`);
-  }
+  const json = call.parseAnswer(text);
   const message = fromOpenAI(json, x.parsed.shape);
   call.observer?.ended(message.stop_reason === "tool_use");
   call.finish(true);

@@ -6,9 +6,11 @@
  * for them.
  */
 import type { ModelConfig } from "../../config/types.ts";
+import { failureLogLine, upstreamFailure } from "../../proxy/causes.ts";
 import { Deadline, type DeadlineReport } from "../../proxy/deadline.ts";
 import type { UpstreamCall } from "../../proxy/forward.ts";
 import type { RelayEnd } from "../../proxy/relay.ts";
+import { QmError } from "../../shared/errors.ts";
 import type { Logger } from "../../shared/log.ts";
 import type { Gateway, Lease } from "../gateway.ts";
 import type { Observer } from "./observer.ts";
@@ -91,6 +93,32 @@ export class Call implements UpstreamCall, DeadlineReport {
   /** The proxy's report of how the call ended. */
   ended(end: RelayEnd): void {
     this.finish(end.kind === "done");
+  }
+
+  /**
+   * The whole body of a `raw` upstream answer (its read timed by the deadline), for an API that
+   * translates the answer. A timeout fails as itself; any other failure as one plain cause.
+   */
+  async readText(res: Response): Promise<string> {
+    try {
+      return await res.text();
+    } catch (error) {
+      const timeout = this.deadline.timedOut;
+      if (timeout) throw timeout;
+      this.log.warn(failureLogLine(this.modelId, error, this.stderrTail()));
+      throw new QmError("upstream_failed", upstreamFailure(this.modelId, error), { cause: error });
+    } finally {
+      this.deadline.read();
+    }
+  }
+
+  /** An upstream answer that must be JSON; anything else is the model's failure. */
+  parseAnswer(text: string): unknown {
+    try {
+      return JSON.parse(text);
+    } catch {
+      throw new QmError("upstream_failed", `model "${this.modelId}" answered with invalid JSON`);
+    }
   }
 
   stderrTail(): string[] {

@@ -1,12 +1,5 @@
-/**
- * `POST /v1/responses` (translate), on the one exchange (`../exchange/`): read and translate
- * the request to chat completions, acquire the model, send it upstream, translate the answer
- * back to a Response object, and end the call with whether it ended in function calls (the
- * agent-loop hold). See design.md beside this file.
- */
-import { failureLogLine, upstreamFailure } from "../../proxy/causes.ts";
 import { forward } from "../../proxy/forward.ts";
-import { asQmError, QmError } from "../../shared/errors.ts";
+import { asQmError } from "../../shared/errors.ts";
 import type { Logger } from "../../shared/log.ts";
 import type { OaiChatRequest } from "../anthropic/translate/openai-types.ts";
 import type { Call } from "../exchange/call.ts";
@@ -101,18 +94,8 @@ async function send(x: Exchange<Parsed>, call: Call): Promise<Response> {
     call,
     raw: true,
   });
-  const id = x.model.id;
-  let text: string;
-  try {
-    text = await res.text();
-  } catch (error) {
-    const timeout = call.deadline.timedOut;
-    if (timeout) throw timeout;
-    call.log.warn(failureLogLine(id, error, call.stderrTail()));
-    throw new QmError("upstream_failed", upstreamFailure(id, error), { cause: error });
-  } finally {
-    call.deadline.read();
-  }
+  const _id = x.model.id;
+  const text = await call.readText(res);
   const headers = headersOf(x);
   call.tag(headers);
   headers.set("content-type", "application/json");
@@ -121,12 +104,7 @@ async function send(x: Exchange<Parsed>, call: Call): Promise<Response> {
     call.finish(true);
     return new Response(text, { status: res.status, headers });
   }
-  let json: unknown;
-  try {
-    json = JSON.parse(text);
-  } catch {
-    throw new QmError("upstream_failed", `model "${id}" answered with invalid JSON`);
-  }
+  const json = call.parseAnswer(text);
   const response = fromChat(json, x.parsed.shape);
   call.observer?.ended(hasCalls(response.output as OutputItem[]));
   call.finish(true);

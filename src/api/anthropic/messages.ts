@@ -83,10 +83,8 @@ export async function handleMessages(ctx: AnthropicRequest): Promise<Response> {
     placeholder: oai.stream === true,
     // The translator parses the answer anyway: it tells the observer how it ended.
     observer: new Observer(null),
-    mayIdle: false,
     parsed: { ctx, oai, profile: profileFromCommand(model.argv), prompt, shape },
     send: sendTranslated,
-    committed: false,
   });
 }
 

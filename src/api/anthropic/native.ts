@@ -97,12 +97,10 @@ export function nativeExchange(
     log: ctx.opts.log,
     placeholder: body.stream === true,
     observer: new Observer(ANTHROPIC_TOOL_USE),
-    mayIdle: false,
     parsed: {
       body: encoder.encode(JSON.stringify(payload)),
       pathAndQuery: `/v1/messages${q >= 0 ? request.url.slice(q) : ""}`,
     },
     send,
-    committed: false,
   };
 }

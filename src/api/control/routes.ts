@@ -69,15 +69,10 @@ export function controlRoutes(gw: Gateway, log: Logger) {
         request,
         model,
         asks: NO_ASKS,
-        headers: null,
         api: OPENAI,
         log,
-        placeholder: false,
-        observer: null,
-        mayIdle: false,
         parsed: null,
         send: loaded,
-        committed: false,
       });
     })
     .post("/api/models/:id/unload", ({ params, request }) => {

@@ -33,17 +33,18 @@ export interface Exchange<T> {
   asks: Asks;
   /**
    * The API's own response headers (`Call.tag` adds `x-qm-model`, `-loaded`, `-wait-ms`); null
-   * when it has none, so a passthrough answer builds no set it never uses (`headersOf`).
+   * or absent when it has none, so a passthrough answer builds no set it never uses
+   * (`headersOf`).
    */
-  headers: Headers | null;
+  headers?: Headers | null | undefined;
   api: ExchangeApi;
   log: Logger;
   /** The request is a stream whose answer may wait behind the wait-status placeholder. */
-  placeholder: boolean;
+  placeholder?: boolean | undefined;
   /** The tee on the answer, when something needs to watch it. */
-  observer: Observer | null;
+  observer?: Observer | null | undefined;
   /** Only the first-byte limit applies (see `CallOptions.mayIdle`). */
-  mayIdle: boolean;
+  mayIdle?: boolean | undefined;
   /** What the API parsed from the request. */
   parsed: T;
   /**
@@ -51,8 +52,11 @@ export interface Exchange<T> {
    * `call` (`call.finish`) when the answer is over; when it throws, the exchange ends it.
    */
   send(x: Exchange<T>, call: Call): Promise<Response>;
-  /** Set once the placeholder's 200 went out: the answer can only be a stream from then on. */
-  committed: boolean;
+  /**
+   * Set by the exchange once the placeholder's 200 went out: the answer can only be a stream
+   * from then on.
+   */
+  committed?: boolean | undefined;
 }
 
 /** Admission: refused during shutdown; `X-QM-Hold-Ms` / `X-QM-Patience-Ms` read and checked. */

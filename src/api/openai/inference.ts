@@ -150,14 +150,11 @@ export async function handleInference(req: InferenceRequest): Promise<Response> 
     request,
     model,
     asks,
-    headers: null,
     api: OPENAI,
     log: req.log,
     placeholder: parsed.stream && STREAMING_PATHS.has(req.route),
     observer: watch ? new Observer(OPENAI_TOOL_CALLS) : null,
-    mayIdle: false,
     parsed,
     send,
-    committed: false,
   });
 }

@@ -111,16 +111,12 @@ async function upstream(gw: Gateway, request: Request, log: Logger): Promise<Res
     request,
     model,
     asks,
-    headers: null,
     api: OPENAI,
     log,
-    placeholder: false,
-    observer: null,
     // A GET through /upstream (a model's web UI, an event stream) may idle for long.
     mayIdle: bodiless,
     parsed: { pathAndQuery: `/${parts.slice(used).join("/")}${url.search}`, body },
     send: sendRaw,
-    committed: false,
   });
 }
 

@@ -66,16 +66,12 @@ export async function handleResponses(
     request,
     model,
     asks,
-    headers: null,
     api: OPENAI,
     log,
-    placeholder: false,
     // The translator parses the answer anyway: it tells the observer how it ended.
     observer: new Observer(null),
-    mayIdle: false,
     parsed,
     send,
-    committed: false,
   });
 }
 

@@ -6,7 +6,7 @@
  * `text/plain` so no preflight) must be refused (403), and no CORS header may let a foreign
  * page read an answer.
  */
-import { INFERENCE_PATHS } from "../../src/api/openai/routes.ts";
+import { INFERENCE_ROUTES } from "../../src/api/openai/routes.ts";
 import { type RawResponse, rawRequest } from "../../tests/support/raw-http.ts";
 import { log } from "../bench/util.ts";
 import { configToml, demoCmd, load, type Qm } from "./qm.ts";
@@ -45,6 +45,7 @@ export const ROUTES: [string, string, string?][] = [
   ["GET", "/api/events"],
   ["GET", "/running"],
   ["GET", "/v1/models"],
+  ["GET", "/models"],
   ["GET", `/api/models/${OK}/logs`],
   ["POST", `/api/models/${OK}/load`],
   ["POST", `/api/models/${OK}/unload`],
@@ -52,9 +53,12 @@ export const ROUTES: [string, string, string?][] = [
   ["POST", `/api/models/${LEASED}/lease`, '{"ttl_s":2}'],
   ["POST", `/api/models/${LEASED}/lease/${LEASE_ID}`, '{"ttl_s":2}'],
   ["DELETE", `/api/models/${LEASED}/lease/${LEASE_ID}`],
-  ...[...INFERENCE_PATHS, "/v1/messages", "/v1/messages/count_tokens"].map(
-    (p): [string, string, string] => ["POST", p, chat],
-  ),
+  ...[
+    ...INFERENCE_ROUTES.map(([path]) => path),
+    "/v1/messages",
+    "/v1/messages/count_tokens",
+    "/v1/responses",
+  ].map((p): [string, string, string] => ["POST", p, chat]),
   ["GET", `/upstream/${OK}/health`],
   ["POST", `/upstream/${OK}/v1/chat/completions`, chat],
   ["GET", `/upstream/${OK}/v1/models`],

@@ -9,7 +9,7 @@ import type { Gateway } from "./gateway.ts";
 import { ollamaError } from "./ollama/errors.ts";
 import { isOllamaPath, ollamaRoutes } from "./ollama/routes.ts";
 import { openaiError } from "./openai/errors.ts";
-import { INFERENCE_PATHS, inferenceRoute, openaiRoutes } from "./openai/routes.ts";
+import { INFERENCE_ROUTES, inferenceRoute, openaiRoutes } from "./openai/routes.ts";
 import { responsesRoutes } from "./responses/routes.ts";
 
 /** The routes of one listener, without the edge (tests call `app.handle` on it directly). */
@@ -59,7 +59,7 @@ export function buildApp(gw: Gateway, opts: { loopback: boolean; log: Logger }) 
   // them to their handler directly (the same handler the router has), skipping a route lookup
   // on the path every client request takes.
   const direct = new Map(
-    INFERENCE_PATHS.map((p) => [p as string, inferenceRoute(gw, p, opts.log)]),
+    INFERENCE_ROUTES.map(([path, v1]) => [path, inferenceRoute(gw, path, opts.log, v1)]),
   );
   const edge = createEdge(
     gw,

@@ -209,8 +209,9 @@ export const CONFIG_DOCS: Record<DocumentedSection, SectionDoc> = {
         example: "docker stop qm-${MODEL_ID}",
       },
       aliases: {
-        meaning: "Other names clients may send as `model`; each names one model only.",
-        example: ["gpt-4o-mini"],
+        meaning:
+          "Other names clients may send as `model`; each names one model only. A `*` makes an alias a pattern (any run of characters): a name that is no model id or exact alias goes to the first pattern it matches, in file order — e.g. `claude-*` for Claude Code's built-in model names.",
+        example: ["gpt-4o-mini", "claude-*"],
       },
       env: {
         meaning: "Extra environment variables for the model's process; values may use macros.",

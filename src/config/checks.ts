@@ -1,5 +1,5 @@
 /**
- * Cross-reference checks: listen addresses, group membership, aliases and the matrix.
+ * Cross-reference checks: listen addresses, group membership and the matrix (aliases: `aliases.ts`).
  * They run on schema-valid parts only (see `Issues.within`), so one typo does not cascade
  * into a list of follow-on complaints.
  */
@@ -104,30 +104,6 @@ export function buildGroups(
     for (const id of ungrouped) groupOf.set(id, DEFAULT_GROUP);
   }
   return { groups, groupOf };
-}
-
-/** alias → model id. Aliases are unique and never shadow a model id, so a name always
- *  resolves to exactly one model. */
-export function buildAliases(
-  file: ConfigFile,
-  map: SourceMap,
-  issues: Issues,
-): Record<string, string> {
-  const aliases: Record<string, string> = {};
-  for (const id of fileOrder(map, "models", Object.keys(file.models))) {
-    if (issues.within(["models", id, "aliases"])) continue;
-    file.models[id]!.aliases.forEach((alias, i) => {
-      const at = ["models", id, "aliases", i];
-      const owner = Object.hasOwn(aliases, alias) ? aliases[alias] : undefined;
-      if (Object.hasOwn(file.models, alias))
-        issues.at(at, `alias "${alias}" is already a model id`);
-      else if (owner === id) issues.at(at, `alias "${alias}" is listed twice`);
-      else if (owner !== undefined)
-        issues.at(at, `alias "${alias}" is already used by model "${owner}"`);
-      else aliases[alias] = id;
-    });
-  }
-  return aliases;
 }
 
 export function buildMatrix(file: ConfigFile, issues: Issues): MatrixConfig {

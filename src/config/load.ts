@@ -6,8 +6,9 @@
  */
 import { readFileSync } from "node:fs";
 import { parse, TomlError } from "smol-toml";
-import { buildModels, buildPeers } from "./build-models.ts";
-import { buildAliases, buildGroups, buildMatrix, checkServer } from "./checks.ts";
+import { buildAliases } from "./aliases.ts";
+import { buildModels, buildPeers, fileOrder } from "./build-models.ts";
+import { buildGroups, buildMatrix, checkServer } from "./checks.ts";
 import { applyEnvOverrides } from "./env-overrides.ts";
 import { ConfigError } from "./errors.ts";
 import { Issues } from "./issues.ts";
@@ -66,7 +67,11 @@ export function loadConfigText(text: string, opts: LoadOptions): Config {
   const peers = buildPeers(ctx, file);
   const { groups, groupOf } = buildGroups(file, map, issues);
   for (const model of Object.values(models)) model.group = groupOf.get(model.id) ?? "";
-  const aliases = buildAliases(file, map, issues);
+  const { aliases, aliasPatterns } = buildAliases(
+    file,
+    fileOrder(map, "models", Object.keys(file.models)),
+    issues,
+  );
   const matrix = buildMatrix(file, issues);
   issues.throwIfAny();
 
@@ -106,6 +111,7 @@ export function loadConfigText(text: string, opts: LoadOptions): Config {
     peers,
     macros: Object.fromEntries([...scope.resolved].map(([name, segs]) => [name, render(segs)])),
     aliases,
+    aliasPatterns,
   };
 }
 

@@ -127,6 +127,14 @@ export interface Config {
   macros: Record<string, string>;
   /** alias → model id (every alias is unique and never shadows a model id). */
   aliases: Record<string, string>;
+  /** Aliases with a `*`, in file order (`aliases.ts`). */
+  aliasPatterns: AliasPattern[];
+}
+
+/** An alias with a `*`: names matching it resolve to `id`. */
+export interface AliasPattern {
+  pattern: string;
+  id: string;
 }
 
 /**

@@ -6,6 +6,7 @@ import type {
   QmEvent,
   StatusJson,
 } from "../api/gateway.ts";
+import { modelIdFor } from "../config/aliases.ts";
 import { parseVariantName } from "../config/index.ts";
 import type { Config, ModelConfig } from "../config/types.ts";
 import { probeGpu } from "../gpu/index.ts";
@@ -120,9 +121,9 @@ export class Runtime implements Effects, Gateway {
     return base ? this.variants.get(base, v.ctx) : undefined;
   }
 
-  /** Model id for a name a client sent (id or alias), or undefined. */
+  /** The model a name a client sent (id, alias, or a name an alias pattern matches) names. */
   resolve(name: string): ModelConfig | undefined {
-    const id = Object.hasOwn(this.config.models, name) ? name : this.config.aliases[name];
+    const id = modelIdFor(this.config, name);
     return id === undefined ? undefined : this.config.models[id];
   }
 

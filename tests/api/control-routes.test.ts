@@ -31,6 +31,19 @@ async function notFound(res: Response, message: string) {
 }
 
 describe("health and status", () => {
+  test("/ says qm is running (clients probe it, HEAD too); other methods are a 405", async () => {
+    const res = await get("/");
+    expect([res.status, res.headers.get("content-type"), await res.text()]).toEqual([
+      200,
+      "text/plain; charset=utf-8",
+      "quartermaster is running\n",
+    ]);
+    const head = await call(app, "HEAD", "/");
+    expect([head.status, await head.text()]).toEqual([200, ""]);
+    const posted = await postTo("/", "{}");
+    expect([posted.status, posted.headers.get("allow")]).toEqual([405, "GET"]);
+  });
+
   test("/health: ok, or 503 while shutting down", async () => {
     const ok = await get("/health");
     expect([ok.status, await bodyOf(ok)]).toEqual([200, { status: "ok" }]);

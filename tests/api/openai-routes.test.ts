@@ -11,7 +11,7 @@ import { completion } from "../support/openai-answers.ts";
 const up = useFakeFetch();
 const QUIET = '[server]\nlog_level = "error"\n';
 const models = () =>
-  modelToml("m", up, 'aliases = ["gpt-local"]') +
+  modelToml("m", up, 'aliases = ["gpt-local", "claude-*"]') +
   modelToml("renamed", up, 'use_model_name = "upstream-name"') +
   modelToml("hidden", up, "unlisted = true");
 
@@ -49,6 +49,31 @@ describe("success", () => {
     const res = await post(app, "/v1/chat/completions", { ...chat, model: "gpt-local" });
     expect(res.headers.get("x-qm-model")).toBe("m");
     expect(jsonOf(up.last()).model).toBe("gpt-local");
+  });
+
+  test("an alias pattern catches the names a client has built in", async () => {
+    up.answer = () => completion({ content: "ok" }, "stop");
+    const res = await post(app, "/v1/chat/completions", { ...chat, model: "claude-opus-4-1" });
+    expect(res.status).toBe(200);
+    expect(res.headers.get("x-qm-model")).toBe("m");
+  });
+
+  test("un-prefixed paths are the /v1 routes, and go upstream as the /v1 path", async () => {
+    for (const [path, answer] of [
+      ["/chat/completions?x=1", () => completion({ content: "ok" }, "stop")],
+      ["/completions", () => Response.json({ choices: [{ text: "ok" }] })],
+      ["/embeddings", () => Response.json({ data: [{ embedding: [0.1] }] })],
+    ] as const) {
+      up.answer = answer;
+      const res = await post(app, path, { ...chat, input: "x", prompt: "x" });
+      expect([path, res.status]).toEqual([path, 200]);
+      expect(up.last().path).toBe(`/v1${path}`);
+    }
+    const listed = await bodyOf(await call(app, "GET", "/models"));
+    expect(listed.data.map((m: { id: string }) => m.id)).toContain("m");
+    expect((await bodyOf(await call(app, "GET", "/models/gpt-local"))).id).toBe("m");
+    const wrong = await call(app, "GET", "/chat/completions");
+    expect([wrong.status, wrong.headers.get("allow")]).toEqual([405, "POST"]);
   });
 
   test("a cold model: loaded is false, and the wait is reported", async () => {
@@ -89,7 +114,7 @@ describe("success", () => {
       id: "m",
       object: "model",
       owned_by: "quartermaster",
-      aliases: ["gpt-local"],
+      aliases: ["gpt-local", "claude-*"],
       status: { value: "ready" },
     });
     expect(body.data[1].status).toEqual({ value: "stopped" });

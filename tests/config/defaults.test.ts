@@ -44,6 +44,7 @@ describe("defaults", () => {
     expect(config.peers).toEqual({});
     expect(config.macros).toEqual({});
     expect(config.aliases).toEqual({});
+    expect(config.aliasPatterns).toEqual([]);
   });
 
   test("a model with only cmd gets every model default and the default group", () => {

@@ -1,4 +1,5 @@
 import { describe, expect, test } from "bun:test";
+import { modelIdFor } from "../../src/config/aliases.ts";
 import { DEFAULT_GROUP } from "../../src/config/index.ts";
 import { errors, load } from "./support.ts";
 
@@ -23,6 +24,57 @@ aliases = ["gpt", "a"]
       'quartermaster.toml:3:24: models.a.aliases[2]: alias "gpt" is listed twice',
       'quartermaster.toml:6:12: models.b.aliases[0]: alias "gpt" is already used by model "a"',
       'quartermaster.toml:6:19: models.b.aliases[1]: alias "a" is already a model id',
+    ]);
+  });
+});
+
+describe("alias patterns", () => {
+  const text = `[models.sonnet]
+cmd = "a"
+aliases = ["claude-sonnet-*", "claude-haiku-3"]
+[models.fast]
+cmd = "b"
+aliases = ["claude-*haiku*", "claude-*"]
+[models."a.b"]
+cmd = "c"
+aliases = ["x.y*"]
+`;
+  const config = load(text);
+
+  test("are kept apart from exact aliases, in file order", () => {
+    expect(config.aliases).toEqual({ "claude-haiku-3": "sonnet" });
+    expect(config.aliasPatterns).toEqual([
+      { pattern: "claude-sonnet-*", id: "sonnet" },
+      { pattern: "claude-*haiku*", id: "fast" },
+      { pattern: "claude-*", id: "fast" },
+      { pattern: "x.y*", id: "a.b" },
+    ]);
+  });
+
+  test("an id, then an exact alias, then the first pattern that matches", () => {
+    const cases: [string, string | undefined][] = [
+      ["sonnet", "sonnet"],
+      ["claude-haiku-3", "sonnet"],
+      ["claude-sonnet-4-5-20250929", "sonnet"],
+      ["claude-3-5-haiku-20241022", "fast"],
+      ["claude-opus-4", "fast"],
+      ["claude-", "fast"],
+      ["claude", undefined],
+      ["x.y/any thing", "a.b"],
+      // Every other character is literal: "." is not "any character".
+      ["xzy", undefined],
+      ["gpt-4o", undefined],
+      // A variant request is resolved by its base, never by a pattern as a whole.
+      ["claude-opus-4?ctx=8192", undefined],
+    ];
+    for (const [name, id] of cases) expect([name, modelIdFor(config, name)]).toEqual([name, id]);
+  });
+
+  test("a pattern must not ask for a variant, and is unique like any alias", () => {
+    expect(errors(`[models.a]\ncmd = "a"\naliases = ["a-*?ctx=1", "b-*", "b-*", ""]\n`)).toEqual([
+      'quartermaster.toml:3:12: models.a.aliases[0]: alias pattern "a-*?ctx=1" must not contain "?ctx=" (that asks for a variant)',
+      'quartermaster.toml:3:32: models.a.aliases[2]: alias "b-*" is listed twice',
+      "quartermaster.toml:3:39: models.a.aliases[3]: an alias must not be empty",
     ]);
   });
 });

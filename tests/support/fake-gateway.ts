@@ -13,6 +13,7 @@ import type {
   QmEvent,
   StatusJson,
 } from "../../src/api/gateway.ts";
+import { modelIdFor } from "../../src/config/aliases.ts";
 import type { Config, ModelConfig } from "../../src/config/types.ts";
 import type { Deadline } from "../../src/proxy/deadline.ts";
 import type { ModelState, ServeOutcome } from "../../src/scheduler/types.ts";
@@ -144,8 +145,8 @@ export function fakeGateway(toml: string, timers?: Timers): FakeGw {
     leaseCalls: [],
     listeners: new Set(),
     resolve(name: string): ModelConfig | undefined {
-      const id = cfg.aliases[name] ?? name;
-      return cfg.models[id];
+      const id = modelIdFor(cfg, name);
+      return id === undefined ? undefined : cfg.models[id];
     },
     resolveModel: async (name: string) => gw.resolve(name),
     logs: (id: string) => gw.logLines[id] ?? [],

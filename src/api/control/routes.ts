@@ -13,7 +13,7 @@ import { readBody } from "../request/body.ts";
 
 /** The control paths and the methods each answers (for a 405's `Allow`). */
 const CONTROL_PATHS: [RegExp, string][] = [
-  [/^\/(?:health|running|api\/status|api\/events)$/, "GET"],
+  [/^\/(?:|health|running|api\/status|api\/events)$/, "GET"],
   [/^\/api\/models\/[^/]+\/logs$/, "GET"],
   [/^\/api\/models\/(?:unload|[^/]+\/(?:load|unload|lease))$/, "POST"],
   [/^\/api\/models\/[^/]+\/lease\/[^/]+$/, "POST, DELETE"],
@@ -25,9 +25,19 @@ export function controlMethods(path: string): string | null {
   return null;
 }
 
-/** `/health`, `/api/*` and llama-swap's `/running`. Errors use the OpenAI envelope. */
+/**
+ * `/` (what Ollama answers there: clients probe it to find a server), `/health`, `/api/*` and
+ * llama-swap's `/running`. Errors use the OpenAI envelope.
+ */
 export function controlRoutes(gw: Gateway, log: Logger) {
   return new Elysia()
+    .get(
+      "/",
+      () =>
+        new Response("quartermaster is running\n", {
+          headers: { "content-type": "text/plain; charset=utf-8" },
+        }),
+    )
     .get("/health", () =>
       gw.shuttingDown
         ? Response.json({ status: "shutting down" }, { status: 503 })

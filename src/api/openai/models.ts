@@ -10,7 +10,7 @@ import { anthropicError } from "../anthropic/errors.ts";
 import type { Gateway } from "../gateway.ts";
 import { openaiError } from "./errors.ts";
 
-const PREFIX = "/v1/models/";
+const PREFIX = "/models/";
 
 function anthropicShaped(request: Request): boolean {
   return request.headers.has("anthropic-version");
@@ -50,11 +50,13 @@ export function listModels(gw: Gateway, request: Request, now = Date.now()): Res
 /** One model by id or alias; ids may contain `/`, so everything after the prefix is the id. */
 export function retrieveModel(gw: Gateway, request: Request, now = Date.now()): Response {
   const path = new URL(request.url).pathname;
+  // `/v1/models/{id}` or its un-prefixed alias `/models/{id}`; ids may contain `/`.
+  const raw = path.slice(path.indexOf(PREFIX) + PREFIX.length);
   let name: string;
   try {
-    name = decodeURIComponent(path.slice(PREFIX.length));
+    name = decodeURIComponent(raw);
   } catch {
-    name = path.slice(PREFIX.length);
+    name = raw;
   }
   const model = name === "" ? undefined : gw.resolve(name);
   const anthropic = anthropicShaped(request);

@@ -23,6 +23,22 @@ export const INFERENCE_PATHS = [
   "/v1/images/generations",
 ] as const;
 
+/**
+ * Paths some clients use without the `/v1` prefix (a base URL configured without it): each is
+ * the same route as its `/v1` path, and goes upstream as that path.
+ */
+export const UNPREFIXED: Readonly<Record<string, (typeof INFERENCE_PATHS)[number]>> = {
+  "/chat/completions": "/v1/chat/completions",
+  "/completions": "/v1/completions",
+  "/embeddings": "/v1/embeddings",
+};
+
+/** Every inference route's path and the `/v1` path it serves. */
+export const INFERENCE_ROUTES: readonly (readonly [string, (typeof INFERENCE_PATHS)[number]])[] = [
+  ...INFERENCE_PATHS.map((p) => [p, p] as const),
+  ...Object.entries(UNPREFIXED),
+];
+
 function methodNotAllowed(method: string, path: string, allowed: string): Response {
   return openaiError(
     new QmError("method_not_allowed", `${method} is not allowed on ${path}; use ${allowed}`),
@@ -30,8 +46,11 @@ function methodNotAllowed(method: string, path: string, allowed: string): Respon
   );
 }
 
-/** The handler of one inference route (the edge calls these directly: they are the hot path). */
-export function inferenceRoute(gw: Gateway, path: string, log: Logger) {
+/**
+ * The handler of one inference route (the edge calls these directly: they are the hot path).
+ * `path` is the route's own path, `v1` the OpenAI path it serves and sends upstream.
+ */
+export function inferenceRoute(gw: Gateway, path: string, log: Logger, v1: string = path) {
   return (request: Request): Promise<Response> | Response => {
     if (request.method !== "POST") return methodNotAllowed(request.method, path, "POST");
     const url = request.url;
@@ -39,8 +58,8 @@ export function inferenceRoute(gw: Gateway, path: string, log: Logger) {
     return handleInference({
       gw,
       request,
-      pathAndQuery: q >= 0 ? path + url.slice(q) : path,
-      route: path,
+      pathAndQuery: q >= 0 ? v1 + url.slice(q) : v1,
+      route: v1,
       log,
     });
   };
@@ -48,21 +67,25 @@ export function inferenceRoute(gw: Gateway, path: string, log: Logger) {
 
 export function openaiRoutes(gw: Gateway, log: Logger) {
   const app = new Elysia();
-  for (const path of INFERENCE_PATHS) {
-    const handle = inferenceRoute(gw, path, log);
+  for (const [path, v1] of INFERENCE_ROUTES) {
+    const handle = inferenceRoute(gw, path, log, v1);
     app.all(path, ({ request }) => handle(request), { parse: "none" });
   }
 
-  app.all("/v1/models", ({ request }) => {
-    if (request.method !== "GET") return methodNotAllowed(request.method, "/v1/models", "GET");
-    return listModels(gw, request);
-  });
-  app.all("/v1/models/*", ({ request }) => {
-    if (request.method !== "GET") {
-      return methodNotAllowed(request.method, new URL(request.url).pathname, "GET");
-    }
-    return retrieveModel(gw, request);
-  });
+  for (const prefix of ["/v1", ""]) {
+    app.all(`${prefix}/models`, ({ request }) => {
+      if (request.method !== "GET") {
+        return methodNotAllowed(request.method, `${prefix}/models`, "GET");
+      }
+      return listModels(gw, request);
+    });
+    app.all(`${prefix}/models/*`, ({ request }) => {
+      if (request.method !== "GET") {
+        return methodNotAllowed(request.method, new URL(request.url).pathname, "GET");
+      }
+      return retrieveModel(gw, request);
+    });
+  }
 
   app.all("/upstream/*", ({ request }) => upstream(gw, request, log), {
     parse: "none",

@@ -243,6 +243,16 @@ export const CONFIG_DOCS: Record<DocumentedSection, SectionDoc> = {
           'The `model` sent upstream when the server expects another name (vLLM serves the repository name). `""`: the request\'s own.',
         example: "meta-llama/Llama-3.1-8B-Instruct",
       },
+      strip_params: {
+        meaning:
+          "Top-level fields removed from every request body sent to this model, whichever API it came in on (OpenAI, Anthropic, Responses, Ollama). `model` and `stream` cannot be stripped.",
+        example: ["top_k", "repeat_penalty"],
+      },
+      set_params: {
+        meaning:
+          "Top-level fields set in every request body sent to this model (after `strip_params`), replacing what the client sent; any TOML value. `model` and `stream` cannot be set.",
+        example: { temperature: 0.6, chat_template_kwargs: { enable_thinking: false } },
+      },
       anthropic_native: {
         meaning:
           "The server speaks the Anthropic Messages API itself: `/v1/messages` is passed through instead of translated.",

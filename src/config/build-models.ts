@@ -17,7 +17,7 @@ import {
 } from "./macros.ts";
 import type { PortAllocator } from "./ports.ts";
 import type { ConfigFile, ModelFile, PeerFile } from "./schema.ts";
-import type { ModelConfig, PeerConfig } from "./types.ts";
+import type { BodyParams, ModelConfig, PeerConfig } from "./types.ts";
 
 export interface BuildContext {
   issues: Issues;
@@ -118,6 +118,7 @@ function buildModel(ctx: BuildContext, id: string, m: ModelFile, ports: PortAllo
     sendLoadingState: m.send_loading_state,
     unlisted: m.unlisted,
     useModelName: text(fields.useModelName),
+    params: bodyParams(ctx, at, m.strip_params, m.set_params),
     anthropicNative: m.anthropic_native,
     stopTimeoutS: m.stop_timeout_s,
     firstByteTimeoutMs: Math.round(m.first_byte_timeout_s * 1000),
@@ -136,6 +137,32 @@ function buildModel(ctx: BuildContext, id: string, m: ModelFile, ports: PortAllo
 }
 
 /** Models that passed schema validation, expanded; broken ones are left out. */
+/** Fields qm itself decides from the request: a filter may not remove or force them. */
+const OWN_FIELDS = new Set(["model", "stream"]);
+
+function bodyParams(
+  ctx: BuildContext,
+  at: (...rest: (string | number)[]) => Path,
+  strip: string[],
+  set: Record<string, unknown>,
+): BodyParams | null {
+  strip.forEach((name, i) => {
+    if (OWN_FIELDS.has(name)) {
+      ctx.issues.at(at("strip_params", i), `"${name}" cannot be stripped: qm routes by it`);
+    }
+  });
+  for (const name of Object.keys(set)) {
+    if (OWN_FIELDS.has(name)) {
+      ctx.issues.at(
+        at("set_params", name),
+        `"${name}" cannot be set: qm routes by it${name === "model" ? " (use use_model_name)" : ""}`,
+      );
+    }
+  }
+  if (strip.length === 0 && Object.keys(set).length === 0) return null;
+  return { strip: [...strip], set: { ...set } };
+}
+
 export function buildModels(
   ctx: BuildContext,
   file: ConfigFile,

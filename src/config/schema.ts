@@ -108,6 +108,8 @@ export const ModelSchema = Type.Object(
     send_loading_state: Type.Boolean({ default: true }),
     unlisted: Type.Boolean({ default: false }),
     use_model_name: Type.String({ default: "" }),
+    strip_params: strings(),
+    set_params: Type.Record(Type.String(), Type.Unknown(), { default: {} }),
     anthropic_native: Type.Boolean({ default: false }),
     stop_timeout_s: seconds(10),
     /** Longest wait for the upstream's first byte (headers or body); 0 = none. */

@@ -80,6 +80,8 @@ export interface ModelConfig {
   sendLoadingState: boolean;
   unlisted: boolean;
   useModelName: string;
+  /** `strip_params` / `set_params`, applied to every upstream request body; null: none. */
+  params: BodyParams | null;
   anthropicNative: boolean;
   stopTimeoutS: number;
   /** Milliseconds to wait for the upstream's first byte; 0 = no limit. */
@@ -129,6 +131,12 @@ export interface Config {
   aliases: Record<string, string>;
   /** Aliases with a `*`, in file order (`aliases.ts`). */
   aliasPatterns: AliasPattern[];
+}
+
+/** Top-level fields removed from (`strip`), then set in (`set`), every upstream body. */
+export interface BodyParams {
+  strip: string[];
+  set: Record<string, unknown>;
 }
 
 /** An alias with a `*`: names matching it resolve to `id`. */

@@ -66,6 +66,7 @@ describe("defaults", () => {
       sendLoadingState: true,
       unlisted: false,
       useModelName: "",
+      params: null,
       anthropicNative: false,
       stopTimeoutS: 10,
       firstByteTimeoutMs: 600_000,
@@ -166,6 +167,8 @@ est_ram_gb = 1
 send_loading_state = false
 unlisted = true
 use_model_name = "qwen"
+strip_params = ["top_k"]
+set_params = { temperature = 0.6, chat_template_kwargs = { enable_thinking = false } }
 anthropic_native = true
 stop_timeout_s = 2
 
@@ -242,6 +245,10 @@ models_dir = "/models"
       sendLoadingState: false,
       unlisted: true,
       useModelName: "qwen",
+      params: {
+        strip: ["top_k"],
+        set: { temperature: 0.6, chat_template_kwargs: { enable_thinking: false } },
+      },
       anthropicNative: true,
       stopTimeoutS: 2,
       firstByteTimeoutMs: 600_000,

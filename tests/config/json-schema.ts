@@ -44,6 +44,9 @@ export function fromJsonSchema(node: Json): TSchema {
   }
   if (Array.isArray(node.anyOf)) return Type.Union(node.anyOf.map((o) => fromJsonSchema(o)));
   switch (node.type) {
+    case undefined:
+      // No type: any value (`set_params` values).
+      return Type.Unknown();
     case "string":
       return Type.String(bounds(node));
     case "number":

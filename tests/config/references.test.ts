@@ -79,6 +79,21 @@ aliases = ["x.y*"]
   });
 });
 
+describe("request filters", () => {
+  test("model and stream can be neither stripped nor set", () => {
+    const text = `[models.a]
+cmd = "a"
+strip_params = ["top_k", "model"]
+set_params = { stream = false, model = "x", seed = 1 }
+`;
+    expect(errors(text)).toEqual([
+      'quartermaster.toml:3:26: models.a.strip_params[1]: "model" cannot be stripped: qm routes by it',
+      'quartermaster.toml:4:16: models.a.set_params.stream: "stream" cannot be set: qm routes by it',
+      'quartermaster.toml:4:32: models.a.set_params.model: "model" cannot be set: qm routes by it (use use_model_name)',
+    ]);
+  });
+});
+
 describe("groups", () => {
   test("members are defined models, each in at most one group", () => {
     const text = `[models.qwen-7b]

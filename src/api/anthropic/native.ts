@@ -11,6 +11,7 @@ import { forward } from "../../proxy/forward.ts";
 import type { Call } from "../exchange/call.ts";
 import { type Asks, type Exchange, headersOf } from "../exchange/exchange.ts";
 import { Observer } from "../exchange/observer.ts";
+import { applyParams } from "../request/params.ts";
 import type { AnthropicRequest } from "./context.ts";
 import { ANTHROPIC, anthropicError, errorEvent, fromQmError, fromUpstream } from "./errors.ts";
 import type { ParsedRequest } from "./request-body.ts";
@@ -86,7 +87,10 @@ export function nativeExchange(
   const { request } = ctx;
   const { model, body } = parsed;
   const q = request.url.indexOf("?");
-  const payload = model.useModelName ? { ...body, model: model.useModelName } : body;
+  const payload: Record<string, unknown> = model.useModelName
+    ? { ...body, model: model.useModelName }
+    : { ...body };
+  applyParams(model, payload);
   return {
     gw: ctx.gw,
     request,

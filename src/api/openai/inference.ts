@@ -15,6 +15,7 @@ import { Observer } from "../exchange/observer.ts";
 import type { Gateway } from "../gateway.ts";
 import { badRequest, parseJsonObject, readBody } from "../request/body.ts";
 import { resolveModel } from "../request/model.ts";
+import { applyFormParams, applyParams } from "../request/params.ts";
 import { openaiError } from "./errors.ts";
 
 export interface InferenceRequest {
@@ -48,7 +49,10 @@ interface Parsed {
   pathAndQuery: string;
 }
 
-/** Reads the body once, finds the model, rewrites `model` only when configured to. */
+/**
+ * Reads the body once, finds the model; re-encodes it only when the model's config changes
+ * it (`use_model_name`, `strip_params`, `set_params`).
+ */
 async function parse(
   gw: Gateway,
   request: Request,
@@ -62,14 +66,14 @@ async function parse(
   const obj = parseJsonObject(bytes);
   const named = resolveModel(gw, obj.model);
   const model = named instanceof Promise ? await named : named;
-  let body = bytes;
-  if (model.useModelName) {
-    obj.model = model.useModelName;
-    body = encoder.encode(JSON.stringify(obj));
-  }
+  const stream = obj.stream === true;
   const offersTools = nonEmpty(obj.tools) || nonEmpty(obj.functions);
+  let body = bytes;
+  const renamed = model.useModelName !== "";
+  if (renamed) obj.model = model.useModelName;
+  if (applyParams(model, obj) || renamed) body = encoder.encode(JSON.stringify(obj));
   const parsed = {
-    stream: obj.stream === true,
+    stream,
     body,
     offersTools,
     headers: request.headers,
@@ -95,13 +99,14 @@ async function parseMultipart(
   if (!form) throw badRequest("request body is not valid multipart/form-data");
   const model = await resolveModel(gw, form.get("model"));
   const stream = form.get("stream") === "true";
-  if (!model.useModelName) {
+  const renamed = model.useModelName !== "";
+  if (renamed) form.set("model", model.useModelName);
+  if (!applyFormParams(model, form) && !renamed) {
     return {
       model,
       parsed: { stream, body: bytes, offersTools: false, headers: request.headers, pathAndQuery },
     };
   }
-  form.set("model", model.useModelName);
   // Re-encode: the boundary changes, so the content-type sent upstream must follow.
   const rebuilt = new Response(form as never);
   const headers = new Headers(request.headers);

@@ -4,6 +4,7 @@ import { sseEvent } from "../shared/sse.ts";
 import { failureLogLine, upstreamFailure } from "./causes.ts";
 import type { Deadline } from "./deadline.ts";
 import { clientResponseHeaders, upstreamRequestHeaders } from "./headers.ts";
+import { ModelRewrite } from "./model-rewrite.ts";
 import { BrokenStream, type ChunkObserver, type RelayEnd, relay } from "./relay.ts";
 import { SseCheck } from "./sse-check.ts";
 
@@ -38,6 +39,11 @@ export interface ForwardRequest {
    * rather than looking complete. `requireDone`: it must end with `data: [DONE]`.
    */
   checkSse?: { requireDone: boolean } | undefined;
+  /**
+   * The model name the client asked for: put into the answer's `"model"` fields (JSON or SSE)
+   * in place of the upstream's own name for it (`ModelRewrite`).
+   */
+  answerModel?: string | undefined;
   /** A mid-stream failure as the client's API writes it; default an OpenAI error event. */
   renderFailure?: ((error: QmError) => Uint8Array) | undefined;
   /**
@@ -87,6 +93,12 @@ export async function forward(req: ForwardRequest): Promise<Response> {
   }
   const type = headers.get("content-type") ?? "";
   const sse = type.includes("text/event-stream");
+  // The model name goes into plain bytes only: an encoded (compressed) body passes as it is.
+  const coding = headers.get("content-encoding");
+  const rename =
+    req.answerModel !== undefined && upstream.ok && (coding === null || coding === "identity")
+      ? req.answerModel
+      : undefined;
   if (!sse && WHOLE_JSON.test(type)) {
     // A JSON answer is only usable whole, so nothing is gained by relaying it piecemeal; taking
     // it whole is cheaper per request and tells us exactly when the exchange is over.
@@ -99,10 +111,18 @@ export async function forward(req: ForwardRequest): Promise<Response> {
     call.observer?.chunk(bytes);
     deadline.end(true);
     call.ended(DONE);
+    if (rename !== undefined) {
+      const rewrite = new ModelRewrite(rename);
+      const out = rewrite.feed(bytes);
+      const held = rewrite.end();
+      bytes = held ? Buffer.concat([out, held]) : out;
+      headers.delete("content-length");
+    }
     return new Response(bytes, { status: upstream.status, headers });
   }
   const body = relay(upstream.body, {
     observer: call.observer,
+    rewrite: rename !== undefined && sse ? new ModelRewrite(rename) : null,
     watch: deadline,
     check: sse && req.checkSse && upstream.ok ? new SseCheck(req.checkSse.requireDone) : null,
     onEnd: call,

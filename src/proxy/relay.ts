@@ -28,8 +28,16 @@ export interface ChunkObserver {
   chunk(chunk: Uint8Array): void;
 }
 
+/** Changes the bytes as they pass (`ModelRewrite`); `end()` gives back what it held. */
+export interface ChunkRewrite {
+  feed(chunk: Uint8Array): Uint8Array;
+  end(): Uint8Array | null;
+}
+
 export interface RelayOptions {
   observer?: ChunkObserver | null | undefined;
+  /** Applied to each chunk after the observer saw it and before the check judges it. */
+  rewrite?: ChunkRewrite | null | undefined;
   /** Told when each read of the upstream starts and returns, and the end (the call's deadline). */
   watch?: (ReadWatch & { end(answered: boolean): void }) | null | undefined;
   /**
@@ -49,7 +57,7 @@ export function relay(
   opts: RelayOptions,
 ): ReadableStream<Uint8Array> {
   const reader = source.getReader();
-  const { observer, watch, check } = opts;
+  const { observer, watch, check, rewrite } = opts;
   let ended = false;
   const end = (e: RelayEnd) => {
     if (ended) return;
@@ -71,12 +79,19 @@ export function relay(
           watch?.reading();
           const step = await reader.read();
           watch?.read();
+          let chunk: Uint8Array;
           if (step.done) {
-            problem = check?.end() ?? null;
-            break;
+            const held = rewrite?.end() ?? null;
+            if (held === null) {
+              problem = check?.end() ?? null;
+              break;
+            }
+            chunk = held;
+          } else {
+            observer?.chunk(step.value);
+            chunk = rewrite ? rewrite.feed(step.value) : step.value;
+            if (chunk.length === 0) continue;
           }
-          observer?.chunk(step.value);
-          let chunk = step.value;
           const verdict = check ? check.feed(chunk) : null;
           if (verdict) {
             problem = verdict.problem;

@@ -6,7 +6,7 @@ import { beforeEach, describe, expect, test } from "bun:test";
 import { jsonOf, useFakeFetch } from "../support/fake-fetch.ts";
 import { type FakeGw, fakeGateway, modelToml } from "../support/fake-gateway.ts";
 import { type App, appOf, bodyOf, call, post } from "../support/in-process.ts";
-import { completion } from "../support/openai-answers.ts";
+import { chunk, completion, sseResponse, sseText } from "../support/openai-answers.ts";
 
 const up = useFakeFetch();
 const QUIET = '[server]\nlog_level = "error"\n';
@@ -49,6 +49,24 @@ describe("success", () => {
     const res = await post(app, "/v1/chat/completions", { ...chat, model: "gpt-local" });
     expect(res.headers.get("x-qm-model")).toBe("m");
     expect(jsonOf(up.last()).model).toBe("gpt-local");
+  });
+
+  test("answers carry the model name the client sent, not the upstream's", async () => {
+    const upName = { model: "/models/x-Q4_K_M.gguf" };
+    up.answer = () => Response.json({ ...upName, choices: [], usage: {} });
+    const whole = await post(app, "/v1/chat/completions", { ...chat, model: "gpt-local" });
+    expect((await bodyOf(whole)).model).toBe("gpt-local");
+    up.answer = () =>
+      sseResponse(sseText([chunk({ content: "a" }, null, upName), chunk({}, "stop", upName)]));
+    const streamed = await post(app, "/v1/chat/completions", { ...chat, stream: true });
+    const text = await streamed.text();
+    expect(text).not.toContain("gguf");
+    expect(text.match(/"model":"m"/g)).toHaveLength(2);
+    expect(text).toEndWith("data: [DONE]\n\n");
+    // An upstream's error keeps its own words.
+    up.answer = () => Response.json({ error: { message: "bad", model: "up" } }, { status: 400 });
+    const refused = await post(app, "/v1/chat/completions", chat);
+    expect((await bodyOf(refused)).error.model).toBe("up");
   });
 
   test("an alias pattern catches the names a client has built in", async () => {

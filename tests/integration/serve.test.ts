@@ -55,7 +55,8 @@ describe("two listeners share one scheduler", () => {
     const res = await chat(b, "beta");
     expect(res.status).toBe(200);
     const body = (await res.json()) as { model: string };
-    expect(body.model).toBe("beta-upstream-name"); // use_model_name rewrote the upstream's view
+    // The upstream saw its use_model_name ("beta-upstream-name"); the client sees its own.
+    expect(body.model).toBe("beta");
     const s = await status(a);
     expect(s.models.find((m) => m.id === "alpha")?.state).toBe("stopped");
     expect(s.models.find((m) => m.id === "beta")?.state).toBe("ready");

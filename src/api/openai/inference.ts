@@ -41,6 +41,8 @@ export const OPENAI: ExchangeApi = { error: openaiError };
 
 interface Parsed {
   stream: boolean;
+  /** The `model` the client sent, which its answer carries (multipart answers keep theirs). */
+  asked: string | undefined;
   body: Uint8Array;
   /** The request offers tools: only then can the answer end in tool calls. */
   offersTools: boolean;
@@ -67,6 +69,7 @@ async function parse(
   const named = resolveModel(gw, obj.model);
   const model = named instanceof Promise ? await named : named;
   const stream = obj.stream === true;
+  const asked = obj.model as string;
   const offersTools = nonEmpty(obj.tools) || nonEmpty(obj.functions);
   let body = bytes;
   const renamed = model.useModelName !== "";
@@ -74,6 +77,7 @@ async function parse(
   if (applyParams(model, obj) || renamed) body = encoder.encode(JSON.stringify(obj));
   const parsed = {
     stream,
+    asked,
     body,
     offersTools,
     headers: request.headers,
@@ -104,7 +108,14 @@ async function parseMultipart(
   if (!applyFormParams(model, form) && !renamed) {
     return {
       model,
-      parsed: { stream, body: bytes, offersTools: false, headers: request.headers, pathAndQuery },
+      parsed: {
+        stream,
+        asked: undefined,
+        body: bytes,
+        offersTools: false,
+        headers: request.headers,
+        pathAndQuery,
+      },
     };
   }
   // Re-encode: the boundary changes, so the content-type sent upstream must follow.
@@ -112,7 +123,10 @@ async function parseMultipart(
   const headers = new Headers(request.headers);
   headers.set("content-type", rebuilt.headers.get("content-type") ?? type);
   const body = new Uint8Array(await rebuilt.arrayBuffer());
-  return { model, parsed: { stream, body, offersTools: false, headers, pathAndQuery } };
+  return {
+    model,
+    parsed: { stream, asked: undefined, body, offersTools: false, headers, pathAndQuery },
+  };
 }
 
 /** Chat and text completion streams end with `data: [DONE]`; one without it was cut short. */
@@ -129,6 +143,7 @@ function send(x: Exchange<Parsed>, call: Call): Promise<Response> {
     headers: p.headers,
     body: p.body,
     call,
+    answerModel: p.asked,
     checkSse: COMPLETIONS.test(p.pathAndQuery) ? REQUIRE_DONE : NO_DONE,
   });
 }

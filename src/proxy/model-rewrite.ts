@@ -1,0 +1,113 @@
+/**
+ * Puts the model name the client asked for into an OpenAI answer's `"model"` field as the
+ * bytes pass, SSE or a whole JSON body: upstreams answer with their own name for the model (a
+ * GGUF path, a repository name), and a client should see the name it sent — on every API.
+ *
+ * Cheap on the hot path: one native byte search per chunk for `"model"`; a value that is
+ * already the client's name leaves the chunk as it is (no copy). Only a key followed by `:`
+ * and a string counts (a JSON value "model" is followed by `,` or `}`; the text of a message
+ * holds the word only with its quotes escaped, never as `"model"`). A field cut by a chunk
+ * boundary is held back until its value closes — a few bytes, at most `MAX_HELD` — so a split
+ * never hides it.
+ */
+
+const KEY = Buffer.from('"model"');
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
+const COLON = 0x3a;
+/** Past this a field still open is no model name: it goes on as it is. */
+const MAX_HELD = 4096;
+
+function isSpace(b: number | undefined): boolean {
+  return b === 0x20 || b === 0x09 || b === 0x0a || b === 0x0d;
+}
+
+export class ModelRewrite {
+  private readonly value: Buffer;
+  private held: Buffer | null = null;
+
+  constructor(name: string) {
+    this.value = Buffer.from(JSON.stringify(name));
+  }
+
+  /** One chunk in, the bytes to pass on out (the chunk itself when nothing changes). */
+  feed(chunk: Uint8Array): Uint8Array {
+    let buf = Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+    const carried = this.held !== null;
+    if (this.held) {
+      buf = Buffer.concat([this.held, buf]);
+      this.held = null;
+    }
+    let parts: Uint8Array[] | null = null;
+    let from = 0;
+    let stop = buf.length;
+    /** Where the last field seen ended: a partial key can only start after it. */
+    let seen = 0;
+    for (let at = buf.indexOf(KEY); at >= 0; ) {
+      const field = this.field(buf, at);
+      if (field === "open") {
+        if (buf.length - at <= MAX_HELD) stop = at;
+        break;
+      }
+      if (field === null) {
+        at = buf.indexOf(KEY, at + 1);
+        continue;
+      }
+      const [start, end] = field;
+      seen = end;
+      if (!this.value.equals(buf.subarray(start, end))) {
+        parts ??= [];
+        parts.push(buf.subarray(from, start), this.value);
+        from = end;
+      }
+      at = buf.indexOf(KEY, end);
+    }
+    if (stop === buf.length) stop = buf.length - this.partialKey(buf, seen);
+    if (stop < buf.length) this.held = Buffer.from(buf.subarray(stop));
+    if (parts === null) {
+      return !carried && stop === buf.length ? chunk : buf.subarray(0, stop);
+    }
+    parts.push(buf.subarray(from, stop));
+    return Buffer.concat(parts);
+  }
+
+  /** What is still held back when the body ends (passed on as it is). */
+  end(): Uint8Array | null {
+    const held = this.held;
+    this.held = null;
+    return held;
+  }
+
+  /**
+   * The value's byte range (quotes included) of a `"model": "…"` field at `at`; null when
+   * the key is not a field with a string value; "open" when the chunk ends before it does.
+   */
+  private field(buf: Buffer, at: number): [number, number] | null | "open" {
+    let i = at + KEY.length;
+    while (isSpace(buf[i])) i++;
+    if (i >= buf.length) return "open";
+    if (buf[i] !== COLON) return null;
+    i++;
+    while (isSpace(buf[i])) i++;
+    if (i >= buf.length) return "open";
+    if (buf[i] !== QUOTE) return null;
+    const start = i;
+    for (i++; i < buf.length; i++) {
+      const b = buf[i];
+      if (b === BACKSLASH) i++;
+      else if (b === QUOTE) return [start, i + 1];
+    }
+    return "open";
+  }
+
+  /** How many of the last bytes are the start of `"model"` (held: the next chunk may finish it). */
+  private partialKey(buf: Buffer, after: number): number {
+    const from = Math.max(after, buf.length - (KEY.length - 1));
+    const q = buf.indexOf(QUOTE, from);
+    for (let at = q; at >= 0 && at < buf.length; at = buf.indexOf(QUOTE, at + 1)) {
+      const tail = buf.subarray(at);
+      if (KEY.subarray(0, tail.length).equals(tail)) return tail.length;
+    }
+    return 0;
+  }
+}

@@ -22,9 +22,10 @@ const native = {
   metadata: { user_id: "u" },
 };
 
-test("the body goes as it is (model renamed when configured), the answer comes back as it is", async () => {
+test("the body goes as it is (model renamed when configured), the answer comes back as it is but for its model name", async () => {
   const answer = {
     id: "msg_up",
+    model: "native-name",
     type: "message",
     role: "assistant",
     content: [{ type: "text", text: "hi" }],
@@ -37,7 +38,7 @@ test("the body goes as it is (model renamed when configured), the answer comes b
     "anthropic-beta": "whatever-2026",
     "x-api-key": "client-key",
   });
-  expect(await bodyOf(res)).toEqual(answer);
+  expect(await bodyOf(res)).toEqual({ ...answer, model: "n" });
   const sent = up.last("/v1/messages");
   expect(sent.path).toBe("/v1/messages?beta=true");
   expect(sent.body).toEqual({ ...native, model: "native-name" });

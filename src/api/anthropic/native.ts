@@ -22,6 +22,8 @@ const encoder = new TextEncoder();
 interface Native {
   body: Uint8Array;
   pathAndQuery: string;
+  /** The `model` the client sent, which its answer carries. */
+  asked: string;
 }
 
 /** The client's headers minus Anthropic's own, which are qm's business, not the upstream's. */
@@ -65,6 +67,7 @@ async function send(x: Exchange<Native>, call: Call): Promise<Response> {
     headers: nativeHeaders(x.request.headers),
     body: x.parsed.body,
     call,
+    answerModel: x.parsed.asked,
     renderFailure,
   });
   if (res.status < 400) {
@@ -104,6 +107,7 @@ export function nativeExchange(
     parsed: {
       body: encoder.encode(JSON.stringify(payload)),
       pathAndQuery: `/v1/messages${q >= 0 ? request.url.slice(q) : ""}`,
+      asked: String(body.model),
     },
     send,
   };

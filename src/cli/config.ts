@@ -1,3 +1,4 @@
+import { missingPrograms } from "../process/program.ts";
 import { parse, UsageError } from "./args.ts";
 import { configFromArgs } from "./config-path.ts";
 import { configSchemaText } from "./config-schema.ts";
@@ -14,8 +15,14 @@ export async function configCommand(argv: string[]): Promise<number> {
   if (sub !== "check") throw new UsageError(`unknown config command "${sub}"`);
   const loaded = configFromArgs(rest, CONFIG_HELP);
   if ("exit" in loaded) return loaded.exit;
-  const n = Object.keys(loaded.config.models).length;
-  process.stdout.write(`${loaded.path}: ok (${n} model${n === 1 ? "" : "s"})\n`);
+  const models = Object.values(loaded.config.models);
+  const warnings = missingPrograms(models);
+  for (const w of warnings) process.stderr.write(`${loaded.path}: warning: ${w}\n`);
+  const n = models.length;
+  const warned = warnings.length
+    ? `, ${warnings.length} warning${warnings.length === 1 ? "" : "s"}`
+    : "";
+  process.stdout.write(`${loaded.path}: ok (${n} model${n === 1 ? "" : "s"}${warned})\n`);
   return 0;
 }
 

@@ -1,3 +1,4 @@
+import { missingPrograms } from "../process/program.ts";
 import { startServer } from "../runtime/serve.ts";
 import { createLogger } from "../shared/log.ts";
 import { VERSION } from "../version.ts";
@@ -25,6 +26,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
   const ids = Object.keys(config.models);
   log.info(`qm ${VERSION} serving ${ids.length} model(s) from ${loaded.path}: ${ids.join(", ")}`);
   for (const url of server.urls) log.info(`listening on ${url}`);
+  for (const w of missingPrograms(Object.values(config.models))) log.warn(w);
   // Accepted by the config contract, not served yet: say so rather than ignore it silently.
   if (config.server.metricsListen) {
     log.warn(

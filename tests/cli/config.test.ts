@@ -3,7 +3,8 @@
  * repository ships.
  */
 import { describe, expect, test } from "bun:test";
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { QM, ROOT } from "../support/qm-process.ts";
 
@@ -51,5 +52,40 @@ describe("the shipped quartermaster.toml", () => {
   test("qm config check accepts it, directive and all", () => {
     const run = qm("config", "check", "-c", SHIPPED);
     expect(run).toEqual({ code: 0, out: `${SHIPPED}: ok (3 models)\n`, err: "" });
+  });
+});
+
+describe("qm config check", () => {
+  test("warns, and still says ok, when a model's program cannot be found", () => {
+    const dir = mkdtempSync(join(tmpdir(), "qm-check-"));
+    try {
+      const file = join(dir, "q.toml");
+      writeFileSync(
+        file,
+        [
+          "[models.a]",
+          'cmd = "qm-no-such-server --port ${PORT}"',
+          "[models.b]",
+          `cmd = "${join(dir, "missing")} --port \${PORT}"`,
+          "[models.c]",
+          'cmd = "sh -c true"',
+          "[models.d]",
+          'cmd = "sh -c true"',
+          'env = { PATH = "/nowhere" }',
+          "",
+        ].join("\n"),
+      );
+      const run = qm("config", "check", "-c", file);
+      expect(run.code).toBe(0);
+      expect(run.out).toBe(`${file}: ok (4 models, 3 warnings)\n`);
+      expect(run.err.split("\n")).toEqual([
+        `${file}: warning: models.a.cmd: "qm-no-such-server" was not found on PATH; the model cannot start (install it, or give its full path)`,
+        `${file}: warning: models.b.cmd: "${join(dir, "missing")}" is not an executable file; the model cannot start`,
+        `${file}: warning: models.d.cmd: "sh" was not found on PATH; the model cannot start (install it, or give its full path)`,
+        "",
+      ]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -6,13 +6,14 @@
  */
 import { stat } from "node:fs/promises";
 import { parseArgs } from "node:util";
+import { which } from "../../process/program.ts";
 import { type Candidate, findGgufFiles, groupCandidates } from "./discover.ts";
 import { sizeModel } from "./estimate.ts";
 import { formatParams, parameterCount, quantLabel } from "./file-types.ts";
 import { metaString } from "./metadata.ts";
 import { readGgufFile } from "./read-header.ts";
 import { mergeSplit } from "./split.ts";
-import { modelId, renderEntry } from "./toml-entry.ts";
+import { modelId, renderEntry, SERVER } from "./toml-entry.ts";
 import type { GgufHeader, GgufModel } from "./types.ts";
 
 export const SCAN_HELP = `Usage: qm scan DIR... [--ctx N] [--gpu-layers N|all]
@@ -36,11 +37,14 @@ Exit status: 0 ok; 1 a file could not be used, or no model found; 2 usage error.
 export interface ScanIo {
   out(text: string): void;
   err(text: string): void;
+  /** Finds a program on PATH (the entries' `llama-server`). */
+  which(program: string): string | null;
 }
 
 const stdio: ScanIo = {
   out: (t) => process.stdout.write(t),
   err: (t) => process.stderr.write(t),
+  which: (program) => which(program, process.env.PATH ?? ""),
 };
 
 type Options = { dirs: string[]; ctx?: number; gpuLayers?: number };
@@ -104,6 +108,11 @@ export async function scanCommand(argv: string[], io: ScanIo = stdio): Promise<n
   if (entries.length > 0 || skipped.length > 0) {
     const head = `# qm scan ${opts.dirs.join(" ")}: ${entries.length} model${entries.length === 1 ? "" : "s"}; est_vram_gb in GiB = weights + KV cache + overhead\n`;
     io.out([head, ...entries, ...(skipped.length ? [`${skipped.join("\n")}\n`] : [])].join("\n"));
+  }
+  if (entries.length > 0 && io.which(SERVER) === null) {
+    io.err(
+      `qm scan: warning: ${SERVER} was not found on PATH; the entries start it (install llama.cpp's server, or give its full path in cmd)\n`,
+    );
   }
   if (entries.length === 0 && failures === 0) {
     io.err(`qm scan: no GGUF model found under ${opts.dirs.join(", ")}\n`);

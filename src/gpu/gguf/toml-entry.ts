@@ -53,10 +53,17 @@ export interface EntryInput {
   gpuLayers?: number;
 }
 
+/** The program every entry starts. */
+export const SERVER = "llama-server";
+
+/**
+ * `--alias ${MODEL_ID}`: the server then names the model by its id in its answers and
+ * `/v1/models` (without it llama-server answers with the GGUF path).
+ */
 export function renderEntry(e: EntryInput): string {
   const est = e.estimate;
   const gb = (b: number) => fmtGb2(b / BYTES_PER_GB);
-  let cmd = `llama-server --port \${PORT} -m ${shellQuote(e.path)} --ctx-size ${est.ctx}`;
+  let cmd = `${SERVER} --port \${PORT} -m ${shellQuote(e.path)} --ctx-size ${est.ctx} --alias \${MODEL_ID}`;
   if (e.gpuLayers !== undefined) cmd += ` -ngl ${e.gpuLayers}`;
   const lines = [
     `[models.${e.id}]`,

@@ -9,6 +9,9 @@ import { buildGguf, type GgufSpec, val, writeModelFile } from "./gguf-writer.ts"
 
 let dir: string;
 
+/** Whether `llama-server` is on the (pretend) PATH. */
+let serverOnPath = true;
+
 async function scan(...argv: string[]) {
   let out = "";
   let err = "";
@@ -19,6 +22,7 @@ async function scan(...argv: string[]) {
     err: (t) => {
       err += t;
     },
+    which: (program) => (serverOnPath && program === "llama-server" ? "/bin/llama-server" : null),
   });
   return { code, out, err };
 }
@@ -97,6 +101,8 @@ describe("qm scan", () => {
       join(dir, "Qwen2.5-7B Instruct.Q4_0.gguf"),
       "--ctx-size",
       "4096",
+      "--alias",
+      "qwen2-5-7b-instruct-q4_0",
     ]);
     const big = config.models["big-model"]!;
     expect(big.argv[4]).toBe(join(dir, "nested/deeper/big-model-00001-of-00003.gguf"));
@@ -104,7 +110,7 @@ describe("qm scan", () => {
       [
         "[models.qwen2-5-7b-instruct-q4_0]",
         "# qwen2 · 1.7M params · Q4_0 · weights 0.00 GB + KV 0.00 GB at ctx 4096 + overhead 0.50 GB",
-        `cmd = "llama-server --port \${PORT} -m 'DIR/Qwen2.5-7B Instruct.Q4_0.gguf' --ctx-size 4096"`,
+        `cmd = "llama-server --port \${PORT} -m 'DIR/Qwen2.5-7B Instruct.Q4_0.gguf' --ctx-size 4096 --alias \${MODEL_ID}"`,
         "est_vram_gb = 0.6",
       ].join("\n"),
     );
@@ -115,6 +121,20 @@ describe("qm scan", () => {
       `# skipped ${join(dir, "nested/vision.gguf")}: multimodal projector (clip)`,
     );
     expect(r.out).toContain(`# skipped ${join(dir, "vocab.gguf")}: no tensors`);
+  });
+
+  test("warns, on stderr, when llama-server is not on PATH; the entries still print", async () => {
+    serverOnPath = false;
+    try {
+      const r = await scan(join(dir, "nested"));
+      expect(r.code).toBe(0);
+      expect(r.out).toContain("[models.big-model]");
+      expect(r.err).toBe(
+        "qm scan: warning: llama-server was not found on PATH; the entries start it (install llama.cpp's server, or give its full path in cmd)\n",
+      );
+    } finally {
+      serverOnPath = true;
+    }
   });
 
   test("estimates match sizeModel over all parts, rounded up to 0.1", async () => {
@@ -131,7 +151,7 @@ describe("qm scan", () => {
 
   test("--gpu-layers adds -ngl; all = 999", async () => {
     const r = await scan(join(dir, "nested"), "--gpu-layers", "1");
-    expect(r.out).toContain("--ctx-size 4096 -ngl 1");
+    expect(r.out).toContain("--ctx-size 4096 --alias ${MODEL_ID} -ngl 1");
     expect((await scan(join(dir, "nested"), "--gpu-layers", "all")).out).toContain("-ngl 999");
   });
 

@@ -64,7 +64,7 @@ describe("qm config check", () => {
         file,
         [
           "[models.a]",
-          'cmd = "qm-no-such-server --port ${PORT}"',
+          `cmd = "qm-no-such-server --port \${PORT}"`,
           "[models.b]",
           `cmd = "${join(dir, "missing")} --port \${PORT}"`,
           "[models.c]",

@@ -151,7 +151,7 @@ describe("qm scan", () => {
 
   test("--gpu-layers adds -ngl; all = 999", async () => {
     const r = await scan(join(dir, "nested"), "--gpu-layers", "1");
-    expect(r.out).toContain("--ctx-size 4096 --alias ${MODEL_ID} -ngl 1");
+    expect(r.out).toContain(`--ctx-size 4096 --alias \${MODEL_ID} -ngl 1`);
     expect((await scan(join(dir, "nested"), "--gpu-layers", "all")).out).toContain("-ngl 999");
   });
 

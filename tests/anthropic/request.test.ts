@@ -42,7 +42,7 @@ describe("top level", () => {
     expect(JSON.stringify(out)).not.toContain("billing");
   });
 
-  test("streaming asks for usage; sampling, stop and unknown fields", () => {
+  test("streaming asks for usage; sampling kept; stop sequences (qm's to apply) and unknown fields not sent", () => {
     const out = tr({
       messages: [{ role: "user", content: "hi" }],
       stream: true,
@@ -58,12 +58,11 @@ describe("top level", () => {
     expect(out).toMatchObject({
       stream: true,
       stream_options: { include_usage: true },
-      stop: ["END"],
       temperature: 0.2,
       top_p: 0.9,
       top_k: 40,
     });
-    for (const k of ["metadata", "user", "service_tier", "container", "mcp_servers"]) {
+    for (const k of ["stop", "metadata", "user", "service_tier", "container", "mcp_servers"]) {
       expect(k in out).toBe(false);
     }
   });

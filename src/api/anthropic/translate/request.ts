@@ -59,7 +59,8 @@ export function toOpenAI(
   };
   // Usage arrives in a last `choices: []` chunk only when asked for (OpenAI `stream_options`).
   if (out.stream) out.stream_options = { include_usage: true };
-  if (req.stop_sequences && req.stop_sequences.length > 0) out.stop = req.stop_sequences;
+  // `stop_sequences` are not sent: qm applies them to the answer (stop-match.ts), since no
+  // OpenAI server says which stop string matched.
   if (req.temperature !== undefined) out.temperature = req.temperature;
   if (req.top_p !== undefined) out.top_p = req.top_p;
   // Not OpenAI, but llama.cpp, vLLM and mistral.rs all read it.

@@ -11,6 +11,7 @@ import { sanitizeToolId } from "../ids.ts";
 import type { ResponseBlock, ResponseMessage } from "../wire.ts";
 import { anthropicUsage, ending, estimateOutput } from "./finish.ts";
 import type { OaiToolCallDelta, OaiUsage } from "./openai-types.ts";
+import { firstMatch } from "./stop-match.ts";
 import { type ToolInput, toolInput } from "./tool-json.ts";
 
 export interface ResponseOptions {
@@ -65,13 +66,17 @@ export function fromOpenAI(body: unknown, opts: ResponseOptions): ResponseMessag
     content.push({ type: "thinking", thinking: reasoning, signature: "" });
     chars += reasoning.length;
   }
-  const text = contentText(msg.content);
+  let text = contentText(msg.content);
+  // Stop sequences are qm's to apply (`stop-match.ts`): the text ends before the first one.
+  const hit = firstMatch(text, opts.stopSequences);
+  if (hit) text = text.slice(0, hit.at);
   if (text !== "") {
     content.push({ type: "text", text });
     chars += text.length;
   }
-  const calls: OaiToolCallDelta[] = [...(msg.tool_calls ?? [])];
-  if (msg.function_call)
+  // Generation ends at the stop sequence: no call after it was made.
+  const calls: OaiToolCallDelta[] = hit ? [] : [...(msg.tool_calls ?? [])];
+  if (msg.function_call && !hit)
     calls.push({ function: msg.function_call as OaiToolCallDelta["function"] });
   for (const call of calls) {
     const name = call.function?.name;
@@ -83,12 +88,9 @@ export function fromOpenAI(body: unknown, opts: ResponseOptions): ResponseMessag
     content.push({ type: "tool_use", id: sanitizeToolId(call.id), name, input: parsed.input });
   }
   const hasTools = content.some((b) => b.type === "tool_use");
-  const end = ending(
-    choice.finish_reason ?? null,
-    choice.stop_reason,
-    opts.stopSequences,
-    hasTools,
-  );
+  const end = hit
+    ? { stop_reason: "stop_sequence" as const, stop_sequence: hit.stop }
+    : ending(choice.finish_reason ?? null, choice.stop_reason, opts.stopSequences, hasTools);
   return {
     id: opts.id,
     type: "message",

@@ -24,6 +24,7 @@ import type { StopReason } from "../wire.ts";
 import { anthropicUsage, ending, estimateOutput } from "./finish.ts";
 import type { OaiUsage } from "./openai-types.ts";
 import { contentText } from "./response.ts";
+import { StopMatcher } from "./stop-match.ts";
 import { type ToolInput, toolInput } from "./tool-json.ts";
 
 export interface StreamOptions {
@@ -83,8 +84,14 @@ export class StreamTranslator {
   private chars = 0;
   /** How the message ended; null until `message_delta` went out. */
   stopReason: StopReason | null = null;
+  /** The request's stop sequences, applied to the text here (`stop-match.ts`). */
+  private readonly stops: StopMatcher | null;
 
-  constructor(private readonly opts: StreamOptions) {}
+  constructor(private readonly opts: StreamOptions) {
+    this.stops = opts.stopSequences.some((s) => s !== "")
+      ? new StopMatcher(opts.stopSequences)
+      : null;
+  }
 
   /** True once `message_stop` or `error` was written: nothing follows either. */
   get finished(): boolean {
@@ -149,7 +156,17 @@ export class StreamTranslator {
     const reasoning = contentText(delta.reasoning_content) || contentText(delta.reasoning);
     if (reasoning !== "") out += this.blockDelta("thinking", reasoning);
     const text = contentText(delta.content);
-    if (text !== "") out += this.blockDelta("text", text);
+    if (text !== "") {
+      if (this.stops) {
+        const pass = this.stops.push(text);
+        if (pass !== "") out += this.blockDelta("text", pass);
+        // The text reached a stop sequence: the message ends here (the wrapper then stops
+        // the upstream, which is still generating).
+        if (this.stops.matched !== null) return out + this.complete();
+      } else {
+        out += this.blockDelta("text", text);
+      }
+    }
     if (Array.isArray(delta.tool_calls)) {
       for (const tc of delta.tool_calls) if (isRec(tc)) this.toolDelta(tc);
     }
@@ -173,7 +190,7 @@ export class StreamTranslator {
   /** Ends the stream with an `error` event after closing the open block. */
   fail(type: Parameters<typeof errorEvent>[0], message: string): string {
     if (this.done) return "";
-    const out = this.closeOpen() + errorEvent(type, message);
+    const out = this.heldText() + this.closeOpen() + errorEvent(type, message);
     this.done = true;
     return out;
   }
@@ -184,6 +201,15 @@ export class StreamTranslator {
    */
   escapedDelta(kind: "text" | "thinking", escaped: string): string {
     if (this.done || escaped === "") return "";
+    if (kind === "text" && this.stops) {
+      // Stop sequences match the text itself: unescape the piece and take the common path.
+      return (
+        this.start() +
+        this.event(
+          JSON.stringify({ choices: [{ delta: { content: JSON.parse(`"${escaped}"`) } }] }),
+        )
+      );
+    }
     return this.start() + this.blockDelta(kind, escaped, `"${escaped}"`);
   }
 
@@ -249,10 +275,18 @@ export class StreamTranslator {
     }
   }
 
+  /** The text the stop sequences held back, now that no more follows. */
+  private heldText(): string {
+    const rest = this.stops?.flush() ?? "";
+    return rest === "" ? "" : this.blockDelta("text", rest);
+  }
+
   private complete(): string {
-    let out = this.start() + this.closeOpen();
+    let out = this.start() + this.heldText() + this.closeOpen();
     let hasTools = false;
-    for (const call of this.tools) {
+    // Generation ended at the stop sequence: no call after it was made.
+    const matched = this.stops?.matched ?? null;
+    for (const call of matched === null ? this.tools : []) {
       if (!call.name) continue; // nothing can run a call without a name
       const parsed = toolInput(call.args);
       if (parsed.how !== "ok") this.opts.onToolInput?.(call.name, parsed.how);
@@ -275,7 +309,10 @@ export class StreamTranslator {
       });
       out += sse("content_block_stop", { index });
     }
-    const end = ending(this.finish, this.upstreamStop, this.opts.stopSequences, hasTools);
+    const end =
+      matched !== null
+        ? { stop_reason: "stop_sequence" as const, stop_sequence: matched }
+        : ending(this.finish, this.upstreamStop, this.opts.stopSequences, hasTools);
     this.stopReason = end.stop_reason;
     const usage = anthropicUsage(this.usage, this.cacheN, {
       input: this.opts.inputEstimate,

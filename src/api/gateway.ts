@@ -17,6 +17,12 @@ export interface AcquireHooks {
   holdMs?: number | undefined;
   /** How long it honours other models' holds (`X-QM-Patience-Ms`); default `scheduler.patience_ms`. */
   patienceMs?: number | undefined;
+  /**
+   * How long the model stays loaded once idle after this request (Ollama's `keep_alive`), in
+   * place of its `ttl_s` until another request asks otherwise: `0` unloads it once idle, `-1`
+   * keeps it resident. Absent: no change.
+   */
+  keepAliveMs?: number | undefined;
 }
 
 export interface LeaseInfo {

@@ -84,6 +84,10 @@ export interface ModelStatusJson {
   aliases: string[];
   group: string;
   ttl_s: number;
+  /** The idle time-to-live a request set in place of `ttl_s` (`keep_alive`; -1 = for ever), or null. */
+  keep_alive_ms: number | null;
+  /** Wall-clock epoch ms at which the idle model will be stopped (its TTL), or null. */
+  unload_at_ms: number | null;
   concurrency_limit: number;
   unlisted: boolean;
   last_error: string | null;

@@ -164,7 +164,11 @@ describe("request mapping", () => {
 
 const fixedClock = (): Clock => {
   let t = 100;
-  return { now: () => (t += 1), iso: () => "2026-01-01T00:00:00.000Z" };
+  const now = () => {
+    t += 1;
+    return t;
+  };
+  return { now, iso: () => "2026-01-01T00:00:00.000Z" };
 };
 const timing: Timing = { start: 0, granted: 10, sent: 20 };
 const shape = (kind: "chat" | "generate" = "chat"): StreamShape => ({

@@ -336,6 +336,38 @@ describe("POST /api/chat", () => {
       options: { num_ctx: 8192 },
     });
     expect(asked).toEqual(["qwen?ctx=8192"]);
+    // A server whose context flag qm does not know keeps its own size.
+    await post(app, "/api/chat", {
+      model: "other",
+      messages: msg,
+      stream: false,
+      options: { num_ctx: 8192 },
+    });
+    expect(asked).toEqual(["qwen?ctx=8192"]);
+    const tiny = await post(app, "/api/chat", {
+      model: "qwen",
+      messages: msg,
+      options: { num_ctx: 16 },
+    });
+    expect(tiny.status).toBe(400);
+    expect((await bodyOf(tiny)).error).toContain('"options.num_ctx"');
+  });
+
+  test("the edge's refusals on these paths use Ollama's envelope too", async () => {
+    const gw = fakeGateway(`[server]\napi_keys = ["sekrit"]\nmax_body_mb = 1\n${TOML}`);
+    const app = appOf(gw);
+    const noKey = await post(app, "/api/chat", { model: "qwen", messages: [] });
+    expect(noKey.status).toBe(401);
+    expect(Object.keys(await bodyOf(noKey))).toEqual(["error"]);
+    const big = await post(
+      app,
+      "/api/generate",
+      { model: "qwen", prompt: "x".repeat(2 * 1024 * 1024) },
+      { authorization: "Bearer sekrit" },
+    );
+    expect(big.status).toBe(413);
+    expect((await bodyOf(big)).error).toContain("max_body_mb");
+    expect(gw.acquired).toBe(0);
   });
 
   test("model with :latest resolves like Ollama's default tag", async () => {

@@ -24,8 +24,10 @@ function client(gw: FakeGw): Ollama {
   const app = appOf(gw);
   return new Ollama({
     host: "http://127.0.0.1:11434",
-    fetch: (async (input: RequestInfo | URL, init?: RequestInit) =>
-      app.handle(new Request(input, init))) as typeof fetch,
+    fetch: (async (input: string | URL | Request, init?: RequestInit) =>
+      app.handle(
+        new Request(String(input instanceof Request ? input.url : input), init),
+      )) as typeof fetch,
   });
 }
 

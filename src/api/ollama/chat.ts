@@ -10,7 +10,7 @@
  * Ollama itself does while it loads a model. See design.md.
  */
 import type { ModelConfig } from "../../config/types.ts";
-import { withContextSize } from "../../config/variant.ts";
+import { MAX_CTX, MIN_CTX, withContextSize } from "../../config/variant.ts";
 import { failureLogLine } from "../../proxy/causes.ts";
 import { forward } from "../../proxy/forward.ts";
 import { asQmError } from "../../shared/errors.ts";
@@ -20,7 +20,7 @@ import type { Call } from "../exchange/call.ts";
 import { type Asks, admit, type Exchange, headersOf, runExchange } from "../exchange/exchange.ts";
 import { Observer } from "../exchange/observer.ts";
 import type { Gateway } from "../gateway.ts";
-import { parseJsonObject, readBody } from "../request/body.ts";
+import { badRequest, parseJsonObject, readBody } from "../request/body.ts";
 import { resolveModel } from "../request/model.ts";
 import { fromCompletion } from "./answer.ts";
 import { fromUpstreamText, OLLAMA, ollamaError } from "./errors.ts";
@@ -56,10 +56,18 @@ export function ollamaModel(gw: Gateway, name: unknown): ModelConfig | Promise<M
 
 /**
  * The model at `options.num_ctx`: the model itself when its command already runs at that size,
- * else its `?ctx=N` variant (a process of its own, minted on first use).
+ * else its `?ctx=N` variant (a process of its own, minted on first use). Only llama.cpp's
+ * context flag is known, so for other servers `num_ctx` is left to the model's own setting.
  */
 async function atContext(gw: Gateway, model: ModelConfig, numCtx: number | undefined) {
   if (numCtx === undefined || model.variantOf) return model;
+  if (profileFromCommand(model.argv) !== "llamacpp") return model;
+  if (numCtx < MIN_CTX || numCtx > MAX_CTX) {
+    throw badRequest(
+      `"options.num_ctx" must be from ${MIN_CTX} to ${MAX_CTX}, got ${numCtx}`,
+      "options.num_ctx",
+    );
+  }
   const argv = model.argv;
   const same = withContextSize(argv, numCtx);
   if (same.length === argv.length && same.every((a, i) => a === argv[i])) return model;

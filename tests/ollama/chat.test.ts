@@ -216,6 +216,7 @@ describe("POST /api/chat", () => {
     for (const [body, field] of cases) {
       const res = await post(app, "/api/chat", body);
       expect(res.status).toBe(400);
+      expect(res.headers.get("x-should-retry")).toBe("false");
       const err = await bodyOf(res);
       expect(Object.keys(err)).toEqual(["error"]);
       expect(err.error).toContain(field);

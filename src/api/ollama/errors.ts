@@ -1,4 +1,4 @@
-import { QmError } from "../../shared/errors.ts";
+import { isFinalStatus, QmError } from "../../shared/errors.ts";
 import { upstreamErrorObject } from "../anthropic/errors.ts";
 import type { ExchangeApi } from "../exchange/exchange.ts";
 
@@ -9,6 +9,8 @@ export function ollamaError(err: QmError, headers?: Headers | Record<string, str
   const h = new Headers(headers);
   h.set("content-type", "application/json; charset=utf-8");
   if (err.retryAfterS !== null) h.set("retry-after", String(err.retryAfterS));
+  // A 4xx that fails the same way every time: clients that retry on their own read this.
+  if (isFinalStatus(err.status)) h.set("x-should-retry", "false");
   return new Response(JSON.stringify({ error: err.message }), { status: err.status, headers: h });
 }
 

@@ -131,7 +131,7 @@ describe("POST /api/chat", () => {
     expect(gw.releases).toEqual([{ toolCalls: true }]);
   });
 
-  test("messages: images, assistant tool calls (object → string) and tool results by name", async () => {
+  test("messages: images, assistant tool calls (object → string), tool results by name; unknown fields ignored", async () => {
     const gw = fakeGateway(TOML);
     up.answer = () => completion({ content: "ok" }, "stop");
     await post(appOf(gw), "/api/chat", {
@@ -157,8 +157,14 @@ describe("POST /api/chat", () => {
         mirostat: 1,
       },
       think: false,
+      // Fields qm has no use for are ignored, as Ollama ignores unknown ones.
+      logprobs: true,
+      template: "{{ .Prompt }}",
+      some_future_field: { x: 1 },
     });
     const sent = jsonOf(up.last());
+    expect(sent.logprobs).toBeUndefined();
+    expect(sent.some_future_field).toBeUndefined();
     expect(sent.messages).toEqual([
       { role: "system", content: "sys" },
       {

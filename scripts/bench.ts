@@ -17,6 +17,8 @@
  * (e) Translation cost: the same streamed answer through `/v1/messages` (translated to the
  *     OpenAI chat API and back) and `/v1/chat/completions` (passthrough) — qm CPU per stream
  *     and per-chunk latency from stamps in each token's text (scripts/bench/anthropic.ts).
+ * (g) The same for Ollama's `/api/chat` (NDJSON lines) against the same passthrough
+ *     (scripts/bench/ollama.ts).
  *
  * qm runs as the compiled binary (`dist/qm serve`, rebuilt when older than src/) with a
  * generated config; every model upstream is started by qm itself.
@@ -27,6 +29,7 @@ import { join } from "node:path";
 import { anthropicRuns } from "./bench/anthropic.ts";
 import { matrixSolver } from "./bench/matrix.ts";
 import { type NonStreamTarget, nonStreamCells } from "./bench/nonstream.ts";
+import { ollamaRuns } from "./bench/ollama.ts";
 import { inProcessOverhead } from "./bench/overhead.ts";
 import { startListening, withCleanup } from "./bench/procs.ts";
 import { ensureBuilt, load, MODELS, revision, startQm } from "./bench/qm.ts";
@@ -135,6 +138,17 @@ async function main(): Promise<void> {
     rounds: ANTHROPIC_ROUNDS,
   });
 
+  // (g) The Ollama translation, on the same warm qm and upstream as (e).
+  const g = await ollamaRuns({
+    qmUrl: qm.url,
+    qmPid: qm.pid,
+    ours: () => [...oursA(), stream.pid, bareStream.proc.pid],
+    model: MODELS.anthropic,
+    streams: ANTHROPIC_STREAMS,
+    tokens: ANTHROPIC_TOKENS,
+    rounds: ANTHROPIC_ROUNDS,
+  });
+
   // (c) Readiness.
   const c = await readinessRuns(qm, MODELS.cold, readyFile, READINESS_RUNS);
   const loaded = round(rssMb(qm.pid) ?? Number.NaN, 1);
@@ -145,7 +159,8 @@ async function main(): Promise<void> {
 
   const others = [c1, c32, b]
     .flatMap((x) => [x.direct, x.bare, x.qm].map((y) => y.others_cpu_pct))
-    .concat(e.passthrough.others_cpu_pct, e.translated.others_cpu_pct);
+    .concat(e.passthrough.others_cpu_pct, e.translated.others_cpu_pct)
+    .concat(g.passthrough.others_cpu_pct, g.translated.others_cpu_pct);
   const othersMax = Math.max(...others);
   const ratio = (x: Record<NonStreamTarget, { rps: number }>) => round(x.qm.rps / x.bare.rps);
   const roundRatios = c32.qm.rps_rounds.map((r, i) => round(r / (c32.bare.rps_rounds[i] ?? 0)));
@@ -220,6 +235,13 @@ async function main(): Promise<void> {
         "send epoch ms carried in each token's text (`<sent_ms>|`); cpu = qm utime+stime " +
         "over the run ÷ streams; added = translated p99 − passthrough p99",
     },
+    ollama: {
+      ...g,
+      token_ms: ANTHROPIC_TOKEN_MS,
+      method:
+        "as anthropic, with POST /api/chat (NDJSON lines) as the translated route; chunk ms " +
+        "from the same text stamps; added = translated p99 − passthrough p99",
+    },
     in_process: f,
     matrix_solver: matrixSolver(),
     rss_mb: {
@@ -237,6 +259,8 @@ async function main(): Promise<void> {
       rss_idle_mb: target(idle, "<=", 80),
       anthropic_cpu_ratio: target(e.cpu_ratio, "<=", 1.5),
       anthropic_added_ms_p99: target(e.added_ms_p99_over_passthrough, "<=", 1),
+      ollama_cpu_ratio: target(g.cpu_ratio, "<=", 1.5),
+      ollama_added_ms_p99: target(g.added_ms_p99_over_passthrough, "<=", 1),
     },
   };
   process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);

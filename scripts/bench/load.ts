@@ -70,7 +70,10 @@ export async function stampedStreams(o: {
   expected: number;
   end: string;
   stamps: (complete: string) => number[];
+  /** What ends one event: SSE's blank line (the default), or "\n" for NDJSON lines. */
+  separator?: string;
 }): Promise<StreamResult> {
+  const sep = o.separator ?? "\n\n";
   const out: StreamResult = {
     latencies: [],
     chunks: 0,
@@ -91,10 +94,10 @@ export async function stampedStreams(o: {
         out.reads++;
         pending += decoder.decode(bytes, { stream: true });
         // Complete events end with a blank line (WHATWG SSE); a partial one waits for more.
-        const cut = pending.lastIndexOf("\n\n");
+        const cut = pending.lastIndexOf(sep);
         if (cut < 0) continue;
         const complete = pending.slice(0, cut);
-        pending = pending.slice(cut + 2);
+        pending = pending.slice(cut + sep.length);
         const sent = o.stamps(complete);
         for (const t of sent) out.latencies.push(at - t);
         if (sent.length > 1) out.coalescedReads++;

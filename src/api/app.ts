@@ -18,7 +18,7 @@ export function buildRoutes(gw: Gateway, log: Logger) {
     .use(controlRoutes(gw, log))
     .use(openaiRoutes(gw, log))
     .use(anthropicRoutes(gw, { log }))
-    .use(ollamaRoutes(gw))
+    .use(ollamaRoutes(gw, Date.now, log))
     .use(responsesRoutes(gw, log))
     .onError(({ code, request, error }) => {
       const path = new URL(request.url).pathname;

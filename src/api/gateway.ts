@@ -17,6 +17,12 @@ export interface AcquireHooks {
   holdMs?: number | undefined;
   /** How long it honours other models' holds (`X-QM-Patience-Ms`); default `scheduler.patience_ms`. */
   patienceMs?: number | undefined;
+  /**
+   * How long the model stays loaded once idle after this request (Ollama's `keep_alive`), in
+   * place of its `ttl_s` until another request asks otherwise: `0` unloads it once idle, `-1`
+   * keeps it resident. Absent: no change.
+   */
+  keepAliveMs?: number | undefined;
 }
 
 export interface LeaseInfo {
@@ -78,6 +84,10 @@ export interface ModelStatusJson {
   aliases: string[];
   group: string;
   ttl_s: number;
+  /** The idle time-to-live a request set in place of `ttl_s` (`keep_alive`; -1 = for ever), or null. */
+  keep_alive_ms: number | null;
+  /** Wall-clock epoch ms at which the idle model will be stopped (its TTL), or null. */
+  unload_at_ms: number | null;
   concurrency_limit: number;
   unlisted: boolean;
   last_error: string | null;

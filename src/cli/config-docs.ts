@@ -218,7 +218,8 @@ export const CONFIG_DOCS: Record<DocumentedSection, SectionDoc> = {
         example: { CUDA_VISIBLE_DEVICES: "0" },
       },
       ttl_s: {
-        meaning: "Stop the model after this many seconds without a request; `0`: never.",
+        meaning:
+          "Stop the model after this many seconds without a request; `0`: never. A request's Ollama `keep_alive` replaces it until another sets one or the model stops.",
         example: 900,
       },
       concurrency_limit: {

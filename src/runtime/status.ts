@@ -43,6 +43,8 @@ export function buildStatus(inputs: StatusInputs): StatusJson {
       aliases: m.aliases,
       group: m.group,
       ttl_s: m.ttlS,
+      keep_alive_ms: s.keepAliveMs === null ? null : Math.max(-1, s.keepAliveMs),
+      unload_at_ms: s.idleExpiry === null ? null : toEpoch(s.idleExpiry),
       concurrency_limit: m.concurrencyLimit,
       unlisted: m.unlisted,
       last_error: s.lastError,

@@ -66,6 +66,7 @@ export class Waiters {
         model: model.id,
         holdMs: hooks.holdMs,
         patienceMs: hooks.patienceMs,
+        keepAliveMs: hooks.keepAliveMs,
       });
       // Most requests are granted (or refused) synchronously above; only one that has to
       // wait needs to hear about its client leaving.

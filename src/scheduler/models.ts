@@ -23,6 +23,24 @@ export interface ModelEntry {
   draining: boolean;
   readonly concurrencyLimit: number;
   readonly ttlMs: number;
+  /**
+   * The idle time-to-live the latest finished request asked for (`keep_alive`), in place of
+   * `ttlMs` while the process lives: 0 = stop once idle, negative = never; null = `ttlMs`.
+   */
+  keepAliveMs: number | null;
+}
+
+/** How long `m` may stay idle before it is stopped; null = for ever. */
+export function idleTtl(m: ModelEntry): number | null {
+  if (m.keepAliveMs !== null) return m.keepAliveMs < 0 ? null : m.keepAliveMs;
+  return m.ttlMs > 0 ? m.ttlMs : null;
+}
+
+/** When idle expiry will stop `m` (clock time), or null: busy, not ready, or no TTL. */
+export function idleExpiry(m: ModelEntry): number | null {
+  if (m.state !== "ready" || m.inflight > 0 || m.idleSince === null) return null;
+  const ttl = idleTtl(m);
+  return ttl === null ? null : m.idleSince + ttl;
 }
 
 /** The scheduler's per-model book-keeping. Plain data, touched only from scheduler events. */
@@ -54,6 +72,7 @@ export class ModelTable {
       draining: false,
       concurrencyLimit: m.concurrencyLimit,
       ttlMs: m.ttlS * 1000,
+      keepAliveMs: null,
     });
   }
 
@@ -73,6 +92,8 @@ export class ModelTable {
     if (state !== "ready") {
       m.heldUntil = 0;
       m.holdCandidateMs = 0;
+      // A request's keep-alive is for the process it ran on; a new one starts with `ttl_s`.
+      m.keepAliveMs = null;
     }
     if (state === "failed") m.lastError = detail ?? null;
     else if (state === "ready") m.lastError = null;
@@ -119,8 +140,10 @@ export class ModelTable {
 
   idleExpired(now: number): string[] {
     return this.all()
-      .filter((m) => m.ttlMs > 0 && m.state === "ready" && m.inflight === 0)
-      .filter((m) => m.idleSince !== null && m.idleSince + m.ttlMs <= now)
+      .filter((m) => {
+        const due = idleExpiry(m);
+        return due !== null && due <= now;
+      })
       .map((m) => m.id);
   }
 
@@ -133,9 +156,8 @@ export class ModelTable {
     for (const m of this.byId.values()) {
       if (m.state !== "ready") continue;
       if (m.heldUntil > 0) consider(m.heldUntil);
-      if (m.ttlMs > 0 && m.inflight === 0 && m.idleSince !== null) {
-        consider(m.idleSince + m.ttlMs);
-      }
+      const due = idleExpiry(m);
+      if (due !== null) consider(due);
     }
     return at;
   }

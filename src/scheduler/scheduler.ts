@@ -5,7 +5,7 @@ import { QmError } from "../shared/errors.ts";
 import { type DecideView, type Decision, decide } from "./decide.ts";
 import { EventClock } from "./event-clock.ts";
 import { Holds } from "./holds.ts";
-import { ModelTable } from "./models.ts";
+import { idleExpiry, ModelTable } from "./models.ts";
 import { idleToShed } from "./shed.ts";
 import { SwapBook } from "./swaps.ts";
 import type { Effects, ModelState, RequestSpec, ServeOutcome, SwapResult } from "./types.ts";
@@ -15,6 +15,7 @@ import { type Queued, waiter } from "./waiter.ts";
 interface Grant {
   model: string;
   holdMs: number;
+  keepAliveMs: number | undefined;
   /** The model's generation at grant time: a crash starts a new one. */
   generation: number;
 }
@@ -137,6 +138,8 @@ export class Scheduler {
         lastError: m.lastError,
         unloadPending: m.unloadPending,
         heldUntil: m.heldUntil > this.clock.now() ? m.heldUntil : null,
+        keepAliveMs: m.keepAliveMs,
+        idleExpiry: idleExpiry(m),
       })),
       queueDepth: this.queue.length,
       swaps: this.swaps.snapshot(),
@@ -230,6 +233,7 @@ export class Scheduler {
     this.grants.set(q.spec.id, {
       model: id,
       holdMs: q.holdMs,
+      keepAliveMs: q.keepAliveMs,
       generation: this.models.get(id)!.generation,
     });
     this.models.touch(id);
@@ -260,11 +264,16 @@ export class Scheduler {
     const m = this.models.get(g.model);
     if (!m || m.generation !== g.generation) return; // the process it ran on is gone
     this.holds.finished(m, g.holdMs, outcome);
+    if (g.keepAliveMs !== undefined) m.keepAliveMs = g.keepAliveMs;
     this.models.adjustInflight(g.model, -1);
     if (m.inflight > 0) return;
     const unload = m.unloadPending;
     if (unload) this.swaps.stopOutsideSwap([g.model], "unload");
     this.holds.drained(m, unload);
+    // `keep_alive: 0`: idle now, and asked to go once idle (no wake needed for "now").
+    if (!unload && m.keepAliveMs === 0) {
+      this.swaps.stopOutsideSwap(this.holds.idleExpired(this.view.stopping), "keep_alive 0");
+    }
   }
 
   private onCancel(requestId: number): void {

@@ -10,6 +10,12 @@ export interface RequestSpec {
   holdMs?: number | undefined;
   /** How long this request honours other models' holds (`X-QM-Patience-Ms`); default `patience_ms`. */
   patienceMs?: number | undefined;
+  /**
+   * How long the model stays loaded once idle after this request, in place of its `ttl_s`
+   * until a later request asks otherwise (Ollama's `keep_alive`): `0` stops it once it is idle,
+   * negative keeps it resident; absent leaves the model's current setting.
+   */
+  keepAliveMs?: number | undefined;
 }
 
 /** A swap: stop `evict` (in parallel), start `target`, wait until it is ready. */

@@ -8,6 +8,8 @@ export interface Queued {
   holdMs: number;
   /** How long it honours other models' holds (`X-QM-Patience-Ms`, default `patience_ms`). */
   patienceMs: number;
+  /** The idle time-to-live it sets once it finishes (`keep_alive`), if it asks for one. */
+  keepAliveMs: number | undefined;
   /** Last position reported through `Effects.position` (0 = none yet). */
   reported: number;
 }
@@ -22,6 +24,7 @@ export function waiter(
     arrivedAt: now,
     holdMs: spec.holdMs ?? defaults.holdMs,
     patienceMs: spec.patienceMs ?? defaults.patienceMs,
+    keepAliveMs: spec.keepAliveMs,
     reported: 0,
   };
 }

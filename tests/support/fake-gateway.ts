@@ -59,6 +59,9 @@ export interface FakeGw extends Gateway {
   /** Leases taken through `lease()`, by lease id; `leaseCalls` records every call. */
   held: Map<string, { model: string; ttlMs: number }>;
   leaseCalls: string[];
+  /** What status says of each model's keep-alive and idle expiry (`keep_alive_ms`, `unload_at_ms`). */
+  keepAlive: Record<string, number>;
+  unloadAt: Record<string, number>;
   /** Listeners `subscribe` added and not yet removed. */
   listeners: Set<(e: QmEvent) => void>;
 }
@@ -79,6 +82,8 @@ function statusOf(cfg: Config, gw: FakeGw): StatusJson {
     aliases: m.aliases,
     group: m.group,
     ttl_s: m.ttlS,
+    keep_alive_ms: gw.keepAlive[m.id] ?? null,
+    unload_at_ms: gw.unloadAt[m.id] ?? null,
     concurrency_limit: m.concurrencyLimit,
     unlisted: m.unlisted,
     last_error: null,
@@ -144,6 +149,8 @@ export function fakeGateway(toml: string, timers?: Timers): FakeGw {
     held: new Map(),
     leaseCalls: [],
     listeners: new Set(),
+    keepAlive: {},
+    unloadAt: {},
     resolve(name: string): ModelConfig | undefined {
       const id = modelIdFor(cfg, name);
       return id === undefined ? undefined : cfg.models[id];

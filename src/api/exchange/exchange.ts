@@ -16,7 +16,7 @@ import { schedulingHeaders } from "../request/scheduling.ts";
 import { Call } from "./call.ts";
 import type { Observer } from "./observer.ts";
 
-export type Asks = Pick<AcquireHooks, "holdMs" | "patienceMs">;
+export type Asks = Pick<AcquireHooks, "holdMs" | "patienceMs" | "keepAliveMs">;
 
 /** How an API writes failures. */
 export interface ExchangeApi {
@@ -106,6 +106,7 @@ function waitStatus<T>(x: Exchange<T>, call: Call): Response {
           onLoading: progress.onLoading,
           holdMs: asks.holdMs,
           patienceMs: asks.patienceMs,
+          keepAliveMs: asks.keepAliveMs,
         });
         call.granted(lease);
         return await x.send(x, call);

@@ -54,12 +54,16 @@ export function isResident(s: ModelStatusJson): boolean {
   return s.state === "starting" || s.state === "ready" || s.state === "stopping";
 }
 
-/** When the model will be unloaded: its hold or its idle TTL from now, whichever is later. */
+/**
+ * When the model will be unloaded: an idle model when its TTL (or the `keep_alive` a request
+ * set) runs out; a busy one that long after now; never without either. A hold that lasts
+ * longer keeps it that much longer.
+ */
 export function expiresAt(s: ModelStatusJson, now: number): string {
-  if (s.ttl_s <= 0 && s.held_until_ms === null) return NEVER;
-  const ttlEnd = s.ttl_s > 0 ? now + s.ttl_s * 1000 : Number.POSITIVE_INFINITY;
-  const end = Math.max(ttlEnd, s.held_until_ms ?? 0);
-  return Number.isFinite(end) ? new Date(end).toISOString() : NEVER;
+  const ttlMs = s.keep_alive_ms ?? (s.ttl_s > 0 ? s.ttl_s * 1000 : -1);
+  if (s.unload_at_ms === null && ttlMs < 0) return NEVER;
+  const end = Math.max(s.unload_at_ms ?? now + ttlMs, s.held_until_ms ?? 0);
+  return new Date(end).toISOString();
 }
 
 export function psEntry(m: ModelConfig, s: ModelStatusJson, modifiedAt: string, now: number) {

@@ -1,12 +1,16 @@
 /**
- * The Ollama-compatible model routes (Ollama's docs/api.md): `GET /api/version`, `/api/tags`,
- * `/api/ps`, `POST /api/show`, and the model-management routes, which qm refuses: it serves
- * the models in its config. They share `/api/` with qm's control routes, which keep theirs.
+ * The Ollama-compatible routes (Ollama's docs/api.md): `GET /api/version`, `/api/tags`,
+ * `/api/ps`, `POST /api/show`; the inference routes `POST /api/chat`, `/api/generate`,
+ * `/api/embed`, `/api/embeddings` (`chat.ts`, `embed.ts`); and the model-management routes,
+ * which qm refuses: it serves the models in its config. They share `/api/` with qm's control routes, which keep theirs.
  */
 import { Elysia } from "elysia";
 import { QmError } from "../../shared/errors.ts";
+import { createLogger, type Logger } from "../../shared/log.ts";
 import type { Gateway } from "../gateway.ts";
 import { parseJsonObject, readBody } from "../request/body.ts";
+import { handleGenerate } from "./chat.ts";
+import { handleEmbed } from "./embed.ts";
 import { ollamaError } from "./errors.ts";
 import { isResident, psEntry, showEntry, tagEntry } from "./models.ts";
 
@@ -15,7 +19,9 @@ export const OLLAMA_VERSION = "0.9.0";
 
 const GETS = ["/api/version", "/api/tags", "/api/ps"];
 const MANAGE = ["/api/pull", "/api/push", "/api/create", "/api/copy", "/api/delete"];
-const POSTS = ["/api/show", ...MANAGE];
+/** The inference routes, on the one exchange. */
+const INFERENCE = ["/api/chat", "/api/generate", "/api/embed", "/api/embeddings"];
+const POSTS = ["/api/show", ...MANAGE, ...INFERENCE];
 
 /** Paths whose errors use Ollama's envelope. */
 export function isOllamaPath(path: string): boolean {
@@ -29,7 +35,11 @@ function notAllowed(method: string, path: string, allow: string): Response {
   );
 }
 
-export function ollamaRoutes(gw: Gateway, clock: () => number = Date.now) {
+export function ollamaRoutes(
+  gw: Gateway,
+  clock: () => number = Date.now,
+  log: Logger = createLogger("error", () => {}),
+) {
   const modifiedAt = new Date(clock()).toISOString();
   const listed = () => Object.values(gw.config.models).filter((m) => !m.unlisted);
   const answers: Record<string, () => unknown> = {
@@ -66,6 +76,23 @@ export function ollamaRoutes(gw: Gateway, clock: () => number = Date.now) {
                 `${path} is not supported: qm serves the models in its config (edit it to add or remove one)`,
               ),
             )
+          : notAllowed(request.method, path, "POST"),
+      { parse: "none" },
+    );
+  }
+  const ctx = { gw, log };
+  const handlers: Record<string, (request: Request) => Promise<Response>> = {
+    "/api/chat": (r) => handleGenerate(ctx, r, "chat"),
+    "/api/generate": (r) => handleGenerate(ctx, r, "generate"),
+    "/api/embed": (r) => handleEmbed(ctx, r, "embed"),
+    "/api/embeddings": (r) => handleEmbed(ctx, r, "embeddings"),
+  };
+  for (const path of INFERENCE) {
+    app.all(
+      path,
+      ({ request }) =>
+        request.method === "POST"
+          ? handlers[path]!(request)
           : notAllowed(request.method, path, "POST"),
       { parse: "none" },
     );

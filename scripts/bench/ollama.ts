@@ -1,0 +1,163 @@
+/**
+ * Section (g): what the Ollama translation costs, measured as section (e) measures the
+ * Anthropic one (scripts/bench/anthropic.ts): the same streamed answer of `tokens` tokens from
+ * the text-stamped upstream, asked for through qm two ways:
+ *
+ * - passthrough: `POST /v1/chat/completions`, relayed byte for byte;
+ * - translated: `POST /api/chat`, each OpenAI chunk parsed and rewritten as an NDJSON line
+ *   (src/api/ollama/ndjson-body.ts, stream.ts).
+ *
+ * Each token's text is `<sent_ms>|` (the upstream's send time), so the stamp reaches the client
+ * on both routes; per chunk, the receive time of the read that completed its line or event
+ * minus that stamp. qm's CPU is read around each run and divided by the streams. Runs
+ * alternate between the routes and are pooled.
+ *
+ * `bun scripts/bench/ollama.ts` runs this section alone (its own qm, one model) and prints one
+ * JSON line; `bun run bench` runs it with the rest.
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { AnthropicSetup, RouteFigures } from "./anthropic.ts";
+import { type StreamResult, stampedStreams } from "./load.ts";
+import { withCleanup } from "./procs.ts";
+import { ensureBuilt, load, MODELS, startQm } from "./qm.ts";
+import { cpuMs, log, othersCpu, percentile, round } from "./util.ts";
+
+type Route = "passthrough" | "translated";
+
+const WARMUP_TOKENS = 200;
+
+const ROUTES: Record<Route, { path: string; end: string; separator: string }> = {
+  passthrough: { path: "/v1/chat/completions", end: "data: [DONE]", separator: "\n\n" },
+  translated: { path: "/api/chat", end: '"done":true', separator: "\n" },
+};
+
+/** A stamped text as it appears in a JSON string on either route: `"<epoch ms>|"`. */
+const STAMP = /"(\d+(?:\.\d+)?)\|"/g;
+
+function request(route: Route, model: string, tokens: number): RequestInit {
+  const messages = [{ role: "user", content: "stream please" }];
+  const body =
+    route === "translated"
+      ? { model, stream: true, options: { num_predict: tokens }, messages }
+      : { model, stream: true, max_tokens: tokens, messages };
+  return {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify(body),
+  };
+}
+
+function run(s: AnthropicSetup, route: Route, tokens: number): Promise<StreamResult> {
+  const r = ROUTES[route];
+  return stampedStreams({
+    url: s.qmUrl + r.path,
+    init: request(route, s.model, tokens),
+    streams: s.streams,
+    expected: tokens,
+    end: r.end,
+    separator: r.separator,
+    stamps: (complete) => [...complete.matchAll(STAMP)].map((m) => Number(m[1])),
+  });
+}
+
+export async function ollamaRuns(s: AnthropicSetup) {
+  const routes: Route[] = ["passthrough", "translated"];
+  for (const r of routes) {
+    const w = await run(s, r, WARMUP_TOKENS);
+    if (w.badStreams > 0) throw new Error(`ollama warm-up: ${w.badStreams} bad ${r} streams`);
+  }
+  const acc = {} as Record<Route, { res: StreamResult[]; cpu: number[]; others: number[] }>;
+  for (const r of routes) acc[r] = { res: [], cpu: [], others: [] };
+  for (let i = 0; i < s.rounds; i++) {
+    const order = i % 2 === 0 ? routes : [...routes].reverse();
+    for (const r of order) {
+      const others = othersCpu(s.ours);
+      const cpu0 = cpuMs(s.qmPid);
+      const res = await run(s, r, s.tokens);
+      acc[r].cpu.push(cpuMs(s.qmPid) - cpu0);
+      acc[r].others.push(others());
+      acc[r].res.push(res);
+      log(
+        `ollama ${r} run ${i + 1}: p99 ${round(percentile(res.latencies, 99))} ms, qm CPU ` +
+          `${round((acc[r].cpu.at(-1) ?? 0) / s.streams, 1)} ms/stream`,
+      );
+    }
+  }
+  const sum = (xs: number[]) => xs.reduce((n, x) => n + x, 0);
+  const out = {} as Record<Route, RouteFigures>;
+  for (const r of routes) {
+    const a = acc[r];
+    const latencies = a.res.flatMap((x) => x.latencies);
+    const cpu = sum(a.cpu);
+    const chunks = sum(a.res.map((x) => x.chunks));
+    out[r] = {
+      cpu_ms_per_stream: round(cpu / (s.streams * s.rounds), 1),
+      cpu_us_per_chunk: round((cpu * 1000) / chunks, 1),
+      cpu_ms_per_stream_runs: a.cpu.map((c) => round(c / s.streams, 1)),
+      chunk_ms_p50: round(percentile(latencies, 50)),
+      chunk_ms_p99: round(percentile(latencies, 99)),
+      chunk_ms_max: round(latencies.reduce((m, x) => Math.max(m, x), 0)),
+      chunks,
+      reads: sum(a.res.map((x) => x.reads)),
+      bad_streams: sum(a.res.map((x) => x.badStreams)),
+      others_cpu_pct: round(sum(a.others) / a.others.length, 1),
+    };
+  }
+  const { passthrough, translated } = out;
+  return {
+    tokens: s.tokens,
+    streams: s.streams,
+    rounds: s.rounds,
+    passthrough,
+    translated,
+    cpu_ratio: round(translated.cpu_ms_per_stream / passthrough.cpu_ms_per_stream),
+    added_ms_p50_over_passthrough: round(translated.chunk_ms_p50 - passthrough.chunk_ms_p50),
+    added_ms_p99_over_passthrough: round(translated.chunk_ms_p99 - passthrough.chunk_ms_p99),
+  };
+}
+
+/** The section alone, with the figures `bun run bench` uses for it. */
+async function alone(): Promise<void> {
+  const dir = mkdtempSync(join(tmpdir(), "qm-bench-ollama-"));
+  await withCleanup(
+    async () => {
+      // Alone, the binary is rebuilt when stale: this section exists to measure the current code.
+      const stale = await ensureBuilt(true);
+      const setup = {
+        tokens: 10,
+        tokenMs: 10,
+        loadDelayMs: 0,
+        readyFile: join(dir, "ready.json"),
+        anthropicTokens: 1000,
+        anthropicTokenMs: 5,
+      };
+      const qm = await startQm(dir, setup);
+      const up = await load(qm, MODELS.anthropic);
+      const g = await ollamaRuns({
+        qmUrl: qm.url,
+        qmPid: qm.pid,
+        ours: () => [process.pid, qm.pid, up.pid],
+        model: MODELS.anthropic,
+        streams: 20,
+        tokens: 1000,
+        rounds: 2,
+      });
+      const targets = {
+        ollama_cpu_ratio: { value: g.cpu_ratio, target: 1.5, met: g.cpu_ratio <= 1.5 },
+        ollama_added_ms_p99: {
+          value: g.added_ms_p99_over_passthrough,
+          target: 1,
+          met: g.added_ms_p99_over_passthrough <= 1,
+        },
+      };
+      process.stdout.write(
+        `${JSON.stringify({ ollama: g, targets, qm_binary_older_than_src: stale })}\n`,
+      );
+    },
+    () => rmSync(dir, { recursive: true, force: true }),
+  );
+}
+
+if (import.meta.main) await alone();

@@ -1,0 +1,216 @@
+/**
+ * `POST /api/chat` and `POST /api/generate` on the one exchange (`../exchange/`): read and
+ * translate the request (`request.ts`), resolve the model (`options.num_ctx` → the
+ * `model?ctx=N` variant), acquire it, send the OpenAI request upstream and translate the
+ * answer back — NDJSON lines (`ndjson-body.ts`) or one object. A request with nothing to answer
+ * loads the model (`keep_alive: 0`: unloads it), as Ollama's do.
+ *
+ * No wait-status placeholder: Ollama's clients read every line as JSON, and NDJSON has no
+ * comment line, so a cold request gets its headers once the model is granted — which is what
+ * Ollama itself does while it loads a model. See design.md.
+ */
+import type { ModelConfig } from "../../config/types.ts";
+import { MAX_CTX, MIN_CTX, withContextSize } from "../../config/variant.ts";
+import { failureLogLine } from "../../proxy/causes.ts";
+import { forward } from "../../proxy/forward.ts";
+import { asQmError } from "../../shared/errors.ts";
+import type { Logger } from "../../shared/log.ts";
+import { profileFromCommand } from "../anthropic/translate/profile.ts";
+import type { Call } from "../exchange/call.ts";
+import { type Asks, admit, type Exchange, headersOf, runExchange } from "../exchange/exchange.ts";
+import { Observer } from "../exchange/observer.ts";
+import type { Gateway } from "../gateway.ts";
+import { badRequest, parseJsonObject, readBody } from "../request/body.ts";
+import { resolveModel } from "../request/model.ts";
+import { fromCompletion } from "./answer.ts";
+import { fromUpstreamText, OLLAMA, ollamaError } from "./errors.ts";
+import { type Clock, type Kind, lineObject, realClock, type Timing } from "./lines.ts";
+import { ndjsonStream } from "./ndjson-body.ts";
+import { chatRequest, generateRequest, modelName, type OllamaAsk } from "./request.ts";
+import { NdjsonTranslator } from "./stream.ts";
+
+const encoder = new TextEncoder();
+const NDJSON = "application/x-ndjson";
+
+interface Parsed {
+  kind: Kind;
+  ask: OllamaAsk;
+  timing: Timing;
+  clock: Clock;
+}
+
+export interface OllamaContext {
+  gw: Gateway;
+  log: Logger;
+  clock?: Clock | undefined;
+}
+
+/** A name an Ollama client sends: an id or alias, or one with Ollama's default `:latest` tag. */
+export function ollamaModel(gw: Gateway, name: unknown): ModelConfig | Promise<ModelConfig> {
+  if (typeof name === "string" && name.endsWith(":latest") && !gw.resolve(name)) {
+    const bare = gw.resolve(name.slice(0, -":latest".length));
+    if (bare) return bare;
+  }
+  return resolveModel(gw, name);
+}
+
+/**
+ * The model at `options.num_ctx`: the model itself when its command already runs at that size,
+ * else its `?ctx=N` variant (a process of its own, minted on first use). Only llama.cpp's
+ * context flag is known, so for other servers `num_ctx` is left to the model's own setting.
+ */
+async function atContext(gw: Gateway, model: ModelConfig, numCtx: number | undefined) {
+  if (numCtx === undefined || model.variantOf) return model;
+  if (profileFromCommand(model.argv) !== "llamacpp") return model;
+  if (numCtx < MIN_CTX || numCtx > MAX_CTX) {
+    throw badRequest(
+      `"options.num_ctx" must be from ${MIN_CTX} to ${MAX_CTX}, got ${numCtx}`,
+      "options.num_ctx",
+    );
+  }
+  const argv = model.argv;
+  const same = withContextSize(argv, numCtx);
+  if (same.length === argv.length && same.every((a, i) => a === argv[i])) return model;
+  return resolveModel(gw, `${model.id}?ctx=${numCtx}`);
+}
+
+export async function handleGenerate(
+  ctx: OllamaContext,
+  request: Request,
+  kind: Kind,
+): Promise<Response> {
+  const { gw, log } = ctx;
+  const clock = ctx.clock ?? realClock;
+  const start = clock.now();
+  let asks: Asks;
+  let ask: OllamaAsk;
+  let model: ModelConfig;
+  try {
+    asks = admit(gw, request);
+    const body = parseJsonObject(await readBody(request, gw.config.server.maxBodyBytes));
+    const base = await ollamaModel(gw, modelName(body));
+    const profile = profileFromCommand(base.argv);
+    const upstreamModel = base.useModelName || base.id;
+    ask = (kind === "chat" ? chatRequest : generateRequest)(body, profile, upstreamModel);
+    model = await atContext(gw, base, ask.numCtx);
+  } catch (err) {
+    return ollamaError(asQmError(err));
+  }
+  if (ask.loadOnly && ask.keepAliveMs === 0) return unload(ctx, model, ask, kind);
+  return runExchange<Parsed>({
+    gw,
+    request,
+    model,
+    asks: { ...asks, keepAliveMs: ask.keepAliveMs },
+    api: OLLAMA,
+    log,
+    // The translator parses the answer anyway: it tells the observer how it ended.
+    observer: new Observer(null),
+    parsed: { kind, ask, clock, timing: { start, granted: start, sent: start } },
+    send: ask.loadOnly ? loaded : send,
+  });
+}
+
+/** `{"model": …}` alone: the model is loaded; the answer says so (`done_reason: "load"`). */
+async function loaded(x: Exchange<Parsed>, call: Call): Promise<Response> {
+  call.finish(false);
+  return lastLine(x, call, "load");
+}
+
+/** `{"model": …, "keep_alive": 0}` alone: the model is unloaded now (`done_reason: "unload"`). */
+function unload(ctx: OllamaContext, model: ModelConfig, ask: OllamaAsk, kind: Kind): Response {
+  try {
+    ctx.gw.unload(model.id);
+  } catch (err) {
+    return ollamaError(asQmError(err));
+  }
+  const clock = ctx.clock ?? realClock;
+  const line = lineObject(ask.name, clock.iso(), kind, { content: "" }, { done_reason: "unload" });
+  return Response.json(line, { headers: { "x-qm-model": model.id } });
+}
+
+function lastLine(x: Exchange<Parsed>, call: Call, reason: string): Response {
+  const headers = headersOf(x);
+  call.tag(headers);
+  const { ask, kind, clock } = x.parsed;
+  const line = lineObject(ask.name, clock.iso(), kind, { content: "" }, { done_reason: reason });
+  headers.set("content-type", "application/json; charset=utf-8");
+  return new Response(JSON.stringify(line), { status: 200, headers });
+}
+
+async function send(x: Exchange<Parsed>, call: Call): Promise<Response> {
+  const { ask, timing, clock } = x.parsed;
+  timing.granted = timing.start + Math.max(0, call.waitedMs);
+  const headers = headersOf(x);
+  call.tag(headers);
+  timing.sent = clock.now();
+  const res = await forward({
+    base: call.base,
+    pathAndQuery: ask.path,
+    method: "POST",
+    // A fresh set: no client header means anything to the upstream.
+    headers: new Headers({
+      "content-type": "application/json",
+      accept: ask.stream ? "text/event-stream" : "application/json",
+      // forward() relays bodies still encoded; this one is parsed, so it must be plain.
+      "accept-encoding": "identity",
+    }),
+    body: encoder.encode(JSON.stringify(ask.upstream)),
+    call,
+    raw: true,
+  });
+  if (res.status !== 200 || !res.body) {
+    const text = await call.readText(res);
+    // The refusal is the whole exchange (an answer, if not a welcome one).
+    call.finish(true);
+    return ollamaError(fromUpstreamText(res.status, text, x.model.id), headers);
+  }
+  return ask.stream ? sendStream(x, call, res, headers) : sendWhole(x, call, res, headers);
+}
+
+function sendStream(x: Exchange<Parsed>, call: Call, res: Response, headers: Headers): Response {
+  const { ask, kind, timing, clock } = x.parsed;
+  const translator = new NdjsonTranslator({
+    kind,
+    model: ask.name,
+    think: ask.think,
+    timing,
+    clock,
+  });
+  const body = ndjsonStream({
+    upstream: res,
+    translator,
+    model: x.model.id,
+    deadline: call.deadline,
+    logFailure: (error) => call.log.warn(failureLogLine(call.modelId, error, call.stderrTail())),
+    onEnd: (answered, toolCalls) => {
+      call.observer?.ended(toolCalls);
+      call.finish(answered);
+    },
+    onCancel: () => call.cancel(),
+  });
+  headers.set("content-type", NDJSON);
+  return new Response(body, { status: 200, headers });
+}
+
+async function sendWhole(
+  x: Exchange<Parsed>,
+  call: Call,
+  res: Response,
+  headers: Headers,
+): Promise<Response> {
+  const { ask, kind, timing, clock } = x.parsed;
+  const json = call.parseAnswer(await call.readText(res));
+  const { body, toolCalls } = fromCompletion(json, {
+    kind,
+    model: ask.name,
+    think: ask.think,
+    timing,
+    createdAt: clock.iso(),
+    end: clock.now(),
+  });
+  call.observer?.ended(toolCalls);
+  call.finish(true);
+  headers.set("content-type", "application/json; charset=utf-8");
+  return new Response(JSON.stringify(body), { status: 200, headers });
+}

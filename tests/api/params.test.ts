@@ -106,6 +106,21 @@ describe("strip_params and set_params", () => {
     expect(sent.max_tokens).toBe(10);
   });
 
+  test("Ollama chat and embed: the request qm builds is filtered", async () => {
+    const res = await post(app, "/api/chat", {
+      model: "m",
+      messages: user,
+      stream: false,
+      options: { top_k: 5, temperature: 1 },
+    });
+    expect(res.status).toBe(200);
+    filtered(jsonOf(up.last()));
+    up.answer = () => Response.json({ data: [{ embedding: [0.5] }] });
+    await post(app, "/api/embed", { model: "m", input: "x" });
+    expect(up.last().path).toBe("/v1/embeddings");
+    filtered(jsonOf(up.last()));
+  });
+
   test("Responses, translated: the chat request qm builds is filtered", async () => {
     const res = await post(app, "/v1/responses", { model: "m", input: "hi", temperature: 1 });
     expect(res.status).toBe(200);

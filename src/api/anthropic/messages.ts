@@ -14,7 +14,7 @@ import { realTimers, type Timers } from "../../shared/timer.ts";
 import type { Call } from "../exchange/call.ts";
 import { type Asks, admit, type Exchange, headersOf, runExchange } from "../exchange/exchange.ts";
 import { Observer } from "../exchange/observer.ts";
-import { applyParams } from "../request/params.ts";
+import { filtered } from "../request/params.ts";
 import type { AnthropicRequest } from "./context.ts";
 import { SSE_HEADERS } from "./context.ts";
 import { ANTHROPIC, anthropicError, fromUpstream } from "./errors.ts";
@@ -93,9 +93,10 @@ export async function handleMessages(ctx: AnthropicRequest): Promise<Response> {
 async function open(x: Exchange<Translated>, call: Call): Promise<Response> {
   const { oai, profile, prompt } = x.parsed;
   const cap = await answerCap(x.model, profile, prompt, oai.max_tokens, call.signal);
-  const payload: Record<string, unknown> =
-    cap === null ? { ...oai } : { ...oai, max_tokens: Math.min(oai.max_tokens, cap) };
-  applyParams(x.model, payload);
+  const payload = filtered(
+    x.model,
+    cap === null ? oai : { ...oai, max_tokens: Math.min(oai.max_tokens, cap) },
+  );
   return forward({
     base: call.base,
     pathAndQuery: "/v1/chat/completions",

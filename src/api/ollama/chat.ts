@@ -9,6 +9,7 @@
  * comment line, so a cold request gets its headers once the model is granted — which is what
  * Ollama itself does while it loads a model. See design.md.
  */
+
 import type { ModelConfig } from "../../config/types.ts";
 import { MAX_CTX, MIN_CTX, withContextSize } from "../../config/variant.ts";
 import { failureLogLine } from "../../proxy/causes.ts";
@@ -22,6 +23,7 @@ import { Observer } from "../exchange/observer.ts";
 import type { Gateway } from "../gateway.ts";
 import { badRequest, parseJsonObject, readBody } from "../request/body.ts";
 import { resolveModel } from "../request/model.ts";
+import { filtered } from "../request/params.ts";
 import { fromCompletion } from "./answer.ts";
 import { fromUpstreamText, OLLAMA, ollamaError } from "./errors.ts";
 import { type Clock, type Kind, lineObject, realClock, type Timing } from "./lines.ts";
@@ -155,7 +157,7 @@ async function send(x: Exchange<Parsed>, call: Call): Promise<Response> {
       // forward() relays bodies still encoded; this one is parsed, so it must be plain.
       "accept-encoding": "identity",
     }),
-    body: encoder.encode(JSON.stringify(ask.upstream)),
+    body: encoder.encode(JSON.stringify(filtered(x.model, ask.upstream))),
     call,
     raw: true,
   });

@@ -3,12 +3,14 @@
  * `POST /api/embeddings` (`prompt` → `embedding: […]`), on the one exchange, through the
  * upstream's `/v1/embeddings`. Nothing to embed loads the model and answers an empty result.
  */
+
 import type { ModelConfig } from "../../config/types.ts";
 import { forward } from "../../proxy/forward.ts";
 import { asQmError, QmError } from "../../shared/errors.ts";
 import type { Call } from "../exchange/call.ts";
 import { type Asks, admit, type Exchange, headersOf, runExchange } from "../exchange/exchange.ts";
 import { badRequest, parseJsonObject, readBody } from "../request/body.ts";
+import { filtered } from "../request/params.ts";
 import { type OllamaContext, ollamaModel } from "./chat.ts";
 import { fromUpstreamText, OLLAMA, ollamaError } from "./errors.ts";
 import { keepAliveMs } from "./keep-alive.ts";
@@ -114,7 +116,7 @@ async function send(x: Exchange<Parsed>, call: Call): Promise<Response> {
       accept: "application/json",
       "accept-encoding": "identity",
     }),
-    body: encoder.encode(JSON.stringify(x.parsed.upstream)),
+    body: encoder.encode(JSON.stringify(filtered(x.model, x.parsed.upstream))),
     call,
     raw: true,
   });

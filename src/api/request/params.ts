@@ -16,6 +16,14 @@ export function applyParams(model: ModelConfig, body: Record<string, unknown>): 
   return true;
 }
 
+/** A body qm built, with `model`'s filters applied (the same object when it has none). */
+export function filtered<T extends object>(model: ModelConfig, body: T): T {
+  if (model.params === null) return body;
+  const copy = { ...body } as Record<string, unknown>;
+  applyParams(model, copy);
+  return copy as T;
+}
+
 /** The same for a multipart form: a value that is not a string goes as its JSON text. */
 export function applyFormParams(
   model: ModelConfig,

@@ -10,7 +10,7 @@ import { openaiError } from "../openai/errors.ts";
 import { OPENAI } from "../openai/inference.ts";
 import { badRequest, parseJsonObject, readBody } from "../request/body.ts";
 import { resolveModel } from "../request/model.ts";
-import { applyParams } from "../request/params.ts";
+import { filtered } from "../request/params.ts";
 import { responseId } from "./translate/ids.ts";
 import { toChat } from "./translate/request.ts";
 import { fromChat, hasCalls, type OutputItem, type Shape } from "./translate/response.ts";
@@ -76,13 +76,6 @@ export async function handleResponses(
   });
 }
 
-/** The chat request with the model's request filters applied. */
-function upstreamBody(x: Exchange<Parsed>): Record<string, unknown> {
-  const body: Record<string, unknown> = { ...x.parsed.chat };
-  applyParams(x.model, body);
-  return body;
-}
-
 async function send(x: Exchange<Parsed>, call: Call): Promise<Response> {
   const res = await forward({
     base: call.base,
@@ -94,7 +87,7 @@ async function send(x: Exchange<Parsed>, call: Call): Promise<Response> {
       accept: "application/json",
       "accept-encoding": "identity",
     }),
-    body: encoder.encode(JSON.stringify(upstreamBody(x))),
+    body: encoder.encode(JSON.stringify(filtered(x.model, x.parsed.chat))),
     call,
     raw: true,
   });

@@ -1,4 +1,4 @@
-import { missingPrograms } from "../process/program.ts";
+import { missingPrograms } from "../config/programs.ts";
 import { parse, UsageError } from "./args.ts";
 import { configFromArgs } from "./config-path.ts";
 import { configSchemaText } from "./config-schema.ts";

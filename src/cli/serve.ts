@@ -1,4 +1,4 @@
-import { missingPrograms } from "../process/program.ts";
+import { missingPrograms } from "../config/programs.ts";
 import { startServer } from "../runtime/serve.ts";
 import { createLogger } from "../shared/log.ts";
 import { VERSION } from "../version.ts";

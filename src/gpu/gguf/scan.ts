@@ -6,7 +6,7 @@
  */
 import { stat } from "node:fs/promises";
 import { parseArgs } from "node:util";
-import { which } from "../../process/program.ts";
+import { which } from "../../config/programs.ts";
 import { type Candidate, findGgufFiles, groupCandidates } from "./discover.ts";
 import { sizeModel } from "./estimate.ts";
 import { formatParams, parameterCount, quantLabel } from "./file-types.ts";

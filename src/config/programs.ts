@@ -5,7 +5,7 @@
  * first request to fail.
  */
 import { accessSync, constants, statSync } from "node:fs";
-import type { ModelConfig } from "../config/types.ts";
+import type { ModelConfig } from "./types.ts";
 
 export type Which = (program: string, path: string) => string | null;
 

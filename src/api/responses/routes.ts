@@ -4,9 +4,15 @@ import { QmError } from "../../shared/errors.ts";
 import type { Logger } from "../../shared/log.ts";
 import type { Gateway } from "../gateway.ts";
 import { openaiError } from "../openai/errors.ts";
-import { handleResponses } from "./responses.ts";
+import { handleResponses, type ResponsesOptions } from "./responses.ts";
 
-export function responsesRoutes(gw: Gateway, log: Logger) {
+export function responsesRoutes(
+  gw: Gateway,
+  log: Logger,
+  options: Partial<Omit<ResponsesOptions, "log">> = {},
+) {
+  // As the Anthropic routes: a keep-alive within Bun's 10 s idle limit.
+  const opts: ResponsesOptions = { pingMs: 10_000, log, ...options };
   return new Elysia().all(
     "/v1/responses",
     ({ request }) => {
@@ -19,7 +25,7 @@ export function responsesRoutes(gw: Gateway, log: Logger) {
           { allow: "POST" },
         );
       }
-      return handleResponses(gw, request, log);
+      return handleResponses(gw, request, opts);
     },
     { parse: "none" },
   );

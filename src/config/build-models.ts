@@ -119,6 +119,7 @@ function buildModel(ctx: BuildContext, id: string, m: ModelFile, ports: PortAllo
     unlisted: m.unlisted,
     useModelName: text(fields.useModelName),
     anthropicNative: m.anthropic_native,
+    responsesNative: m.responses_api === "native",
     stopTimeoutS: m.stop_timeout_s,
     firstByteTimeoutMs: Math.round(m.first_byte_timeout_s * 1000),
     stallTimeoutMs: Math.round(m.stall_timeout_s * 1000),

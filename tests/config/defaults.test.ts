@@ -23,6 +23,8 @@ describe("defaults", () => {
       allowedHosts: [],
       corsOrigins: [],
       stateDir: defaultStateDir(),
+      responsesStore: 200,
+      responsesStoreBytes: 64 * 1024 * 1024,
     });
     expect(config.scheduler).toEqual({
       holdMs: 10000,
@@ -66,6 +68,7 @@ describe("defaults", () => {
       unlisted: false,
       useModelName: "",
       anthropicNative: false,
+      responsesNative: false,
       stopTimeoutS: 10,
       firstByteTimeoutMs: 600_000,
       stallTimeoutMs: 120_000,
@@ -196,6 +199,8 @@ models_dir = "/models"
       allowedHosts: [],
       corsOrigins: [],
       stateDir: defaultStateDir(),
+      responsesStore: 200,
+      responsesStoreBytes: 64 * 1024 * 1024,
     });
     expect(config.scheduler).toEqual({
       holdMs: 0,
@@ -242,6 +247,7 @@ models_dir = "/models"
       unlisted: true,
       useModelName: "qwen",
       anthropicNative: true,
+      responsesNative: false,
       stopTimeoutS: 2,
       firstByteTimeoutMs: 600_000,
       stallTimeoutMs: 120_000,

@@ -10,7 +10,7 @@ import { forward } from "../../proxy/forward.ts";
 import { asQmError } from "../../shared/errors.ts";
 import type { Logger } from "../../shared/log.ts";
 import { realTimers, type Timers } from "../../shared/timer.ts";
-import type { OaiChatRequest } from "../anthropic/translate/openai-types.ts";
+import type { OaiChatRequest, OaiMessage } from "../anthropic/translate/openai-types.ts";
 import type { Call } from "../exchange/call.ts";
 import {
   type Asks,
@@ -25,8 +25,10 @@ import type { Gateway } from "../gateway.ts";
 import { openaiError } from "../openai/errors.ts";
 import { badRequest, parseJsonObject, readBody } from "../request/body.ts";
 import { resolveModel } from "../request/model.ts";
+import { type ResponseStore, storeOf } from "./store.ts";
 import { framesOf, responsesBody } from "./stream-body.ts";
-import { responseId } from "./translate/ids.ts";
+import { itemId, responseId } from "./translate/ids.ts";
+import { inputItems, toMessages } from "./translate/input.ts";
 import { toChat } from "./translate/request.ts";
 import { fromChat, hasCalls, type OutputItem, type Shape } from "./translate/response.ts";
 import { ResponsesStream } from "./translate/stream.ts";
@@ -44,13 +46,66 @@ export interface ResponsesOptions {
   timers?: Timers | undefined;
 }
 
+/** What a kept response needs besides its final object. */
+interface Keep {
+  store: ResponseStore;
+  history: OaiMessage[];
+  turn: OaiMessage[];
+  inputItems: Record<string, unknown>[];
+}
+
 interface Parsed {
   chat: OaiChatRequest;
   shape: Shape;
   opts: ResponsesOptions;
+  /** Null when the answer is not kept (`store: false`, or a store of size 0). */
+  keep: Keep | null;
 }
 
-const ECHOED = ["instructions", "metadata", "temperature", "top_p", "max_output_tokens"];
+const ECHOED = [
+  "instructions",
+  "metadata",
+  "temperature",
+  "top_p",
+  "max_output_tokens",
+  "previous_response_id",
+];
+
+/** The request's `previous_response_id` and `store`, checked. */
+function continuation(body: Record<string, unknown>, store: ResponseStore) {
+  const prev = body.previous_response_id;
+  let history: OaiMessage[] = [];
+  if (prev !== undefined && prev !== null) {
+    if (typeof prev !== "string" || prev === "") {
+      throw badRequest("previous_response_id must be a response id", "previous_response_id");
+    }
+    const kept = store.get(prev);
+    if (!kept) throw store.missing(prev, "previous_response_id");
+    history = kept.conversation;
+  }
+  const keep = body.store;
+  if (keep !== undefined && keep !== null && typeof keep !== "boolean") {
+    throw badRequest("store must be a boolean", "store");
+  }
+  return { history, store: keep !== false };
+}
+
+/** Keeps the answer, and the conversation it ends, when the request asked to. */
+function keepAnswer(k: Keep | null, response: Record<string, unknown>): void {
+  if (!k) return;
+  const output = Array.isArray(response.output) ? response.output : [];
+  let said: OaiMessage[] = [];
+  try {
+    said = toMessages(output, undefined);
+  } catch {
+    // An output qm made always reads back; nothing to keep otherwise.
+  }
+  k.store.put(String(response.id), {
+    response,
+    conversation: [...k.history, ...k.turn, ...said],
+    inputItems: k.inputItems,
+  });
+}
 
 const SSE_HEADERS = { "content-type": "text/event-stream", "cache-control": "no-cache" };
 
@@ -86,15 +141,24 @@ export async function handleResponses(
     if (body.stream !== undefined && body.stream !== null && typeof body.stream !== "boolean") {
       throw badRequest("stream must be a boolean", "stream");
     }
-    const { chat, dropped } = toChat(body, {
+    const store = storeOf(gw);
+    const { history, store: wanted } = continuation(body, store);
+    const { chat, dropped, turn } = toChat(body, {
       upstreamModel: model.useModelName || String(body.model),
+      history,
     });
     if (dropped.length > 0) {
       log.info(`responses: built-in tools left out for model "${model.id}": ${dropped.join(", ")}`);
     }
     const echo: Record<string, unknown> = {};
     for (const k of ECHOED) echo[k] = body[k] ?? null;
+    echo.store = wanted;
+    const keep =
+      wanted && store.maxEntries > 0
+        ? { store, history, turn, inputItems: inputItems(body.input, () => itemId("msg")) }
+        : null;
     parsed = {
+      keep,
       chat,
       shape: {
         id: responseId(),
@@ -157,6 +221,7 @@ async function sendWhole(x: Exchange<Parsed>, call: Call): Promise<Response> {
   }
   const json = call.parseAnswer(text);
   const response = fromChat(json, x.parsed.shape);
+  keepAnswer(x.parsed.keep, response);
   call.observer?.ended(hasCalls(response.output as OutputItem[]));
   call.finish(true);
   return new Response(JSON.stringify(response), { status: 200, headers });
@@ -178,6 +243,7 @@ function streamFor(
     deadline: call.deadline,
     logFailure: (error) => call.log.warn(failureLogLine(call.modelId, error, call.stderrTail())),
     onEnd: (answered, toolCalls) => {
+      if (translator.final) keepAnswer(x.parsed.keep, translator.final);
       call.observer?.ended(toolCalls);
       call.finish(answered);
     },

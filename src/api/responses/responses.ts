@@ -12,21 +12,16 @@ import type { Logger } from "../../shared/log.ts";
 import { realTimers, type Timers } from "../../shared/timer.ts";
 import type { OaiChatRequest, OaiMessage } from "../anthropic/translate/openai-types.ts";
 import type { Call } from "../exchange/call.ts";
-import {
-  type Asks,
-  admit,
-  type Exchange,
-  type ExchangeApi,
-  headersOf,
-  runExchange,
-} from "../exchange/exchange.ts";
+import { type Asks, admit, type Exchange, headersOf, runExchange } from "../exchange/exchange.ts";
 import { Observer } from "../exchange/observer.ts";
 import type { Gateway } from "../gateway.ts";
 import { openaiError } from "../openai/errors.ts";
 import { badRequest, parseJsonObject, readBody } from "../request/body.ts";
 import { resolveModel } from "../request/model.ts";
+import { RESPONSES_API } from "./errors.ts";
+import { nativeExchange } from "./native.ts";
 import { type ResponseStore, storeOf } from "./store.ts";
-import { framesOf, responsesBody } from "./stream-body.ts";
+import { responsesBody } from "./stream-body.ts";
 import { itemId, responseId } from "./translate/ids.ts";
 import { inputItems, toMessages } from "./translate/input.ts";
 import { toChat } from "./translate/request.ts";
@@ -109,22 +104,6 @@ function keepAnswer(k: Keep | null, response: Record<string, unknown>): void {
 
 const SSE_HEADERS = { "content-type": "text/event-stream", "cache-control": "no-cache" };
 
-/** Failures inside a stream (behind the placeholder): an `error` event, which the SDKs raise. */
-export const RESPONSES: ExchangeApi = {
-  error: openaiError,
-  streamError: (err) => {
-    const e = asQmError(err);
-    const event = {
-      type: "error",
-      sequence_number: 0,
-      code: e.code,
-      message: e.message,
-      param: null,
-    };
-    return encoder.encode(framesOf([event]));
-  },
-};
-
 export async function handleResponses(
   gw: Gateway,
   request: Request,
@@ -136,8 +115,12 @@ export async function handleResponses(
   let model: Awaited<ReturnType<typeof resolveModel>>;
   try {
     asks = admit(gw, request);
-    const body = parseJsonObject(await readBody(request, gw.config.server.maxBodyBytes));
+    const bytes = await readBody(request, gw.config.server.maxBodyBytes);
+    const body = parseJsonObject(bytes);
     model = await resolveModel(gw, body.model);
+    if (model.responsesNative) {
+      return runExchange(nativeExchange(request, gw, model, asks, log, bytes, body));
+    }
     if (body.stream !== undefined && body.stream !== null && typeof body.stream !== "boolean") {
       throw badRequest("stream must be a boolean", "stream");
     }
@@ -176,7 +159,7 @@ export async function handleResponses(
     request,
     model,
     asks,
-    api: RESPONSES,
+    api: RESPONSES_API,
     log,
     placeholder: parsed.chat.stream === true,
     // The translator parses the answer anyway: it tells the observer how it ended.

@@ -17,6 +17,8 @@
  * (e) Translation cost: the same streamed answer through `/v1/messages` (translated to the
  *     OpenAI chat API and back) and `/v1/chat/completions` (passthrough) — qm CPU per stream
  *     and per-chunk latency from stamps in each token's text (scripts/bench/anthropic.ts).
+ * (g) The same for the Responses API: `/v1/responses` streamed (translated) against
+ *     `/v1/chat/completions` (scripts/bench/responses.ts).
  *
  * qm runs as the compiled binary (`dist/qm serve`, rebuilt when older than src/) with a
  * generated config; every model upstream is started by qm itself.
@@ -31,6 +33,7 @@ import { inProcessOverhead } from "./bench/overhead.ts";
 import { startListening, withCleanup } from "./bench/procs.ts";
 import { ensureBuilt, load, MODELS, revision, startQm } from "./bench/qm.ts";
 import { readinessRuns } from "./bench/readiness.ts";
+import { RESPONSES_BENCH, responsesRuns, responsesTargets } from "./bench/responses.ts";
 import { streamRuns } from "./bench/streams.ts";
 import { log, percentile, round, rssMb } from "./bench/util.ts";
 
@@ -135,6 +138,17 @@ async function main(): Promise<void> {
     rounds: ANTHROPIC_ROUNDS,
   });
 
+  // (g) The Responses translation, on the same upstream and warm qm.
+  const g = await responsesRuns({
+    qmUrl: qm.url,
+    qmPid: qm.pid,
+    ours: () => [...oursA(), stream.pid, bareStream.proc.pid],
+    model: MODELS.anthropic,
+    streams: RESPONSES_BENCH.streams,
+    tokens: ANTHROPIC_TOKENS,
+    rounds: RESPONSES_BENCH.rounds,
+  });
+
   // (c) Readiness.
   const c = await readinessRuns(qm, MODELS.cold, readyFile, READINESS_RUNS);
   const loaded = round(rssMb(qm.pid) ?? Number.NaN, 1);
@@ -220,6 +234,11 @@ async function main(): Promise<void> {
         "send epoch ms carried in each token's text (`<sent_ms>|`); cpu = qm utime+stime " +
         "over the run ÷ streams; added = translated p99 − passthrough p99",
     },
+    responses: {
+      ...g,
+      token_ms: ANTHROPIC_TOKEN_MS,
+      method: "as anthropic, with POST /v1/responses (stream: true) as the translated route",
+    },
     in_process: f,
     matrix_solver: matrixSolver(),
     rss_mb: {
@@ -237,6 +256,7 @@ async function main(): Promise<void> {
       rss_idle_mb: target(idle, "<=", 80),
       anthropic_cpu_ratio: target(e.cpu_ratio, "<=", 1.5),
       anthropic_added_ms_p99: target(e.added_ms_p99_over_passthrough, "<=", 1),
+      ...responsesTargets(g),
     },
   };
   process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);

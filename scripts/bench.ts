@@ -159,7 +159,8 @@ async function main(): Promise<void> {
 
   const others = [c1, c32, b]
     .flatMap((x) => [x.direct, x.bare, x.qm].map((y) => y.others_cpu_pct))
-    .concat(e.passthrough.others_cpu_pct, e.translated.others_cpu_pct);
+    .concat(e.passthrough.others_cpu_pct, e.translated.others_cpu_pct)
+    .concat(g.passthrough.others_cpu_pct, g.translated.others_cpu_pct);
   const othersMax = Math.max(...others);
   const ratio = (x: Record<NonStreamTarget, { rps: number }>) => round(x.qm.rps / x.bare.rps);
   const roundRatios = c32.qm.rps_rounds.map((r, i) => round(r / (c32.bare.rps_rounds[i] ?? 0)));

@@ -245,6 +245,43 @@ describe("streamed answers", () => {
   });
 });
 
+test("a call of a function from a namespace tool names its namespace, streamed and whole", () => {
+  const namespaces = new Map([["get_time", "clock"]]);
+  const text = [
+    'data: {"choices":[{"delta":{"tool_calls":[{"index":0,"id":"c1","function":{"name":"get_time","arguments":"{}"}}]}}]}',
+    'data: {"choices":[{"delta":{},"finish_reason":"tool_calls"}]}',
+    "data: [DONE]",
+    "",
+  ].join("\n\n");
+  const t = new ResponsesStream({ ...shape(), namespaces });
+  const events = [...t.chunk(encoder.encode(text)), ...t.end()];
+  const added = events.find((e) => e.type === "response.output_item.added");
+  expect(added?.item).toMatchObject({ name: "get_time", namespace: "clock" });
+  expect((final(events).output as Record<string, unknown>[])[0]?.namespace).toBe("clock");
+  const whole = fromChat(
+    {
+      choices: [
+        {
+          message: { tool_calls: [{ id: "c1", function: { name: "get_time", arguments: "{}" } }] },
+          finish_reason: "tool_calls",
+        },
+      ],
+    },
+    { ...shape(), namespaces },
+  );
+  expect((whole.output as Record<string, unknown>[])[0]?.namespace).toBe("clock");
+  // Functions outside a namespace carry none.
+  const plain = fromChat(
+    {
+      choices: [
+        { message: { tool_calls: [{ id: "c2", function: { name: "other", arguments: "{}" } }] } },
+      ],
+    },
+    { ...shape(), namespaces },
+  );
+  expect((plain.output as Record<string, unknown>[])[0]).not.toHaveProperty("namespace");
+});
+
 describe("endings that are not answers", () => {
   const t = () => new ResponsesStream(shape());
   test("a body that ends before its finish reason fails", () => {

@@ -126,7 +126,7 @@ export async function handleResponses(
     }
     const store = storeOf(gw);
     const { history, store: wanted } = continuation(body, store);
-    const { chat, dropped, turn } = toChat(body, {
+    const { chat, dropped, turn, namespaces } = toChat(body, {
       upstreamModel: model.useModelName || String(body.model),
       history,
     });
@@ -148,6 +148,7 @@ export async function handleResponses(
         model: String(body.model),
         createdAt: Math.floor(Date.now() / 1000),
         echo,
+        namespaces,
       },
       opts,
     };

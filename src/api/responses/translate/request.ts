@@ -27,6 +27,8 @@ export interface Translated {
   dropped: string[];
   /** This turn's input as chat messages, without `instructions` (what a store keeps). */
   turn: OaiMessage[];
+  /** Functions offered from inside `namespace` tools → their namespace. */
+  namespaces: Map<string, string>;
 }
 
 function num(body: Obj, key: string, min: number, max: number): number | undefined {
@@ -75,7 +77,7 @@ export function toChat(body: Obj, opts: RequestOptions): Translated {
   }
   const format = isObj(body.text) ? body.text.format : undefined;
   if (isObj(format)) chat.response_format = responseFormat(format);
-  return { chat, dropped: tools.dropped, turn };
+  return { chat, dropped: tools.dropped, turn, namespaces: tools.namespaces };
 }
 
 /** `text.format` → chat's `response_format`; the Responses form is flat, chat's nested. */

@@ -303,7 +303,8 @@ export class ResponsesStream {
     this.closeOpen();
     call.index = this.output.length;
     if (call.callId === "") call.callId = `call_${key}`;
-    const item = callItem(call.callId, call.name, "", "in_progress", call.id);
+    const ns = this.shape.namespaces?.get(call.name);
+    const item = callItem(call.callId, call.name, "", "in_progress", call.id, ns);
     this.output.push(item);
     this.emit("response.output_item.added", { output_index: call.index, item });
     if (call.args !== "") {
@@ -329,7 +330,8 @@ export class ResponsesStream {
         name: call.name,
         arguments: call.args,
       });
-      const item = callItem(call.callId, call.name, call.args, "completed", call.id);
+      const ns = this.shape.namespaces?.get(call.name);
+      const item = callItem(call.callId, call.name, call.args, "completed", call.id, ns);
       this.output[call.index] = item;
       this.emit("response.output_item.done", { output_index: call.index, item });
     }

@@ -104,6 +104,11 @@ try {
   );
   const second = sent[1];
   check(
+    second?.messages?.at(-2)?.reasoning_content === "Working out what to do.",
+    "the reasoning Codex got back returned with the call (reasoning_content)",
+    JSON.stringify(second?.messages?.at(-2)),
+  );
+  check(
     second?.messages?.at(-1)?.role === "tool" &&
       second.messages.at(-2)?.tool_calls?.[0]?.function?.name === "exec_command",
     "turn (a)'s second request carried the call and its output",

@@ -6,7 +6,7 @@
  * - A user turn that says "run" while the request offers `exec_command` (Codex CLI's shell
  *   tool) gets a call of it, running `echo qm-codex-ok`.
  * - Anything else gets a short text answer.
- * Streamed (with a usage chunk) or whole, as asked. Each request body is appended to `--log`
+ * Every answer starts with `reasoning_content`. Streamed (with a usage chunk) or whole, as asked. Each request body is appended to `--log`
  * as one JSON line.
  */
 import { appendFileSync } from "node:fs";
@@ -63,8 +63,12 @@ function chunk(delta: Obj, finish: string | null = null): string {
   return `data: ${JSON.stringify(c)}\n\n`;
 }
 
+/** Every answer starts with a thought, as a reasoning model's does (`reasoning_content`). */
+const THOUGHT = ["Working out ", "what to do."];
+
 function stream(a: Answer): string {
   let s = chunk({ role: "assistant", content: null });
+  for (const t of THOUGHT) s += chunk({ reasoning_content: t });
   if (a.text !== null) {
     for (const word of a.text.split(/(?<= )/)) s += chunk({ content: word });
   }
@@ -90,7 +94,7 @@ function stream(a: Answer): string {
 }
 
 function whole(a: Answer): Obj {
-  const message: Obj = { role: "assistant", content: a.text };
+  const message: Obj = { role: "assistant", content: a.text, reasoning_content: THOUGHT.join("") };
   if (a.call) {
     message.tool_calls = [{ id: "call_fake1", type: "function", function: a.call }];
   }

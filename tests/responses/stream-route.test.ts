@@ -104,6 +104,18 @@ describe("stream: true", () => {
     expect(err).toBeInstanceOf(OpenAI.BadRequestError);
     expect(err.status).toBe(400);
     expect(err.message).toContain("context full");
+    // A body that is not OpenAI's envelope is wrapped in one, its status kept.
+    up.handle = () => new Response("upstream exploded", { status: 500 });
+    const res = await post(appOf(gw), "/v1/responses", { model: "m", input: "hi", stream: true });
+    expect(res.status).toBe(500);
+    expect(await res.json()).toEqual({
+      error: {
+        message: "upstream exploded",
+        type: "upstream_error",
+        param: null,
+        code: null,
+      },
+    });
   });
 
   test("a cold model: comments only while it loads (the placeholder), then the events", async () => {

@@ -18,7 +18,7 @@ import type { Gateway } from "../gateway.ts";
 import { openaiError } from "../openai/errors.ts";
 import { badRequest, parseJsonObject, readBody } from "../request/body.ts";
 import { resolveModel } from "../request/model.ts";
-import { RESPONSES_API } from "./errors.ts";
+import { RESPONSES_API, upstreamRefusal } from "./errors.ts";
 import { nativeExchange } from "./native.ts";
 import { type ResponseStore, storeOf } from "./store.ts";
 import { responsesBody } from "./stream-body.ts";
@@ -197,12 +197,11 @@ async function sendWhole(x: Exchange<Parsed>, call: Call): Promise<Response> {
   const res = await open(x, call);
   const text = await call.readText(res);
   const headers = headersOf(x);
-  headers.set("content-type", "application/json");
   if (res.status !== 200) {
-    // The upstream speaks the OpenAI API: its error envelope is already the client's.
     call.finish(true);
-    return new Response(text, { status: res.status, headers });
+    return upstreamRefusal(res.status, text, x.model.id, headers);
   }
+  headers.set("content-type", "application/json");
   const json = call.parseAnswer(text);
   const response = fromChat(json, x.parsed.shape);
   keepAnswer(x.parsed.keep, response);
@@ -248,8 +247,7 @@ async function sendStream(x: Exchange<Parsed>, call: Call): Promise<Response> {
   if (early && early.res.status !== 200) {
     const text = await early.res.text().catch(() => "");
     call.finish(true);
-    headers.set("content-type", "application/json");
-    return new Response(text, { status: early.res.status, headers });
+    return upstreamRefusal(early.res.status, text, x.model.id, headers);
   }
   for (const [k, v] of Object.entries(SSE_HEADERS)) headers.set(k, v);
   return new Response(streamFor(x, call, early ? early.res : pending), { status: 200, headers });

@@ -309,6 +309,20 @@ describe("endings that are not answers", () => {
     expect(s.fail("server_error", "later")).toEqual([]);
   });
 
+  test("a body that ends on [DONE] without its blank line completes; a cut line is skipped", () => {
+    const s = t();
+    const finish = 'data: {"choices":[{"delta":{"content":"x"},"finish_reason":"stop"}]}\n\n';
+    expect([...s.chunk(encoder.encode(`${finish}data: [DONE]`)), ...s.end()].at(-1)?.type).toBe(
+      "response.completed",
+    );
+    const cut = t();
+    const events = [
+      ...cut.chunk(encoder.encode('data: {"choices":[{"delta":{"content":"x"}}]}\n\ndata: {"cho')),
+      ...cut.end(),
+    ];
+    expect(events.at(-1)?.type).toBe("response.failed");
+  });
+
   test("odd lines are skipped; [DONE] after a finish completes without waiting for the end", () => {
     const s = t();
     const events = s.chunk(

@@ -106,6 +106,8 @@ export class ResponsesStream {
   end(): ResponsesEvent[] {
     if (!this.finished) {
       this.parser.feed(this.decoder.decode());
+      // A last event without its blank line still counts (a `[DONE]` some servers end on);
+      // a line cut short is no JSON and is skipped.
       this.parser.reset({ consume: true });
     }
     if (!this.finished) {
@@ -127,8 +129,8 @@ export class ResponsesStream {
     return this.take();
   }
 
-  /** One upstream SSE event (exposed for tests; `chunk` frames the bytes into these). */
-  event(data: string, name?: string): void {
+  /** One upstream SSE event (`chunk` frames the bytes into these). */
+  private event(data: string, name?: string): void {
     if (this.finished) return;
     if (data.trim() === "[DONE]") {
       if (this.finish !== null) this.complete();

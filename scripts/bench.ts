@@ -19,6 +19,8 @@
  *     and per-chunk latency from stamps in each token's text (scripts/bench/anthropic.ts).
  * (g) The same for Ollama's `/api/chat` (NDJSON lines) against the same passthrough
  *     (scripts/bench/ollama.ts).
+ * (h) The same for the Responses API: `/v1/responses` streamed (translated) against
+ *     `/v1/chat/completions` (scripts/bench/responses.ts).
  *
  * qm runs as the compiled binary (`dist/qm serve`, rebuilt when older than src/) with a
  * generated config; every model upstream is started by qm itself.
@@ -34,6 +36,7 @@ import { inProcessOverhead } from "./bench/overhead.ts";
 import { startListening, withCleanup } from "./bench/procs.ts";
 import { ensureBuilt, load, MODELS, revision, startQm } from "./bench/qm.ts";
 import { readinessRuns } from "./bench/readiness.ts";
+import { RESPONSES_BENCH, responsesRuns, responsesTargets } from "./bench/responses.ts";
 import { streamRuns } from "./bench/streams.ts";
 import { log, percentile, round, rssMb } from "./bench/util.ts";
 
@@ -149,6 +152,17 @@ async function main(): Promise<void> {
     rounds: ANTHROPIC_ROUNDS,
   });
 
+  // (h) The Responses translation, on the same upstream and warm qm.
+  const h = await responsesRuns({
+    qmUrl: qm.url,
+    qmPid: qm.pid,
+    ours: () => [...oursA(), stream.pid, bareStream.proc.pid],
+    model: MODELS.anthropic,
+    streams: RESPONSES_BENCH.streams,
+    tokens: ANTHROPIC_TOKENS,
+    rounds: RESPONSES_BENCH.rounds,
+  });
+
   // (c) Readiness.
   const c = await readinessRuns(qm, MODELS.cold, readyFile, READINESS_RUNS);
   const loaded = round(rssMb(qm.pid) ?? Number.NaN, 1);
@@ -242,6 +256,11 @@ async function main(): Promise<void> {
         "as anthropic, with POST /api/chat (NDJSON lines) as the translated route; chunk ms " +
         "from the same text stamps; added = translated p99 − passthrough p99",
     },
+    responses: {
+      ...h,
+      token_ms: ANTHROPIC_TOKEN_MS,
+      method: "as anthropic, with POST /v1/responses (stream: true) as the translated route",
+    },
     in_process: f,
     matrix_solver: matrixSolver(),
     rss_mb: {
@@ -261,6 +280,7 @@ async function main(): Promise<void> {
       anthropic_added_ms_p99: target(e.added_ms_p99_over_passthrough, "<=", 1),
       ollama_cpu_ratio: target(g.cpu_ratio, "<=", 1.5),
       ollama_added_ms_p99: target(g.added_ms_p99_over_passthrough, "<=", 1),
+      ...responsesTargets(h),
     },
   };
   process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);

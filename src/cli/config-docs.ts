@@ -91,6 +91,15 @@ export const CONFIG_DOCS: Record<DocumentedSection, SectionDoc> = {
         meaning:
           'Where qm keeps the record of the model processes it runs, so that the next `qm serve` can end what a crashed qm left behind. `""`: `$XDG_STATE_HOME/quartermaster`, else `~/.local/state/quartermaster`.',
       },
+      responses_store: {
+        meaning:
+          "How many Responses API answers qm keeps in memory, most recently used first, for `previous_response_id` and `GET`/`DELETE /v1/responses/{id}` (answers sent with `store: false` are never kept). Each keeps its final Response object and the conversation it continued. `0`: none kept. Lost when qm restarts.",
+        example: 1000,
+      },
+      responses_store_mb: {
+        meaning:
+          "The kept Responses' size bound, in MB (MiB; fractions allowed): past it the least recently used are dropped, whatever `responses_store` allows.",
+      },
     },
   },
   scheduler: {
@@ -257,6 +266,11 @@ export const CONFIG_DOCS: Record<DocumentedSection, SectionDoc> = {
       anthropic_native: {
         meaning:
           "The server speaks the Anthropic Messages API itself: `/v1/messages` is passed through instead of translated.",
+      },
+      responses_api: {
+        meaning:
+          '`"translate"`: `/v1/responses` is translated to the server\'s `/v1/chat/completions` (streaming, `store` and `previous_response_id` kept by qm). `"native"`: the server speaks the Responses API itself and requests are passed through unchanged (only `model` is rewritten when `use_model_name` is set).',
+        example: "native",
       },
       stop_timeout_s: { meaning: "Grace between SIGTERM (or `cmd_stop`) and SIGKILL." },
       first_byte_timeout_s: {

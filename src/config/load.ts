@@ -90,6 +90,8 @@ export function loadConfigText(text: string, opts: LoadOptions): Config {
       allowedHosts: server.allowed_hosts.map((h) => h.toLowerCase()),
       corsOrigins: server.cors_origins.map((o) => o.toLowerCase().replace(/\/+$/, "")),
       stateDir: server.state_dir || defaultStateDir(),
+      responsesStore: server.responses_store,
+      responsesStoreBytes: Math.round(server.responses_store_mb * 1024 * 1024),
     },
     scheduler: {
       holdMs: scheduler.hold_ms,

@@ -45,6 +45,10 @@ export const ServerSchema = Type.Object(
     cors_origins: strings(),
     /** Where qm keeps its state (the record of running model processes); "" = the XDG default. */
     state_dir: Type.String({ default: "" }),
+    /** Responses kept for `previous_response_id` and `GET /v1/responses/{id}`; 0 = none. */
+    responses_store: Type.Integer({ minimum: 0, default: 200 }),
+    /** The kept responses' size bound, in MB. */
+    responses_store_mb: nonNegative(64),
   },
   closed,
 );
@@ -111,6 +115,7 @@ export const ModelSchema = Type.Object(
     strip_params: strings(),
     set_params: Type.Record(Type.String(), Type.Unknown(), { default: {} }),
     anthropic_native: Type.Boolean({ default: false }),
+    responses_api: oneOf(["translate", "native"], "translate"),
     stop_timeout_s: seconds(10),
     /** Longest wait for the upstream's first byte (headers or body); 0 = none. */
     first_byte_timeout_s: seconds(600),

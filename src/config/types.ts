@@ -23,6 +23,10 @@ export interface ServerConfig {
   corsOrigins: string[];
   /** Directory for qm's state files (absolute). */
   stateDir: string;
+  /** Most Responses kept in memory (`previous_response_id`, GET); 0 = none. */
+  responsesStore: number;
+  /** The kept Responses' bound in bytes. */
+  responsesStoreBytes: number;
 }
 
 export interface SchedulerConfig {
@@ -83,6 +87,8 @@ export interface ModelConfig {
   /** `strip_params` / `set_params`, applied to every upstream request body; null: none. */
   params: BodyParams | null;
   anthropicNative: boolean;
+  /** `responses_api = "native"`: `/v1/responses` is passed through, not translated. */
+  responsesNative: boolean;
   stopTimeoutS: number;
   /** Milliseconds to wait for the upstream's first byte; 0 = no limit. */
   firstByteTimeoutMs: number;

@@ -23,6 +23,8 @@ describe("defaults", () => {
       allowedHosts: [],
       corsOrigins: [],
       stateDir: defaultStateDir(),
+      responsesStore: 200,
+      responsesStoreBytes: 64 * 1024 * 1024,
     });
     expect(config.scheduler).toEqual({
       holdMs: 10000,
@@ -68,6 +70,7 @@ describe("defaults", () => {
       useModelName: "",
       params: null,
       anthropicNative: false,
+      responsesNative: false,
       stopTimeoutS: 10,
       firstByteTimeoutMs: 600_000,
       stallTimeoutMs: 120_000,
@@ -200,6 +203,8 @@ models_dir = "/models"
       allowedHosts: [],
       corsOrigins: [],
       stateDir: defaultStateDir(),
+      responsesStore: 200,
+      responsesStoreBytes: 64 * 1024 * 1024,
     });
     expect(config.scheduler).toEqual({
       holdMs: 0,
@@ -250,6 +255,7 @@ models_dir = "/models"
         set: { temperature: 0.6, chat_template_kwargs: { enable_thinking: false } },
       },
       anthropicNative: true,
+      responsesNative: false,
       stopTimeoutS: 2,
       firstByteTimeoutMs: 600_000,
       stallTimeoutMs: 120_000,

@@ -14,7 +14,7 @@ const shape = { id: "resp_1", model: "m", createdAt: 1, echo: {} };
 
 describe("request translation", () => {
   test("items, instructions, tools (namespace kept, built-ins dropped) and options", () => {
-    const { chat, dropped } = toChat(
+    const { chat, dropped, namespaces } = toChat(
       {
         instructions: "be brief",
         input: [
@@ -48,6 +48,7 @@ describe("request translation", () => {
       opts,
     );
     expect(dropped).toEqual(["web_search"]);
+    expect([...namespaces]).toEqual([["inner", "ns"]]);
     expect(chat.messages).toEqual([
       { role: "system", content: "be brief" },
       { role: "system", content: "dev" },

@@ -1,63 +1,157 @@
+/**
+ * `POST /v1/responses` end to end, on the one exchange (`../exchange/`): read and translate the
+ * request, acquire the model (a cold streaming request waits behind the wait-status
+ * placeholder, like chat), send the chat request upstream, translate the answer back — whole,
+ * or event by event (`stream-body.ts`) — and end the call with whether the answer called
+ * functions (the agent-loop hold).
+ */
+import { failureLogLine } from "../../proxy/causes.ts";
 import { forward } from "../../proxy/forward.ts";
 import { asQmError } from "../../shared/errors.ts";
 import type { Logger } from "../../shared/log.ts";
-import type { OaiChatRequest } from "../anthropic/translate/openai-types.ts";
+import { realTimers, type Timers } from "../../shared/timer.ts";
+import type { OaiChatRequest, OaiMessage } from "../anthropic/translate/openai-types.ts";
 import type { Call } from "../exchange/call.ts";
 import { type Asks, admit, type Exchange, headersOf, runExchange } from "../exchange/exchange.ts";
 import { Observer } from "../exchange/observer.ts";
 import type { Gateway } from "../gateway.ts";
 import { openaiError } from "../openai/errors.ts";
-import { OPENAI } from "../openai/inference.ts";
 import { badRequest, parseJsonObject, readBody } from "../request/body.ts";
 import { resolveModel } from "../request/model.ts";
 import { filtered } from "../request/params.ts";
-import { responseId } from "./translate/ids.ts";
+import { RESPONSES_API, upstreamRefusal } from "./errors.ts";
+import { nativeExchange } from "./native.ts";
+import { type ResponseStore, storeOf } from "./store.ts";
+import { responsesBody } from "./stream-body.ts";
+import { itemId, responseId } from "./translate/ids.ts";
+import { inputItems, toMessages } from "./translate/input.ts";
 import { toChat } from "./translate/request.ts";
 import { fromChat, hasCalls, type OutputItem, type Shape } from "./translate/response.ts";
+import { ResponsesStream } from "./translate/stream.ts";
 
 const encoder = new TextEncoder();
+
+export interface ResponsesOptions {
+  /**
+   * Keep-alive period of streams, and how long a stream waits for the upstream's headers
+   * before it commits to `200` (so a quick refusal stays an HTTP error).
+   */
+  pingMs: number;
+  log: Logger;
+  /** The clock of the keep-alive timer and of that wait; a fake one in tests. */
+  timers?: Timers | undefined;
+}
+
+/** What a kept response needs besides its final object. */
+interface Keep {
+  store: ResponseStore;
+  history: OaiMessage[];
+  turn: OaiMessage[];
+  inputItems: Record<string, unknown>[];
+}
 
 interface Parsed {
   chat: OaiChatRequest;
   shape: Shape;
+  opts: ResponsesOptions;
+  /** Null when the answer is not kept (`store: false`, or a store of size 0). */
+  keep: Keep | null;
 }
 
-const ECHOED = ["instructions", "metadata", "temperature", "top_p", "max_output_tokens"];
+const ECHOED = [
+  "instructions",
+  "metadata",
+  "temperature",
+  "top_p",
+  "max_output_tokens",
+  "previous_response_id",
+];
+
+/** The request's `previous_response_id` and `store`, checked. */
+function continuation(body: Record<string, unknown>, store: ResponseStore) {
+  const prev = body.previous_response_id;
+  let history: OaiMessage[] = [];
+  if (prev !== undefined && prev !== null) {
+    if (typeof prev !== "string" || prev === "") {
+      throw badRequest("previous_response_id must be a response id", "previous_response_id");
+    }
+    const kept = store.get(prev);
+    if (!kept) throw store.missing(prev, "previous_response_id");
+    history = kept.conversation;
+  }
+  const keep = body.store;
+  if (keep !== undefined && keep !== null && typeof keep !== "boolean") {
+    throw badRequest("store must be a boolean", "store");
+  }
+  return { history, store: keep !== false };
+}
+
+/** Keeps the answer, and the conversation it ends, when the request asked to. */
+function keepAnswer(k: Keep | null, response: Record<string, unknown>): void {
+  if (!k) return;
+  const output = Array.isArray(response.output) ? response.output : [];
+  let said: OaiMessage[] = [];
+  try {
+    said = toMessages(output, undefined);
+  } catch {
+    // An output qm made always reads back; nothing to keep otherwise.
+  }
+  k.store.put(String(response.id), {
+    response,
+    conversation: [...k.history, ...k.turn, ...said],
+    inputItems: k.inputItems,
+  });
+}
+
+const SSE_HEADERS = { "content-type": "text/event-stream", "cache-control": "no-cache" };
 
 export async function handleResponses(
   gw: Gateway,
   request: Request,
-  log: Logger,
+  opts: ResponsesOptions,
 ): Promise<Response> {
+  const { log } = opts;
   let asks: Asks;
   let parsed: Parsed;
   let model: Awaited<ReturnType<typeof resolveModel>>;
   try {
     asks = admit(gw, request);
-    const body = parseJsonObject(await readBody(request, gw.config.server.maxBodyBytes));
+    const bytes = await readBody(request, gw.config.server.maxBodyBytes);
+    const body = parseJsonObject(bytes);
     model = await resolveModel(gw, body.model);
-    if (body.stream === true) {
-      throw badRequest(
-        "stream: true is not served on /v1/responses yet; send stream: false",
-        "stream",
-      );
+    if (model.responsesNative) {
+      return runExchange(nativeExchange(request, gw, model, asks, log, bytes, body));
     }
-    const { chat, dropped } = toChat(body, {
+    if (body.stream !== undefined && body.stream !== null && typeof body.stream !== "boolean") {
+      throw badRequest("stream must be a boolean", "stream");
+    }
+    const store = storeOf(gw);
+    const { history, store: wanted } = continuation(body, store);
+    const { chat, dropped, turn, namespaces } = toChat(body, {
       upstreamModel: model.useModelName || String(body.model),
+      history,
     });
     if (dropped.length > 0) {
       log.info(`responses: built-in tools left out for model "${model.id}": ${dropped.join(", ")}`);
     }
     const echo: Record<string, unknown> = {};
     for (const k of ECHOED) echo[k] = body[k] ?? null;
+    echo.store = wanted;
+    const keep =
+      wanted && store.maxEntries > 0
+        ? { store, history, turn, inputItems: inputItems(body.input, () => itemId("msg")) }
+        : null;
     parsed = {
+      keep,
       chat,
       shape: {
         id: responseId(),
         model: String(body.model),
         createdAt: Math.floor(Date.now() / 1000),
         echo,
+        namespaces,
       },
+      opts,
     };
   } catch (err) {
     return openaiError(asQmError(err));
@@ -67,8 +161,9 @@ export async function handleResponses(
     request,
     model,
     asks,
-    api: OPENAI,
+    api: RESPONSES_API,
     log,
+    placeholder: parsed.chat.stream === true,
     // The translator parses the answer anyway: it tells the observer how it ended.
     observer: new Observer(null),
     parsed,
@@ -76,34 +171,104 @@ export async function handleResponses(
   });
 }
 
-async function send(x: Exchange<Parsed>, call: Call): Promise<Response> {
-  const res = await forward({
+function open(x: Exchange<Parsed>, call: Call): Promise<Response> {
+  const stream = x.parsed.chat.stream === true;
+  return forward({
     base: call.base,
     pathAndQuery: "/v1/chat/completions",
     method: "POST",
     // A fresh set: no client header means anything to the upstream.
     headers: new Headers({
       "content-type": "application/json",
-      accept: "application/json",
+      accept: stream ? "text/event-stream" : "application/json",
       "accept-encoding": "identity",
     }),
     body: encoder.encode(JSON.stringify(filtered(x.model, x.parsed.chat))),
     call,
     raw: true,
   });
-  const _id = x.model.id;
+}
+
+function send(x: Exchange<Parsed>, call: Call): Promise<Response> {
+  call.tag(headersOf(x));
+  return x.parsed.chat.stream ? sendStream(x, call) : sendWhole(x, call);
+}
+
+async function sendWhole(x: Exchange<Parsed>, call: Call): Promise<Response> {
+  const res = await open(x, call);
   const text = await call.readText(res);
   const headers = headersOf(x);
-  call.tag(headers);
-  headers.set("content-type", "application/json");
   if (res.status !== 200) {
-    // The upstream speaks the OpenAI API: its error envelope is already the client's.
     call.finish(true);
-    return new Response(text, { status: res.status, headers });
+    return upstreamRefusal(res.status, text, x.model.id, headers);
   }
+  headers.set("content-type", "application/json");
   const json = call.parseAnswer(text);
   const response = fromChat(json, x.parsed.shape);
+  keepAnswer(x.parsed.keep, response);
   call.observer?.ended(hasCalls(response.output as OutputItem[]));
   call.finish(true);
   return new Response(JSON.stringify(response), { status: 200, headers });
+}
+
+function streamFor(
+  x: Exchange<Parsed>,
+  call: Call,
+  upstream: Response | Promise<Response>,
+): ReadableStream<Uint8Array> {
+  const { opts, shape } = x.parsed;
+  const translator = new ResponsesStream(shape);
+  return responsesBody({
+    upstream,
+    translator,
+    model: x.model.id,
+    pingMs: opts.pingMs,
+    timers: opts.timers,
+    deadline: call.deadline,
+    logFailure: (error) => call.log.warn(failureLogLine(call.modelId, error, call.stderrTail())),
+    onEnd: (answered, toolCalls) => {
+      if (translator.final) keepAnswer(x.parsed.keep, translator.final);
+      call.observer?.ended(toolCalls);
+      call.finish(answered);
+    },
+    onCancel: () => call.cancel(),
+  });
+}
+
+async function sendStream(x: Exchange<Parsed>, call: Call): Promise<Response> {
+  // Behind the placeholder, the 200 went out long ago: only the stream's body is wanted.
+  if (x.committed) return new Response(streamFor(x, call, open(x, call)));
+  const pending = open(x, call);
+  // A quick refusal (context overflow, bad grammar) stays an HTTP error in OpenAI's envelope,
+  // with the upstream's status; a slow start gets a 200 and keep-alives meanwhile.
+  const { opts } = x.parsed;
+  const early = await settleWithin(pending, opts.pingMs, opts.timers ?? realTimers);
+  if (early && !early.ok) throw early.error;
+  const headers = headersOf(x);
+  if (early && early.res.status !== 200) {
+    const text = await early.res.text().catch(() => "");
+    call.finish(true);
+    return upstreamRefusal(early.res.status, text, x.model.id, headers);
+  }
+  for (const [k, v] of Object.entries(SSE_HEADERS)) headers.set(k, v);
+  return new Response(streamFor(x, call, early ? early.res : pending), { status: 200, headers });
+}
+
+type Settled = { ok: true; res: Response } | { ok: false; error: unknown } | null;
+
+/** The promise's outcome if it settles within `ms`, else null (it keeps running). */
+function settleWithin(p: Promise<Response>, ms: number, timers: Timers): Promise<Settled> {
+  return new Promise((resolve) => {
+    const timer = timers.set(() => resolve(null), ms);
+    p.then(
+      (res) => {
+        timers.clear(timer);
+        resolve({ ok: true, res });
+      },
+      (error) => {
+        timers.clear(timer);
+        resolve({ ok: false, error });
+      },
+    );
+  });
 }

@@ -166,3 +166,25 @@ function summaryText(v: unknown): string {
     .filter((t) => t !== "")
     .join("\n");
 }
+
+/**
+ * The input as a list of items, each with an `id` (`GET /v1/responses/{id}/input_items`): a
+ * string is one user message; items without an id get one.
+ */
+export function inputItems(input: unknown, newId: () => string): Obj[] {
+  if (typeof input === "string") {
+    return [
+      {
+        id: newId(),
+        type: "message",
+        role: "user",
+        content: [{ type: "input_text", text: input }],
+      },
+    ];
+  }
+  if (!Array.isArray(input)) return [];
+  return input.filter(isObj).map((item) => {
+    const typed = item.type === undefined && item.role !== undefined ? { type: "message" } : {};
+    return typeof item.id === "string" ? { ...typed, ...item } : { id: newId(), ...typed, ...item };
+  });
+}

@@ -3,7 +3,7 @@
  * ignored (clients send `store`, `include`, `prompt_cache_key`, `client_metadata`, …); a field
  * that is there but malformed is a 400 naming it.
  */
-import type { OaiChatRequest } from "../../anthropic/translate/openai-types.ts";
+import type { OaiChatRequest, OaiMessage } from "../../anthropic/translate/openai-types.ts";
 import { badRequest } from "../../request/body.ts";
 import { toMessages } from "./input.ts";
 import { toToolChoice, toTools } from "./tools.ts";
@@ -17,12 +17,18 @@ export const DEFAULT_MAX_TOKENS = 4096;
 export interface RequestOptions {
   /** The model name sent upstream. */
   upstreamModel: string;
+  /** The conversation a `previous_response_id` continues, replayed before this turn. */
+  history?: OaiMessage[];
 }
 
 export interface Translated {
   chat: OaiChatRequest;
   /** The built-in tools left out (for the log line). */
   dropped: string[];
+  /** This turn's input as chat messages, without `instructions` (what a store keeps). */
+  turn: OaiMessage[];
+  /** Functions offered from inside `namespace` tools → their namespace. */
+  namespaces: Map<string, string>;
 }
 
 function num(body: Obj, key: string, min: number, max: number): number | undefined {
@@ -41,9 +47,12 @@ export function toChat(body: Obj, opts: RequestOptions): Translated {
   if (max !== undefined && !Number.isInteger(max)) {
     throw badRequest("max_output_tokens must be an integer", "max_output_tokens");
   }
+  // `instructions` apply to this turn only: a continued conversation does not carry them.
+  const system = toMessages([], body.instructions);
+  const turn = toMessages(body.input, undefined);
   const chat: OaiChatRequest = {
     model: opts.upstreamModel,
-    messages: toMessages(body.input, body.instructions),
+    messages: [...system, ...(opts.history ?? []), ...turn],
     max_tokens: max ?? DEFAULT_MAX_TOKENS,
     stream: body.stream === true,
   };
@@ -68,7 +77,7 @@ export function toChat(body: Obj, opts: RequestOptions): Translated {
   }
   const format = isObj(body.text) ? body.text.format : undefined;
   if (isObj(format)) chat.response_format = responseFormat(format);
-  return { chat, dropped: tools.dropped };
+  return { chat, dropped: tools.dropped, turn, namespaces: tools.namespaces };
 }
 
 /** `text.format` → chat's `response_format`; the Responses form is flat, chat's nested. */

@@ -17,6 +17,8 @@ export interface Shape {
   createdAt: number;
   /** Echoed request fields (`instructions`, `tools`, `temperature`, …), as OpenAI does. */
   echo: Obj;
+  /** The `namespace` tool each namespaced function belongs to: its calls name it, as OpenAI's. */
+  namespaces?: ReadonlyMap<string, string>;
 }
 
 export type OutputItem = Obj & { type: string; id: string };
@@ -37,8 +39,18 @@ export function callItem(
   args: string,
   status = "completed",
   id = itemId("fc"),
+  namespace?: string,
 ): OutputItem {
-  return { type: "function_call", id, status, call_id: callId, name, arguments: args };
+  const item: OutputItem = {
+    type: "function_call",
+    id,
+    status,
+    call_id: callId,
+    name,
+    arguments: args,
+  };
+  if (namespace !== undefined) item.namespace = namespace;
+  return item;
 }
 
 export function reasoningItem(text: string, id = itemId("rs")): OutputItem {
@@ -106,7 +118,10 @@ export function fromChat(json: unknown, shape: Shape): Obj {
       const args =
         typeof f.arguments === "string" ? f.arguments : JSON.stringify(f.arguments ?? {});
       const callId = typeof c.id === "string" && c.id !== "" ? c.id : `call_${i}`;
-      output.push(callItem(callId, typeof f.name === "string" ? f.name : "", args));
+      const name = typeof f.name === "string" ? f.name : "";
+      output.push(
+        callItem(callId, name, args, "completed", itemId("fc"), shape.namespaces?.get(name)),
+      );
     });
   }
   const finish = isObj(choice) ? choice.finish_reason : null;

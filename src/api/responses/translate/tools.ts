@@ -27,10 +27,12 @@ export interface Tools {
   tools: OaiTool[];
   /** The types of built-in tools that were left out. */
   dropped: string[];
+  /** Each function offered from inside a `namespace` tool → that namespace's name. */
+  namespaces: Map<string, string>;
 }
 
 export function toTools(v: unknown): Tools {
-  const out: Tools = { tools: [], dropped: [] };
+  const out: Tools = { tools: [], dropped: [], namespaces: new Map() };
   if (v === undefined || v === null) return out;
   if (!Array.isArray(v)) throw badRequest("tools must be an array", "tools");
   v.forEach((t, i) => {
@@ -42,8 +44,13 @@ export function toTools(v: unknown): Tools {
       t.tools.forEach((inner, j) => {
         const g = `${f}.tools[${j}]`;
         if (!isObj(inner)) throw badRequest(`${g} must be an object`, g);
-        if (inner.type === "function" || inner.type === undefined) out.tools.push(fnTool(inner, g));
-        else out.dropped.push(String(inner.type));
+        if (inner.type === "function" || inner.type === undefined) {
+          const tool = fnTool(inner, g);
+          out.tools.push(tool);
+          if (typeof t.name === "string" && !out.namespaces.has(tool.function.name)) {
+            out.namespaces.set(tool.function.name, t.name);
+          }
+        } else out.dropped.push(String(inner.type));
       });
     } else out.dropped.push(typeof t.type === "string" ? t.type : "unknown");
   });

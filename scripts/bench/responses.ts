@@ -1,0 +1,198 @@
+/**
+ * Section (g): what the Responses translation costs, measured as section (e) measures the
+ * Anthropic one. The same streamed answer of `tokens` tokens from one text-stamped upstream
+ * (stamp-upstream.ts `--stamp-text`), asked for through qm two ways:
+ *
+ * - passthrough: `POST /v1/chat/completions`, relayed byte for byte;
+ * - translated: `POST /v1/responses` with `stream: true`, each chat chunk parsed and rewritten
+ *   as `response.output_text.delta` events (src/api/responses/stream-body.ts,
+ *   translate/stream.ts).
+ *
+ * Each token's text is `<sent_ms>|`, the epoch ms at which the upstream wrote it, so the stamp
+ * reaches the client on both routes. Per chunk: the client's receive time of the read that
+ * completed the event minus that stamp; the routes' percentiles are compared. qm's CPU (utime +
+ * stime from /proc) is read around each run and divided by the streams. Runs alternate between
+ * the routes and are pooled.
+ *
+ * Alone: `bun scripts/bench/responses.ts` starts its own qm (the bench config) and prints one
+ * JSON line; `scripts/bench.ts` runs it on its warm qm.
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { type StreamResult, stampedStreams } from "./load.ts";
+import { withCleanup } from "./procs.ts";
+import { ensureBuilt, load, MODELS, startQm } from "./qm.ts";
+import { cpuMs, log, othersCpu, percentile, round } from "./util.ts";
+
+export type Route = "passthrough" | "translated";
+
+export interface ResponsesSetup {
+  qmUrl: string;
+  qmPid: number;
+  ours: () => number[];
+  /** The stamp-text model (`MODELS.anthropic` in the bench config). */
+  model: string;
+  streams: number;
+  tokens: number;
+  rounds: number;
+}
+
+const WARMUP_TOKENS = 200;
+
+const PATHS: Record<Route, string> = {
+  passthrough: "/v1/chat/completions",
+  translated: "/v1/responses",
+};
+
+const TERMINATOR: Record<Route, string> = {
+  passthrough: "data: [DONE]",
+  translated: "event: response.completed",
+};
+
+/** A stamped token as it appears in a JSON string on either route: `"<epoch ms>|"`. */
+const STAMP = /"(\d+(?:\.\d+)?)\|"/g;
+
+function request(route: Route, model: string, tokens: number): RequestInit {
+  const body =
+    route === "passthrough"
+      ? {
+          model,
+          stream: true,
+          max_tokens: tokens,
+          messages: [{ role: "user", content: "stream please" }],
+        }
+      : { model, stream: true, max_output_tokens: tokens, input: "stream please", store: false };
+  return {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify(body),
+  };
+}
+
+function run(s: ResponsesSetup, route: Route, tokens: number): Promise<StreamResult> {
+  return stampedStreams({
+    url: s.qmUrl + PATHS[route],
+    init: request(route, s.model, tokens),
+    streams: s.streams,
+    expected: tokens,
+    end: TERMINATOR[route],
+    stamps: (complete) => [...complete.matchAll(STAMP)].map((m) => Number(m[1])),
+  });
+}
+
+export interface RouteFigures {
+  cpu_ms_per_stream: number;
+  cpu_us_per_chunk: number;
+  cpu_ms_per_stream_runs: number[];
+  chunk_ms_p50: number;
+  chunk_ms_p99: number;
+  chunk_ms_max: number;
+  chunks: number;
+  reads: number;
+  bad_streams: number;
+  others_cpu_pct: number;
+}
+
+export async function responsesRuns(s: ResponsesSetup) {
+  const routes: Route[] = ["passthrough", "translated"];
+  for (const r of routes) {
+    const w = await run(s, r, WARMUP_TOKENS);
+    if (w.badStreams > 0) throw new Error(`responses warm-up: ${w.badStreams} bad ${r} streams`);
+  }
+  const acc = {} as Record<Route, { res: StreamResult[]; cpu: number[]; others: number[] }>;
+  for (const r of routes) acc[r] = { res: [], cpu: [], others: [] };
+  for (let i = 0; i < s.rounds; i++) {
+    const order = i % 2 === 0 ? routes : [...routes].reverse();
+    for (const r of order) {
+      const others = othersCpu(s.ours);
+      const cpu0 = cpuMs(s.qmPid);
+      const res = await run(s, r, s.tokens);
+      acc[r].cpu.push(cpuMs(s.qmPid) - cpu0);
+      acc[r].others.push(others());
+      acc[r].res.push(res);
+      log(
+        `responses ${r} run ${i + 1}: p50 ${round(percentile(res.latencies, 50))} ms, ` +
+          `p99 ${round(percentile(res.latencies, 99))} ms, qm CPU ` +
+          `${round((acc[r].cpu.at(-1) ?? 0) / s.streams, 1)} ms/stream`,
+      );
+    }
+  }
+  const out = {} as Record<Route, RouteFigures>;
+  const sum = (xs: number[]) => xs.reduce((n, x) => n + x, 0);
+  for (const r of routes) {
+    const a = acc[r];
+    const latencies = a.res.flatMap((x) => x.latencies);
+    const cpu = sum(a.cpu);
+    const chunks = sum(a.res.map((x) => x.chunks));
+    out[r] = {
+      cpu_ms_per_stream: round(cpu / (s.streams * s.rounds), 1),
+      cpu_us_per_chunk: round((cpu * 1000) / chunks, 1),
+      cpu_ms_per_stream_runs: a.cpu.map((c) => round(c / s.streams, 1)),
+      chunk_ms_p50: round(percentile(latencies, 50)),
+      chunk_ms_p99: round(percentile(latencies, 99)),
+      chunk_ms_max: round(latencies.reduce((m, x) => Math.max(m, x), 0)),
+      chunks,
+      reads: sum(a.res.map((x) => x.reads)),
+      bad_streams: sum(a.res.map((x) => x.badStreams)),
+      others_cpu_pct: round(sum(a.others) / a.others.length, 1),
+    };
+  }
+  const { passthrough, translated } = out;
+  return {
+    tokens: s.tokens,
+    streams: s.streams,
+    rounds: s.rounds,
+    passthrough,
+    translated,
+    cpu_ratio: round(translated.cpu_ms_per_stream / passthrough.cpu_ms_per_stream),
+    added_ms_p50_over_passthrough: round(translated.chunk_ms_p50 - passthrough.chunk_ms_p50),
+    added_ms_p99_over_passthrough: round(translated.chunk_ms_p99 - passthrough.chunk_ms_p99),
+  };
+}
+
+/** The figures against their targets (CPU ≤ 1.5× passthrough, p99 added ≤ 1 ms). */
+export function responsesTargets(g: Awaited<ReturnType<typeof responsesRuns>>) {
+  const target = (value: number, limit: number) => ({
+    value,
+    target: limit,
+    op: "<=",
+    met: value <= limit,
+  });
+  return {
+    responses_cpu_ratio: target(g.cpu_ratio, 1.5),
+    responses_added_ms_p99: target(g.added_ms_p99_over_passthrough, 1),
+  };
+}
+
+/** Section (g)'s shape, as it is measured here and in bench.ts. */
+export const RESPONSES_BENCH = { streams: 20, tokens: 1000, tokenMs: 5, rounds: 2 };
+
+if (import.meta.main) {
+  const dir = mkdtempSync(join(tmpdir(), "qm-bench-responses-"));
+  await withCleanup(
+    async () => {
+      await ensureBuilt();
+      const qm = await startQm(dir, {
+        tokens: 10,
+        tokenMs: 10,
+        loadDelayMs: 250,
+        readyFile: join(dir, "ready.json"),
+        anthropicTokens: RESPONSES_BENCH.tokens,
+        anthropicTokenMs: RESPONSES_BENCH.tokenMs,
+      });
+      const up = await load(qm, MODELS.anthropic);
+      const g = await responsesRuns({
+        qmUrl: qm.url,
+        qmPid: qm.pid,
+        ours: () => [process.pid, qm.pid, up.pid],
+        model: MODELS.anthropic,
+        streams: RESPONSES_BENCH.streams,
+        tokens: RESPONSES_BENCH.tokens,
+        rounds: RESPONSES_BENCH.rounds,
+      });
+      process.stdout.write(`${JSON.stringify({ responses: g, targets: responsesTargets(g) })}\n`);
+    },
+    () => rmSync(dir, { recursive: true, force: true }),
+  );
+}

@@ -1,0 +1,61 @@
+/**
+ * The Responses API's failures: OpenAI's envelope before any answer; inside a stream an
+ * `error` event (`{"type":"error","code","message","param"}`), which the SDKs raise.
+ */
+import { asQmError, type QmError } from "../../shared/errors.ts";
+import { sseEvent } from "../../shared/sse.ts";
+import type { ExchangeApi } from "../exchange/exchange.ts";
+import { openaiError } from "../openai/errors.ts";
+
+const encoder = new TextEncoder();
+
+export function responsesErrorEvent(e: QmError): string {
+  const event = {
+    type: "error",
+    sequence_number: 0,
+    code: e.code,
+    message: e.message,
+    param: null,
+  };
+  return sseEvent(JSON.stringify(event), "error");
+}
+
+export const RESPONSES_API: ExchangeApi = {
+  error: openaiError,
+  streamError: (err) => encoder.encode(responsesErrorEvent(asQmError(err))),
+};
+
+/**
+ * An upstream's refusal before any answer, with its status: its body as it is when it already
+ * is OpenAI's envelope (`{"error":{…}}`), else that text wrapped in one.
+ */
+export function upstreamRefusal(status: number, text: string, model: string, headers: Headers) {
+  headers.set("content-type", "application/json");
+  let parsed: unknown = null;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    // not JSON: wrapped below
+  }
+  const e = (parsed as { error?: unknown } | null)?.error;
+  if (
+    typeof e === "object" &&
+    e !== null &&
+    typeof (e as { message?: unknown }).message === "string"
+  ) {
+    return new Response(text, { status, headers });
+  }
+  const message =
+    typeof e === "string"
+      ? e
+      : text.trim().slice(0, 500) || `model "${model}" answered HTTP ${status}`;
+  const body = {
+    error: {
+      message,
+      type: status >= 500 ? "upstream_error" : "invalid_request_error",
+      param: null,
+      code: null,
+    },
+  };
+  return new Response(JSON.stringify(body), { status, headers });
+}

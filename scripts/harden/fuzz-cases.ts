@@ -4,6 +4,9 @@
  * headers, framing or body. Seeded, so a run can be repeated (`HARDEN_SEED`).
  */
 
+import { isOllamaPath } from "../../src/api/ollama/routes.ts";
+import type { Envelope } from "./verdict.ts";
+
 export const OK_MODEL = "z-ok";
 /** A model that cannot start: a 502/503/504/529 naming it is a legitimate answer. */
 export const BROKEN_MODEL = "z-broken";
@@ -37,6 +40,16 @@ const chat = (model: string, extra = {}) =>
   JSON.stringify({ model, max_tokens: 4, messages: [{ role: "user", content: "hi" }], ...extra });
 const anthropic = (model: string, extra = {}) =>
   JSON.stringify({ model, max_tokens: 4, messages: [{ role: "user", content: "hi" }], ...extra });
+
+const responses = (model: string, extra = {}) =>
+  JSON.stringify({ model, max_output_tokens: 4, input: "hi", ...extra });
+const ollama = (model: string, extra = {}) =>
+  JSON.stringify({
+    model,
+    options: { num_predict: 4 },
+    messages: [{ role: "user", content: "hi" }],
+    ...extra,
+  });
 
 export interface Route {
   method: string;
@@ -90,6 +103,30 @@ export const FUZZ_ROUTES: Route[] = [
   { method: "POST", path: "/v1/messages/count_tokens", body: (m) => anthropic(m), weight: 2 },
   { method: "POST", path: "/v1/messages/nope", body: (m) => anthropic(m) },
   { method: "GET", path: "/v1/models" },
+  { method: "GET", path: `/v1/models/${OK_MODEL}` },
+  { method: "POST", path: "/chat/completions", body: (m) => chat(m) },
+  { method: "GET", path: "/models" },
+  { method: "POST", path: "/v1/responses", body: (m) => responses(m), weight: 2 },
+  { method: "POST", path: "/v1/responses", body: (m) => responses(m, { stream: true }), weight: 2 },
+  { method: "GET", path: "/v1/responses/resp_nope" },
+  { method: "DELETE", path: "/v1/responses/resp_nope" },
+  { method: "POST", path: "/api/chat", body: (m) => ollama(m), weight: 2 },
+  { method: "POST", path: "/api/chat", body: (m) => ollama(m, { stream: false }) },
+  {
+    method: "POST",
+    path: "/api/generate",
+    body: (m) => JSON.stringify({ model: m, prompt: "hi" }),
+  },
+  { method: "POST", path: "/api/embed", body: (m) => JSON.stringify({ model: m, input: "hi" }) },
+  {
+    method: "POST",
+    path: "/api/embeddings",
+    body: (m) => JSON.stringify({ model: m, prompt: "x" }),
+  },
+  { method: "POST", path: "/api/show", body: (m) => JSON.stringify({ model: m }) },
+  { method: "GET", path: "/api/tags" },
+  { method: "GET", path: "/api/ps" },
+  { method: "POST", path: "/api/pull", body: (m) => JSON.stringify({ model: m }) },
   { method: "GET", path: `/upstream/${OK_MODEL}/health` },
   {
     method: "POST",
@@ -174,7 +211,7 @@ export function pickRoute(r: Rng): Route {
  * below, OpenAI's elsewhere. Where the target is ambiguous (dot segments, escapes, case, odd
  * bytes — a server may fairly resolve it either way), either envelope is accepted.
  */
-export function envelopeFor(target: string): "openai" | "anthropic" | "either" {
+export function envelopeFor(target: string): Envelope {
   let path = target;
   const abs = /^[a-z]+:\/\/[^/]*/i.exec(path);
   if (abs) path = path.slice(abs[0].length) || "/";
@@ -182,5 +219,6 @@ export function envelopeFor(target: string): "openai" | "anthropic" | "either" {
   const anthropic = path === "/v1/messages" || path.startsWith("/v1/messages/");
   if (/%|\.\.|\/\/|\\|;|[^\x21-\x7e]|\/\.(\/|$)/.test(path)) return "either";
   if (path.toLowerCase().startsWith("/v1/messages") && !anthropic) return "either";
+  if (isOllamaPath(path)) return "ollama";
   return anthropic ? "anthropic" : "openai";
 }

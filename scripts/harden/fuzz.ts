@@ -28,7 +28,7 @@ import {
 import { MUTATIONS } from "./fuzz-mutations.ts";
 import { BODY_FRAMING, bodyCutShort, malformedBecause } from "./malformed.ts";
 import { configToml, demoCmd, type Qm } from "./qm.ts";
-import { enveloped } from "./verdict.ts";
+import { type Envelope, enveloped } from "./verdict.ts";
 
 export function fuzzConfig(stateDir: string): string {
   const body = `[groups.fuzz]
@@ -58,7 +58,7 @@ export interface Seen {
 
 export interface Case {
   labels: string[];
-  api: "openai" | "anthropic" | "either";
+  api: Envelope;
   excused: boolean;
   upstream: boolean;
   head: boolean;

@@ -5,6 +5,8 @@
  */
 
 export type Api = "openai" | "anthropic";
+/** The error envelope a path answers in: an API's, Ollama's, or any ("either"). */
+export type Envelope = Api | "ollama" | "either";
 
 function json(text: string): unknown {
   try {
@@ -32,15 +34,22 @@ export function anthropicEnvelope(text: string): boolean {
   return typeof body.error.type === "string" && typeof body.error.message === "string";
 }
 
+/** Ollama: `{"error": string}`. */
+export function ollamaEnvelope(text: string): boolean {
+  const body = json(text);
+  return isObject(body) && typeof body.error === "string";
+}
+
 /**
- * An error body in the envelope of `api` ("either" accepts both), served as JSON: an empty
+ * An error body in the envelope of `api` ("either" accepts any), served as JSON: an empty
  * body, text/plain or HTML never is one.
  */
-export function enveloped(contentType: string, text: string, api: Api | "either"): boolean {
+export function enveloped(contentType: string, text: string, api: Envelope): boolean {
   if (!/\bjson\b/i.test(contentType)) return false;
   if (api === "openai") return openaiEnvelope(text);
   if (api === "anthropic") return anthropicEnvelope(text);
-  return openaiEnvelope(text) || anthropicEnvelope(text);
+  if (api === "ollama") return ollamaEnvelope(text);
+  return openaiEnvelope(text) || anthropicEnvelope(text) || ollamaEnvelope(text);
 }
 
 /**

@@ -52,6 +52,8 @@ export interface Gateway {
   stderrTail(id: string, lines?: number): string[];
   /** Recent stdout and stderr lines of a model's process (bounded ring buffer). */
   logs(id: string): string[];
+  /** Each new output line of model `id`, as it comes, until the returned function is called. */
+  followLogs(id: string, fn: (line: string) => void): () => void;
   status(): StatusJson;
   /** Unloads one model (or all); throws QmError `conflict` for leased ones unless forced. */
   unload(id: string | null, opts?: { force?: boolean }): void;

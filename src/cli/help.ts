@@ -8,6 +8,7 @@ Commands:
                            models, queue and budget of a running server
   load MODEL               load a model on a running server (waits until it is ready)
   unload [MODEL]           unload one model, or every model
+  logs [MODEL] [-f]        a model's output lines (every model's without MODEL); -f follows
   config check [-c FILE]   validate a config file; errors as FILE:LINE:COL: message
   config schema            print the config file's JSON Schema (for editors)
   scan DIR [--ctx N]       read GGUF headers, print model entries with VRAM estimates
@@ -46,6 +47,13 @@ export const UNLOAD_HELP = `Usage: qm unload [MODEL] [--force] [--url URL]
 Unloads MODEL (after its in-flight requests finish), or every model when none is named.
 A leased model is refused (409, naming its leases) unless --force, which revokes them.
 Options as for qm status.
+`;
+
+export const LOGS_HELP = `Usage: qm logs [MODEL] [-f] [--url URL]
+
+Prints the output lines qm kept of MODEL's process (its last 500, stdout and stderr), or of
+every model, each line prefixed with [ID], when none is named. -f, --follow: then prints each
+new line as it comes, until Ctrl-C. Options as for qm status.
 `;
 
 export const CONFIG_HELP = `Usage: qm config check [-c FILE]

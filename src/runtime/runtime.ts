@@ -25,6 +25,7 @@ import { EventHub } from "./event-hub.ts";
 import { GpuWatch } from "./gpu-watch.ts";
 import { LeaseBook } from "./leases.ts";
 import { LiveBudget } from "./live-budget.ts";
+import { LogHub } from "./log-hub.ts";
 import { StallStreaks } from "./stalls.ts";
 import { buildStatus } from "./status.ts";
 import {
@@ -54,6 +55,7 @@ export interface RuntimeOptions {
 export class Runtime implements Effects, Gateway {
   readonly scheduler: Scheduler;
   readonly events = new EventHub();
+  private readonly logHub = new LogHub();
   /** Every upstream call still live: shutdown cuts them when its grace runs out. */
   readonly calls = new Sweep<Deadline>();
   private closing = false;
@@ -92,7 +94,9 @@ export class Runtime implements Effects, Gateway {
       models: () => this.config.models,
       events: this.scheduler,
       gpu: this.gpu,
-      makeProcess: opts.makeProcess ?? modelProcesses(config, opts.log),
+      makeProcess:
+        opts.makeProcess ??
+        modelProcesses(config, opts.log, (id, line) => this.logHub.publish(id, line)),
     });
     for (const model of Object.values(config.models)) this.runner.add(model);
     this.waiters = new Waiters({
@@ -192,6 +196,10 @@ export class Runtime implements Effects, Gateway {
 
   logs(id: string): string[] {
     return this.runner.get(id)?.logs() ?? [];
+  }
+
+  followLogs(id: string, fn: (line: string) => void): () => void {
+    return this.logHub.follow(id, fn);
   }
 
   /** Last lines of a model's stderr, for error messages. */

@@ -205,6 +205,27 @@ describe("events", () => {
     await reader.cancel();
     expect(gw.listeners.size).toBe(0);
   });
+
+  test("logs?follow=1: the kept lines, then each new one, as log events; cancelling unfollows", async () => {
+    gw.emitLine("m", "loading weights");
+    const res = await get("/api/models/mm/logs?follow=1");
+    expect(res.headers.get("content-type")).toBe("text/event-stream");
+    expect(res.headers.get("x-accel-buffering")).toBe("no");
+    const reader = res.body!.getReader();
+    const text = async () => new TextDecoder().decode((await reader.read()).value);
+    expect(await text()).toBe("event: log\ndata: loading weights\n\n");
+    expect(gw.logFollowers.get("m")?.size).toBe(1);
+    gw.emitLine("m", "server is listening");
+    expect(await text()).toBe("event: log\ndata: server is listening\n\n");
+    await reader.cancel();
+    expect(gw.logFollowers.get("m")?.size).toBe(0);
+    const plain = await get("/api/models/m/logs?follow=0");
+    expect(await plain.text()).toBe("loading weights\nserver is listening\n");
+    await notFound(
+      await get("/api/models/nope/logs?follow=1"),
+      'model "nope" not found; GET /v1/models lists them',
+    );
+  });
 });
 
 test("a wrong method on a control route is a 405 naming the allowed one", async () => {

@@ -56,6 +56,9 @@ export interface FakeGw extends Gateway {
   unloadError: QmError | null;
   /** Lines `logs(id)` answers with. */
   logLines: Record<string, string[]>;
+  /** Live log followers per model; `emitLine` feeds them (and `logLines`). */
+  logFollowers: Map<string, Set<(line: string) => void>>;
+  emitLine(id: string, line: string): void;
   /** Leases taken through `lease()`, by lease id; `leaseCalls` records every call. */
   held: Map<string, { model: string; ttlMs: number }>;
   leaseCalls: string[];
@@ -146,6 +149,19 @@ export function fakeGateway(toml: string, timers?: Timers): FakeGw {
     unloads: [],
     unloadError: null,
     logLines: {},
+    logFollowers: new Map(),
+    emitLine(id: string, line: string) {
+      gw.logLines[id] = [...(gw.logLines[id] ?? []), line];
+      for (const fn of gw.logFollowers.get(id) ?? []) fn(line);
+    },
+    followLogs(id: string, fn: (line: string) => void) {
+      const set = gw.logFollowers.get(id) ?? new Set();
+      gw.logFollowers.set(id, set);
+      set.add(fn);
+      return () => {
+        set.delete(fn);
+      };
+    },
     held: new Map(),
     leaseCalls: [],
     listeners: new Set(),

@@ -1,5 +1,6 @@
 import type { Config, ModelConfig } from "../config/types.ts";
 import type { Deadline } from "../proxy/deadline.ts";
+import type { LoadProgress } from "../proxy/wait-status.ts";
 import type { ModelState, ServeOutcome } from "../scheduler/types.ts";
 import type { Sweep } from "../shared/sweep.ts";
 
@@ -50,6 +51,8 @@ export interface Gateway {
   acquire(model: ModelConfig, signal: AbortSignal, hooks?: AcquireHooks): Promise<Lease>;
   modelState(id: string): ModelState;
   stderrTail(id: string, lines?: number): string[];
+  /** The model's load in progress (time so far, time expected), or null when not loading. */
+  loadProgress(id: string): LoadProgress | null;
   /** Recent stdout and stderr lines of a model's process (bounded ring buffer). */
   logs(id: string): string[];
   /** Each new output line of model `id`, as it comes, until the returned function is called. */
@@ -93,6 +96,13 @@ export interface ModelStatusJson {
   concurrency_limit: number;
   unlisted: boolean;
   last_error: string | null;
+  /**
+   * The load in progress (null when not loading): ms so far, ms it is expected to take (the
+   * median of the model's last loads; null before its first) and the fraction done.
+   */
+  load: { elapsed_ms: number; expected_ms: number | null; progress: number | null } | null;
+  /** How long the model's last load took, in ms; null if it never loaded. */
+  last_load_ms: number | null;
 }
 
 export interface StatusJson {

@@ -25,6 +25,7 @@ import { EventHub } from "./event-hub.ts";
 import { GpuWatch } from "./gpu-watch.ts";
 import { LeaseBook } from "./leases.ts";
 import { LiveBudget } from "./live-budget.ts";
+import { type LoadProgress, LoadTimes } from "./load-times.ts";
 import { LogHub } from "./log-hub.ts";
 import { StallStreaks } from "./stalls.ts";
 import { buildStatus } from "./status.ts";
@@ -45,6 +46,8 @@ export interface RuntimeOptions {
   timers?: Timers;
   /** Makes each model's supervisor; default a real `ModelProcess`. */
   makeProcess?: ProcessFactory;
+  /** Where the models' load durations are kept across restarts; default memory only. */
+  loadTimesFile?: string;
 }
 
 /**
@@ -56,6 +59,8 @@ export class Runtime implements Effects, Gateway {
   readonly scheduler: Scheduler;
   readonly events = new EventHub();
   private readonly logHub = new LogHub();
+  /** How long loads take: progress and estimates while a model loads. */
+  readonly loadTimes: LoadTimes;
   /** Every upstream call still live: shutdown cuts them when its grace runs out. */
   readonly calls = new Sweep<Deadline>();
   private closing = false;
@@ -75,6 +80,11 @@ export class Runtime implements Effects, Gateway {
     private readonly opts: RuntimeOptions,
   ) {
     const timers = opts.timers ?? { ...realTimers, now: () => opts.clock.now() };
+    this.loadTimes = new LoadTimes(
+      () => opts.clock.now(),
+      opts.loadTimesFile ?? null,
+      (err) => opts.log.warn(`cannot keep load times: ${err instanceof Error ? err.message : err}`),
+    );
     this.budget = new LiveBudget(config.resources);
     this.leases = new LeaseBook(opts.log, timers);
     this.scheduler = new Scheduler(config, makePolicy(config, this.budget), this, opts.clock);
@@ -164,7 +174,12 @@ export class Runtime implements Effects, Gateway {
       leasesOf: (id) => this.leases.count(id),
       gpu: this.gpu.last,
       foreignBaselineGb: this.gpu.foreignBaselineGb,
+      loadTimes: this.loadTimes,
     });
+  }
+
+  loadProgress(id: string): LoadProgress | null {
+    return this.loadTimes.progress(id);
   }
 
   /** Unloads one model (or all); a leased one only when forced (LeaseBook.clearForUnload). */
@@ -261,7 +276,11 @@ export class Runtime implements Effects, Gateway {
     const line = `model ${model}: ${state}${detail ? ` — ${detail}` : ""}`;
     if (state === "failed") this.opts.log.warn(line);
     else this.opts.log.info(line);
-    this.events.publish({ type: "model", model, state, detail: detail ?? null });
+    this.loadTimes.state(model, state);
+    // A load's event says how long it is expected to take (null: never loaded before).
+    const expected =
+      state === "starting" ? { expected_load_ms: this.loadTimes.expected(model) } : {};
+    this.events.publish({ type: "model", model, state, detail: detail ?? null, ...expected });
   }
 
   // ── lifecycle ─────────────────────────────────────────────────────────────────────────────

@@ -4,6 +4,7 @@
  * outcomes it was released with, so a test can count releases per request. The control
  * routes' calls (unload, leases, events) are recorded and answered from plain fields.
  */
+
 import type {
   AcquireHooks,
   Gateway,
@@ -16,6 +17,7 @@ import type {
 import { modelIdFor } from "../../src/config/aliases.ts";
 import type { Config, ModelConfig } from "../../src/config/types.ts";
 import type { Deadline } from "../../src/proxy/deadline.ts";
+import type { LoadProgress } from "../../src/proxy/wait-status.ts";
 import type { ModelState, ServeOutcome } from "../../src/scheduler/types.ts";
 import { QmError } from "../../src/shared/errors.ts";
 import { Sweep } from "../../src/shared/sweep.ts";
@@ -58,6 +60,8 @@ export interface FakeGw extends Gateway {
   logLines: Record<string, string[]>;
   /** Live log followers per model; `emitLine` feeds them (and `logLines`). */
   logFollowers: Map<string, Set<(line: string) => void>>;
+  /** What `loadProgress` answers for any model. */
+  progress: LoadProgress | null;
   emitLine(id: string, line: string): void;
   /** Leases taken through `lease()`, by lease id; `leaseCalls` records every call. */
   held: Map<string, { model: string; ttlMs: number }>;
@@ -90,6 +94,8 @@ function statusOf(cfg: Config, gw: FakeGw): StatusJson {
     concurrency_limit: m.concurrencyLimit,
     unlisted: m.unlisted,
     last_error: null,
+    load: null,
+    last_load_ms: null,
   }));
   return {
     version: "0.0.0-test",
@@ -150,6 +156,8 @@ export function fakeGateway(toml: string, timers?: Timers): FakeGw {
     unloadError: null,
     logLines: {},
     logFollowers: new Map(),
+    progress: null,
+    loadProgress: () => gw.progress,
     emitLine(id: string, line: string) {
       gw.logLines[id] = [...(gw.logLines[id] ?? []), line];
       for (const fn of gw.logFollowers.get(id) ?? []) fn(line);

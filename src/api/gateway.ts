@@ -64,7 +64,12 @@ export interface Gateway {
   lease(model: ModelConfig, signal: AbortSignal, ttlMs: number): Promise<LeaseInfo>;
   renewLease(model: string, lease: string, ttlMs?: number): LeaseInfo;
   releaseLease(model: string, lease: string): void;
-  subscribe(fn: (e: QmEvent) => void): () => void;
+  /** Each event as it is published, with its id (1, 2, …), until the returned function runs. */
+  subscribe(fn: (e: QmEvent, id: number) => void): () => void;
+  /** The kept events after `id` (a `Last-Event-ID`), or null when some are no longer kept. */
+  eventsSince(id: number): { id: number; event: QmEvent }[] | null;
+  /** The id of the last event published (0: none yet). */
+  readonly lastEventId: number;
   /**
    * A proxied call of `modelId` timed out (`first_byte_timeout_s` / `stall_timeout_s`); a
    * model that keeps timing out, with no answer in between, is restarted.

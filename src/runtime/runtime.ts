@@ -205,8 +205,16 @@ export class Runtime implements Effects, Gateway {
     this.leases.release(model, lease);
   }
 
-  subscribe(fn: (e: QmEvent) => void): () => void {
+  subscribe(fn: (e: QmEvent, id: number) => void): () => void {
     return this.events.subscribe(fn);
+  }
+
+  eventsSince(id: number): { id: number; event: QmEvent }[] | null {
+    return this.events.since(id);
+  }
+
+  get lastEventId(): number {
+    return this.events.lastId;
   }
 
   logs(id: string): string[] {

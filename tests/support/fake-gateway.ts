@@ -18,6 +18,7 @@ import { modelIdFor } from "../../src/config/aliases.ts";
 import type { Config, ModelConfig } from "../../src/config/types.ts";
 import type { Deadline } from "../../src/proxy/deadline.ts";
 import type { LoadProgress } from "../../src/proxy/wait-status.ts";
+import { EventHub } from "../../src/runtime/event-hub.ts";
 import type { ModelState, ServeOutcome } from "../../src/scheduler/types.ts";
 import { QmError } from "../../src/shared/errors.ts";
 import { Sweep } from "../../src/shared/sweep.ts";
@@ -70,7 +71,10 @@ export interface FakeGw extends Gateway {
   keepAlive: Record<string, number>;
   unloadAt: Record<string, number>;
   /** Listeners `subscribe` added and not yet removed. */
-  listeners: Set<(e: QmEvent) => void>;
+  listeners: Set<(e: QmEvent, id: number) => void>;
+  /** The events published, kept and numbered as the runtime does; `publish` feeds it. */
+  hub: EventHub;
+  publish(e: QmEvent): void;
 }
 
 /** The status of each configured model, from `states`. */
@@ -173,6 +177,12 @@ export function fakeGateway(toml: string, timers?: Timers): FakeGw {
     held: new Map(),
     leaseCalls: [],
     listeners: new Set(),
+    hub: new EventHub(),
+    publish: (e: QmEvent) => gw.hub.publish(e),
+    eventsSince: (id: number) => gw.hub.since(id),
+    get lastEventId() {
+      return gw.hub.lastId;
+    },
     keepAlive: {},
     unloadAt: {},
     resolve(name: string): ModelConfig | undefined {
@@ -226,9 +236,13 @@ export function fakeGateway(toml: string, timers?: Timers): FakeGw {
       if (!held || held.model !== model) throw noLease(model, id);
       gw.held.delete(id);
     },
-    subscribe(fn: (e: QmEvent) => void) {
+    subscribe(fn: (e: QmEvent, id: number) => void) {
       gw.listeners.add(fn);
-      return () => void gw.listeners.delete(fn);
+      const off = gw.hub.subscribe(fn);
+      return () => {
+        gw.listeners.delete(fn);
+        off();
+      };
     },
     reportStall: (id: string) => void gw.reports.push(`stall ${id}`),
     reportAnswered: (id: string) => void gw.reports.push(`answered ${id}`),

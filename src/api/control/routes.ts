@@ -145,10 +145,14 @@ export function controlRoutes(gw: Gateway, log: Logger) {
     })
     .get("/api/events", ({ request }) => {
       noIdleTimeout(request);
+      // A client back after a lost connection gets what it missed, if it is still kept;
+      // otherwise (and on a first connection) the whole status, then each change.
+      const missed = resumeFrom(request, gw);
       return sseResponse(
         feed(request.signal, (send) => {
-          send("status", JSON.stringify(gw.status()));
-          return gw.subscribe((e) => send(e.type, JSON.stringify(e)));
+          if (missed === null) send("status", JSON.stringify(gw.status()), gw.lastEventId);
+          else for (const { id, event } of missed) send(event.type, JSON.stringify(event), id);
+          return gw.subscribe((e, id) => send(e.type, JSON.stringify(e), id));
         }),
       );
     });
@@ -225,6 +229,16 @@ function sseResponse(body: ReadableStream<Uint8Array>): Response {
   });
 }
 
+/** The events a `Last-Event-ID` (header, or `?last_event_id=`) missed; null: start afresh. */
+function resumeFrom(request: Request, gw: Gateway): ReturnType<Gateway["eventsSince"]> {
+  const q = request.url.indexOf("?");
+  const raw =
+    request.headers.get("last-event-id") ??
+    (q < 0 ? null : new URLSearchParams(request.url.slice(q + 1)).get("last_event_id"));
+  if (raw === null || !/^\d{1,15}$/.test(raw.trim())) return null;
+  return gw.eventsSince(Number(raw.trim()));
+}
+
 /** `?follow=1` (or `true`). */
 function follows(request: Request): boolean {
   const q = request.url.indexOf("?");
@@ -240,7 +254,7 @@ function follows(request: Request): boolean {
  */
 function feed(
   signal: AbortSignal,
-  open: (send: (event: string, data: string) => void) => () => void,
+  open: (send: (event: string, data: string, id?: number) => void) => () => void,
 ): ReadableStream<Uint8Array> {
   let unsubscribe = () => {};
   let keepAlive: ReturnType<typeof setInterval> | undefined;
@@ -259,7 +273,8 @@ function feed(
           close();
         }
       };
-      const send = (event: string, data: string) => enqueue(encoder.encode(sseEvent(data, event)));
+      const send = (event: string, data: string, id?: number) =>
+        enqueue(encoder.encode(sseEvent(data, event, id)));
       const off = open(send);
       if (closed) off();
       else unsubscribe = off;

@@ -70,11 +70,16 @@ async function call(t: Target, method: string, path: string): Promise<unknown> {
 }
 
 export async function statusCommand(argv: string[]): Promise<number> {
-  const { values } = parse(argv, CLIENT_OPTIONS, false);
+  const { values } = parse(
+    argv,
+    { ...CLIENT_OPTIONS, watch: { type: "boolean", short: "w" } },
+    false,
+  );
   if (values.help) {
     process.stdout.write(STATUS_HELP);
     return 0;
   }
+  if (values.watch) return watchStatus(target(values), values.json === true);
   const status = (await call(target(values), "GET", "/api/status")) as StatusJson;
   process.stdout.write(values.json ? `${JSON.stringify(status, null, 2)}\n` : renderStatus(status));
   return 0;
@@ -166,4 +171,52 @@ async function followLogs(t: Target, id: string, prefix: string): Promise<void> 
   });
   const decoder = new TextDecoder();
   for await (const chunk of res.body) parser.feed(decoder.decode(chunk, { stream: true }));
+}
+
+/** Redraws at most this often, however fast events come. */
+const REDRAW_MS = 100;
+
+/**
+ * `qm status --watch`: the status, redrawn from `/api/events` as it changes (a terminal gets
+ * it in place; a pipe gets each snapshot in turn), until Ctrl-C or the server goes away.
+ */
+async function watchStatus(t: Target, json: boolean): Promise<number> {
+  const res = await open(t, "GET", "/api/events");
+  if (!res.ok || !res.body) throw failure("GET", "/api/events", res.status, await res.text());
+  const tty = process.stdout.isTTY === true;
+  let pending: ReturnType<typeof setTimeout> | null = null;
+  /** A redraw under way: the last one is finished before the command ends. */
+  let drawing: Promise<void> = Promise.resolve();
+  const refresh = (ms = REDRAW_MS) => {
+    if (pending) return;
+    pending = setTimeout(() => {
+      pending = null;
+      drawing = call(t, "GET", "/api/status").then(
+        (s) => draw(s as StatusJson),
+        () => {}, // the stream's end says the server is gone
+      );
+    }, ms);
+  };
+  const draw = (status: StatusJson) => {
+    const text = json ? `${JSON.stringify(status)}\n` : renderStatus(status);
+    process.stdout.write(tty ? `\x1b[H\x1b[2J${text}` : `${text}\n`);
+    // No event marks a load's progress: while one runs, look again each second.
+    if (status.models.some((m) => m.load !== null)) refresh(1000);
+  };
+  const parser = createParser({
+    onEvent: (e) => {
+      if (e.event === "status") draw(JSON.parse(e.data) as StatusJson);
+      else refresh();
+    },
+  });
+  const decoder = new TextDecoder();
+  try {
+    for await (const chunk of res.body) parser.feed(decoder.decode(chunk, { stream: true }));
+  } catch {
+    // the connection broke
+  }
+  if (pending) clearTimeout(pending);
+  await drawing;
+  process.stderr.write(`qm: the server at ${t.url} closed the event stream\n`);
+  return 1;
 }

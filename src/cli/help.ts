@@ -4,8 +4,8 @@ Usage: qm <command> [options]
 
 Commands:
   serve [-c FILE]          run the server (config: -c, else $QM_CONFIG, else ./quartermaster.toml)
-  status [--url URL] [--json]
-                           models, queue and budget of a running server
+  status [--url URL] [--json] [--watch]
+                           models, queue and budget of a running server (--watch: live)
   load MODEL               load a model on a running server (waits until it is ready)
   unload [MODEL]           unload one model, or every model
   logs [MODEL] [-f]        a model's output lines (every model's without MODEL); -f follows
@@ -28,11 +28,12 @@ Stop with Ctrl-C (SIGINT) or SIGTERM: in-flight requests get server.shutdown_tim
 finish, then every model process is stopped. A second Ctrl-C stops at once.
 `;
 
-export const STATUS_HELP = `Usage: qm status [--url URL] [--json]
+export const STATUS_HELP = `Usage: qm status [--url URL] [--json] [--watch]
 
   --url URL    server to ask (default: $QM_URL, else the first server.listen of the config)
   -c FILE      config to read the default URL and API key from
   --json       print GET /api/status as JSON
+  -w, --watch  redraw as it changes (from GET /api/events), until Ctrl-C
 API key: $QM_API_KEY, else the first of server.api_keys in the config.
 `;
 

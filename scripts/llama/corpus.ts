@@ -253,6 +253,11 @@ const toolTurns = [
       name: "Read",
       input: { file_path: "/home/dev/quartermaster/src/config/schema.ts", limit: 40 },
     },
+  ]),
+  user([
+    { type: "tool_result", tool_use_id: "toolu_01B", content: [{ type: "text", text: CODE }] },
+  ]),
+  assistant([
     {
       type: "tool_use",
       id: "toolu_01C",
@@ -261,7 +266,6 @@ const toolTurns = [
     },
   ]),
   user([
-    { type: "tool_result", tool_use_id: "toolu_01B", content: [{ type: "text", text: CODE }] },
     {
       type: "tool_result",
       tool_use_id: "toolu_01C",
@@ -357,6 +361,25 @@ export const corpus: CorpusEntry[] = [
   {
     name: "tool-turns-no-tools",
     request: { model: M, messages: toolTurns },
+  },
+  {
+    // Llama 3.1's template refuses two calls in one turn ("only supports single tool-calls").
+    name: "parallel-tool-calls",
+    request: {
+      model: M,
+      tools: [READ, GREP],
+      messages: [
+        user("Where is the unknown-key error raised?"),
+        assistant([
+          { type: "tool_use", id: "toolu_P1", name: "Grep", input: { pattern: "unknown key" } },
+          { type: "tool_use", id: "toolu_P2", name: "Read", input: { file_path: "/src/a.ts" } },
+        ]),
+        user([
+          { type: "tool_result", tool_use_id: "toolu_P1", content: "src/a.ts:3: unknown key" },
+          { type: "tool_result", tool_use_id: "toolu_P2", content: CODE },
+        ]),
+      ],
+    },
   },
   {
     name: "orphan-tool-result",

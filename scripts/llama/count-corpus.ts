@@ -5,6 +5,7 @@
  * tests/anthropic/estimate.test.ts checks `estimatePrompt` against.
  *
  *   bun scripts/llama/count-corpus.ts        (needs build.sh and tiny-gguf.py run first)
+ *   bun scripts/llama/count-corpus.ts --out /tmp/held-out.json gemma4 phi3
  *
  * A llama-server without a vision projector refuses image parts, and with one it counts only
  * the image's placeholder: so an entry with images records the count of its prompt with the
@@ -12,6 +13,7 @@
  * refuses an entry (Llama 3.1 takes one tool call a turn) records no count for it.
  */
 import { join } from "node:path";
+import { estimatePrompt, IMAGE_TOKENS } from "../../src/api/anthropic/translate/estimate.ts";
 import type { OaiMessage } from "../../src/api/anthropic/translate/openai-types.ts";
 import { type Prompt, translatePrompt } from "../../src/api/anthropic/translate/request.ts";
 import { countPromptTokens } from "../../src/api/anthropic/upstream.ts";
@@ -19,16 +21,12 @@ import type { ModelConfig } from "../../src/config/types.ts";
 import { corpus } from "./corpus.ts";
 import { startLlama } from "./server.ts";
 
-const FAMILIES = ["llama3", "qwen3"] as const;
-const OUT = join(
-  import.meta.dir,
-  "..",
-  "..",
-  "tests",
-  "anthropic",
-  "fixtures",
-  "token-counts.json",
-);
+/** `[--out FILE] [FAMILY…]`: by default every family of tiny-gguf.py. */
+const args = process.argv.slice(2);
+const outAt = args.indexOf("--out");
+const FIXTURE = join(import.meta.dir, "..", "..", "tests", "anthropic", "fixtures");
+const OUT = outAt >= 0 ? (args.splice(outAt, 2)[1] ?? "") : join(FIXTURE, "token-counts.json");
+const FAMILIES = args.length > 0 ? args : ["llama3", "qwen3", "gemma4", "phi3"];
 
 function withoutImages(prompt: Prompt): { prompt: Prompt; images: number } {
   let images = 0;
@@ -81,4 +79,8 @@ const records = corpus.map(({ name, request }) => ({
 }));
 await Bun.write(OUT, `${JSON.stringify({ counted_on: FAMILIES, records }, null, 2)}\n`);
 console.log(`wrote ${records.length} records to ${OUT}`);
-for (const r of records) console.log(r.name.padEnd(28), JSON.stringify(r.exact));
+for (const r of records) {
+  const estimate = estimatePrompt(translatePrompt(r.request, "llamacpp"));
+  const text = estimate - (r.images ?? 0) * IMAGE_TOKENS;
+  console.log(r.name.padEnd(28), `estimate ${text}`.padEnd(15), JSON.stringify(r.exact));
+}

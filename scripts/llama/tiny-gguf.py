@@ -25,6 +25,9 @@ import gguf
 FAMILIES = {
     "llama3": ("ggml-vocab-llama-bpe.gguf", "meta-llama-Llama-3.1-8B-Instruct.jinja"),
     "qwen3": ("ggml-vocab-qwen2.gguf", "Qwen-Qwen3-0.6B.jinja"),
+    # Not calibrated on: a held-out check (README).
+    "gemma4": ("ggml-vocab-gemma-4.gguf", "google-gemma-4-31B-it.jinja"),
+    "phi3": ("ggml-vocab-phi-3.gguf", "microsoft-Phi-3.5-mini-instruct.jinja"),
 }
 
 N_EMBD = 64

@@ -1,8 +1,9 @@
 /**
  * The token estimate against real counts (estimate.ts): every request of
  * scripts/llama/corpus.ts, counted by a real llama-server through qm's own path
- * (translatePrompt → /apply-template + /tokenize) with the Llama 3.1 and Qwen3 templates and
- * tokenizers, recorded in fixtures/token-counts.json by scripts/llama/count-corpus.ts. No
+ * (translatePrompt → /apply-template + /tokenize) with the Llama 3.1, Qwen3, Gemma 4 and Phi-3.5
+ * templates and tokenizers, recorded in fixtures/token-counts.json by
+ * scripts/llama/count-corpus.ts. No
  * server runs here. An entry with images was counted without them (llama-server counts only
  * an image's placeholder), so its images' flat cost is left out of the comparison.
  */
@@ -30,12 +31,12 @@ function measured(r: CountRecord) {
   const prompt = translatePrompt(r.request, "llamacpp");
   const estimate = estimatePrompt(prompt) - (r.images ?? 0) * IMAGE_TOKENS;
   const counts = Object.values(r.exact);
-  return { prompt, estimate, most: Math.max(...counts), least: Math.min(...counts) };
+  return { prompt, estimate, most: Math.max(...counts) };
 }
 
 describe("estimatePrompt on real llama-server counts", () => {
   test("the fixture covers both families and every request shape", () => {
-    expect(fixture.counted_on).toEqual(["llama3", "qwen3"]);
+    expect(fixture.counted_on).toEqual(["llama3", "qwen3", "gemma4", "phi3"]);
     expect(records.length).toBeGreaterThanOrEqual(30);
     const all = records.filter((r) => r.exact.llama3 !== undefined && r.exact.qwen3 !== undefined);
     expect(all.length).toBeGreaterThanOrEqual(records.length - 1);
@@ -58,12 +59,15 @@ describe("estimatePrompt on real llama-server counts", () => {
     });
   }
 
-  test("on long prompts it stays within 1.6× of either family", () => {
-    const long = records.filter((r) => measured(r).least >= 500);
+  // Llama pretty-prints tool schemas and Qwen does not: on tool-heavy prompts they differ by
+  // ~1.25×, so the bound against the smaller of the two is looser.
+  test("on long prompts it stays within 1.7× of Llama 3.1 and of Qwen3", () => {
+    const long = records.filter((r) => Math.min(r.exact.llama3 ?? 0, r.exact.qwen3 ?? 0) >= 500);
     expect(long.length).toBeGreaterThanOrEqual(3);
     for (const r of long) {
-      const { estimate, least } = measured(r);
-      expect({ name: r.name, within: estimate <= 1.6 * least }).toEqual({
+      const { estimate } = measured(r);
+      const least = Math.min(r.exact.llama3 ?? 0, r.exact.qwen3 ?? 0);
+      expect({ name: r.name, within: estimate <= 1.7 * least }).toEqual({
         name: r.name,
         within: true,
       });
@@ -90,7 +94,8 @@ describe("estimateText", () => {
     expect(estimateText("量化模型")).toBe(4);
     expect(estimateText("🚀")).toBe(2);
     expect(estimateText("a\n    b")).toBe(4);
-    // A line break that ends a symbol run is part of its token (`",\n`).
-    expect(estimateText('",\n')).toBe(1);
+    // A line break after a symbol run is half a token: Llama and Qwen join it (`",\n`), Gemma not.
+    expect(estimateText('",\n')).toBe(2);
+    expect(estimateText('",\n",\n')).toBe(3);
   });
 });

@@ -6,20 +6,23 @@
  *
  * It mirrors what a chat template and a BPE tokenizer do: a fixed template overhead (Llama 3's
  * system header with its dates), a few tokens a message for role markers, a tool preamble plus
- * each tool's JSON as templates render it (Llama 3 pretty-prints it with `indent=4`: one more
- * token a line), a tool call's wrapper, and text costed by character class — an ASCII word
- * about a token per 4 letters, every digit and ASCII symbol a token (Qwen splits digits one by
- * one), a CJK character a token, other letters half a token, other symbols and emoji a token
- * per 2 UTF-8 bytes. Images count a flat 768 tokens (a typical vision-encoder tile budget):
- * what an image really costs depends on the projector, which no counted prompt shows.
+ * each tool's JSON as templates render it (Llama 3 pretty-prints it with `indent=4`), a tool
+ * call's wrapper, reasoning only after the last user turn (where templates keep it), and text
+ * costed by character class: an ASCII word a token per 5 letters, letters against digits (ids,
+ * hashes) a token per 2, every digit a token (Qwen and Gemma split digits one by one), ASCII
+ * symbols a token per 2, a line break a token (half after a symbol, which Llama and Qwen join),
+ * a CJK character a token, other letters half a token, emoji and other symbols a token per 2
+ * UTF-8 bytes. Images count a flat 768 tokens (a typical vision-encoder tile budget): what an
+ * image really costs depends on the projector, which no counted prompt shows.
  *
  * Calibrated on `tests/anthropic/fixtures/token-counts.json`: the requests of
  * `scripts/llama/corpus.ts` (plain, system, 1–6 tools with schemas, multi-turn, tool turns,
  * thinking, images, code, JSON, logs, digits, CJK, Cyrillic, emoji) counted by a real
  * llama-server through qm's exact path, with the Llama 3.1 template + llama-3 BPE vocab and the
- * Qwen3 template + Qwen2 vocab. `estimate.test.ts` holds it to `exact ≤ estimate` for both and
- * `estimate ≤ 1.5 × exact` of the larger. One family-blind estimate cannot be within 1.5× of
- * both on short prompts: Llama 3's template alone costs ~30 tokens, Qwen's ~3.
+ * Qwen3 template + Qwen2 vocab, and checked on Gemma 4 and Phi-3.5 (template + vocab) too.
+ * `estimate.test.ts` holds it to `exact ≤ estimate` for all four and `estimate ≤ 1.5 × exact`
+ * of the largest. One family-blind estimate cannot be within 1.5× of every family on short
+ * prompts: Llama 3's template alone costs ~30 tokens, Qwen's ~3, Phi's ~2.
  */
 import type { OaiMessage, OaiTool } from "./openai-types.ts";
 import type { Prompt } from "./request.ts";
@@ -35,7 +38,7 @@ const PER_TOOL_RESULT = 6;
 /** The wrapper of one tool call: `<tool_call>{"name": "…", "arguments": …}</tool_call>`. */
 const PER_TOOL_CALL = 16;
 /** The instructions a template puts before the tool list (Qwen's "# Tools …" is ~100). */
-const TOOL_PREAMBLE = 110;
+const TOOL_PREAMBLE = 100;
 /** Separators around each tool in the list. */
 const PER_TOOL = 4;
 /** An assistant turn's reasoning: `<think>` tags. */
@@ -49,6 +52,7 @@ const CJK = /[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\p{Script=Hang
 /** Letter runs, single digits, whitespace runs, ASCII symbol runs, other symbol runs. */
 const PIECES = /\p{L}+|\p{N}|\s+|[!-/:-@[-`{-~]+|[^\p{L}\p{N}\s\x21-\x7e]+/gu;
 const LETTER = /\p{L}/u;
+const DIGIT = /\p{N}/u;
 /** What a preceding space joins in a BPE pre-tokenizer: a word or a symbol run. */
 const SYMBOL = /[!-/:-@[-`{-~]/;
 const JOINS = /[\p{L}!-/:-@[-`{-~]/u;
@@ -68,7 +72,7 @@ function whitespace(run: string, prev: string | undefined, next: string | undefi
   // after it, the last space joins the next word or symbol, the rest is one token.
   const nl = run.lastIndexOf("\n");
   const spaces = run.length - nl - 1;
-  let n = nl >= 0 && !(run[0] === "\n" && prev !== undefined && SYMBOL.test(prev)) ? 1 : 0;
+  let n = nl < 0 ? 0 : run[0] === "\n" && prev !== undefined && SYMBOL.test(prev) ? 0.5 : 1;
   if (spaces >= 2) n++;
   if (spaces >= 1 && (next === undefined || !JOINS.test(next))) n++;
   return n;
@@ -79,16 +83,19 @@ export function estimateText(text: string): number {
   let n = 0;
   for (const m of text.matchAll(PIECES)) {
     const piece = m[0];
-    const first = piece.charCodeAt(0);
-    if (/\s/.test(piece[0] ?? "")) {
-      n += whitespace(piece, text[m.index - 1], text[m.index + piece.length]);
-    } else if (LETTER.test(piece[0] ?? "")) n += letters(piece);
-    else if (first >= 0x21 && first <= 0x7e && !/\p{N}/u.test(piece)) {
-      n += Math.ceil(piece.length / ASCII_SYMBOLS);
-    } else if (/\p{N}/u.test(piece)) n++;
+    const first = piece[0] ?? "";
+    const prev = text[m.index - 1];
+    const next = text[m.index + piece.length];
+    if (/\s/.test(first)) n += whitespace(piece, prev, next);
+    else if (LETTER.test(first)) {
+      // Letters against digits are ids, hashes, base64: they split into short pieces.
+      const id = DIGIT.test(prev ?? "") || DIGIT.test(next ?? "");
+      n += id ? Math.ceil(piece.length / 2) : letters(piece);
+    } else if (DIGIT.test(first)) n++;
+    else if (SYMBOL.test(first)) n += Math.ceil(piece.length / ASCII_SYMBOLS);
     else n += Math.ceil(encoder.encode(piece).byteLength / 2);
   }
-  return n;
+  return Math.ceil(n);
 }
 
 function contentTokens(content: OaiMessage["content"]): number {

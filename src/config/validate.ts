@@ -104,7 +104,12 @@ function checkTables(schema: TSchema, value: unknown, path: Path, issues: Issues
       kind === "Object"
         ? schema.properties[key]
         : (Object.values(schema.patternProperties)[0] as TSchema);
-    if (
+    if (inner && inner[Kind] === "Union" && isTable(value[key])) {
+      // Typebox cannot fill defaults into a table where a union of scalars belongs (it
+      // throws), so this one is reported and dropped here.
+      issues.at([...path, key], `expected ${expected(inner)}, got a table`);
+      delete value[key];
+    } else if (
       inner &&
       value[key] !== undefined &&
       !checkTables(inner, value[key], [...path, key], issues)

@@ -137,6 +137,17 @@ kind = "qm"
     );
   });
 
+  test("a table where a scalar union belongs (a macro, an enum) is an issue, not a crash", () => {
+    expect(
+      errors(
+        '[macros.nested]\nx = 1\n[macros]\nok = "y"\n[models.a]\ncmd = "x"\nresponses_api = { a = 1 }\n',
+      ),
+    ).toEqual([
+      "quartermaster.toml:1:1: macros.nested: expected a string or a number or true or false, got a table",
+      'quartermaster.toml:7:1: models.a.responses_api: expected one of "translate", "native", got a table',
+    ]);
+  });
+
   test("a model without cmd points at the model's header", () => {
     expect(errors(`[server]\n\n[models.m]\nproxy = "http://h:1"\n`)).toEqual([
       'quartermaster.toml:3:1: models.m.cmd: missing required key "cmd"',

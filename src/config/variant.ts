@@ -17,23 +17,35 @@ const MODEL_ID = "$" + "{MODEL_ID}";
 
 /** Flags llama.cpp (and servers that copy it) read the context size from. */
 const CTX_FLAGS = new Set(["--ctx-size", "-c", "--ctx_size"]);
+/** vLLM's (`vllm serve`, `python -m vllm.entrypoints.openai.api_server`). */
+const VLLM_FLAGS = new Set(["--max-model-len", "--max_model_len"]);
 
-/** argv with the context size set to `ctx`: an existing flag is rewritten, else one is added. */
+/** A vLLM command: its program, or a module it runs, is vLLM's. */
+function isVllm(argv: readonly string[]): boolean {
+  return argv.some((a) => a.split("/").pop() === "vllm" || a.startsWith("vllm.entrypoints"));
+}
+
+/**
+ * argv with the context size set to `ctx`: an existing flag is rewritten, else one is added —
+ * vLLM's `--max-model-len` for a vLLM command, llama.cpp's `--ctx-size` for any other.
+ */
 export function withContextSize(argv: readonly string[], ctx: number): string[] {
+  const vllm = isVllm(argv);
+  const flags = vllm ? VLLM_FLAGS : CTX_FLAGS;
   const out = [...argv];
   for (let i = 0; i < out.length; i++) {
     const arg = out[i]!;
-    if (CTX_FLAGS.has(arg) && i + 1 < out.length) {
+    if (flags.has(arg) && i + 1 < out.length) {
       out[i + 1] = String(ctx);
       return out;
     }
     const eq = arg.indexOf("=");
-    if (eq > 0 && CTX_FLAGS.has(arg.slice(0, eq))) {
+    if (eq > 0 && flags.has(arg.slice(0, eq))) {
       out[i] = `${arg.slice(0, eq)}=${ctx}`;
       return out;
     }
   }
-  return [...out, "--ctx-size", String(ctx)];
+  return [...out, vllm ? "--max-model-len" : "--ctx-size", String(ctx)];
 }
 
 /** The model file a llama-server-style command loads (`-m PATH` / `--model PATH`), if any. */

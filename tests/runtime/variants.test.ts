@@ -37,6 +37,31 @@ describe("variant names and argv", () => {
     ]);
   });
 
+  test("a vLLM command gets --max-model-len, rewritten or added; -c there is not a context flag", () => {
+    expect(withContextSize(["vllm", "serve", "m", "--max-model-len", "8192"], 4096)).toEqual([
+      "vllm",
+      "serve",
+      "m",
+      "--max-model-len",
+      "4096",
+    ]);
+    expect(withContextSize(["/opt/venv/bin/vllm", "serve", "m", "-c", "x.yaml"], 4096)).toEqual([
+      "/opt/venv/bin/vllm",
+      "serve",
+      "m",
+      "-c",
+      "x.yaml",
+      "--max-model-len",
+      "4096",
+    ]);
+    expect(
+      withContextSize(
+        ["python", "-m", "vllm.entrypoints.openai.api_server", "--max-model-len=2"],
+        9,
+      ),
+    ).toEqual(["python", "-m", "vllm.entrypoints.openai.api_server", "--max-model-len=9"]);
+  });
+
   test("mintVariant re-expands the template with its own port, in the base's group, unlisted", () => {
     const cfg = config(`
 [server]

@@ -2,6 +2,7 @@ import type { Config, ModelConfig } from "../config/types.ts";
 import type { Deadline } from "../proxy/deadline.ts";
 import type { ModelState, ServeOutcome } from "../scheduler/types.ts";
 import type { Sweep } from "../shared/sweep.ts";
+import type { RequestRecord } from "./exchange/record.ts";
 
 /** What the HTTP layer needs from the runtime (the runtime implements it; api never imports it). */
 export interface Lease {
@@ -67,6 +68,11 @@ export interface Gateway {
   reportStall(modelId: string): void;
   /** A proxied call of `modelId` ended normally: whatever stall streak it had is over. */
   reportAnswered(modelId: string): void;
+  /**
+   * A request for a model is over (the exchange's one record of it): the activity log, the
+   * metrics and `/api/events` all read it. Must be cheap and must not throw.
+   */
+  record(r: RequestRecord): void;
 }
 
 export interface ModelStatusJson {

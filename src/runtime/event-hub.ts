@@ -9,6 +9,11 @@ export class EventHub {
     return () => this.subscribers.delete(fn);
   }
 
+  /** Someone is subscribed (an event costs nothing to build when nobody is). */
+  get listening(): boolean {
+    return this.subscribers.size > 0;
+  }
+
   publish(event: QmEvent): void {
     for (const fn of this.subscribers) {
       try {

@@ -1,3 +1,4 @@
+import type { RequestRecord } from "../api/exchange/record.ts";
 import type {
   AcquireHooks,
   Gateway,
@@ -213,6 +214,10 @@ export class Runtime implements Effects, Gateway {
 
   reportAnswered(id: string): void {
     this.stalls.answered(id);
+  }
+
+  record(r: RequestRecord): void {
+    if (this.events.listening) this.events.publish({ type: "request", ...r });
   }
 
   // ── Effects ───────────────────────────────────────────────────────────────────────────────

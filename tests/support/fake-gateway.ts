@@ -4,6 +4,8 @@
  * outcomes it was released with, so a test can count releases per request. The control
  * routes' calls (unload, leases, events) are recorded and answered from plain fields.
  */
+
+import type { RequestRecord } from "../../src/api/exchange/record.ts";
 import type {
   AcquireHooks,
   Gateway,
@@ -64,6 +66,8 @@ export interface FakeGw extends Gateway {
   unloadAt: Record<string, number>;
   /** Listeners `subscribe` added and not yet removed. */
   listeners: Set<(e: QmEvent) => void>;
+  /** Every finished request's record, in order. */
+  records: RequestRecord[];
 }
 
 /** The status of each configured model, from `states`. */
@@ -149,6 +153,10 @@ export function fakeGateway(toml: string, timers?: Timers): FakeGw {
     held: new Map(),
     leaseCalls: [],
     listeners: new Set(),
+    records: [],
+    record(r: RequestRecord) {
+      gw.records.push(r);
+    },
     keepAlive: {},
     unloadAt: {},
     resolve(name: string): ModelConfig | undefined {

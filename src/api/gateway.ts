@@ -3,6 +3,7 @@ import type { Deadline } from "../proxy/deadline.ts";
 import type { ModelState, ServeOutcome } from "../scheduler/types.ts";
 import type { Sweep } from "../shared/sweep.ts";
 import type { RequestRecord } from "./exchange/record.ts";
+import type { ActivityLog } from "./metrics/activity.ts";
 
 /** What the HTTP layer needs from the runtime (the runtime implements it; api never imports it). */
 export interface Lease {
@@ -73,6 +74,8 @@ export interface Gateway {
    * metrics and `/api/events` all read it. Must be cheap and must not throw.
    */
   record(r: RequestRecord): void;
+  /** The latest finished requests (`GET /api/requests`). */
+  readonly activity: ActivityLog;
 }
 
 export interface ModelStatusJson {

@@ -7,6 +7,7 @@ import type {
   QmEvent,
   StatusJson,
 } from "../api/gateway.ts";
+import { ActivityLog } from "../api/metrics/activity.ts";
 import { modelIdFor } from "../config/aliases.ts";
 import { parseVariantName } from "../config/index.ts";
 import type { Config, ModelConfig } from "../config/types.ts";
@@ -57,6 +58,7 @@ export class Runtime implements Effects, Gateway {
   readonly events = new EventHub();
   /** Every upstream call still live: shutdown cuts them when its grace runs out. */
   readonly calls = new Sweep<Deadline>();
+  readonly activity: ActivityLog;
   private closing = false;
   /** Memory limits in force: the static budgets, tightened by the live GPU ceiling. */
   readonly budget: LiveBudget;
@@ -75,6 +77,7 @@ export class Runtime implements Effects, Gateway {
   ) {
     const timers = opts.timers ?? { ...realTimers, now: () => opts.clock.now() };
     this.budget = new LiveBudget(config.resources);
+    this.activity = new ActivityLog(config.activity.size);
     this.leases = new LeaseBook(opts.log, timers);
     this.scheduler = new Scheduler(config, makePolicy(config, this.budget), this, opts.clock);
     this.gpu = new GpuWatch({
@@ -217,6 +220,7 @@ export class Runtime implements Effects, Gateway {
   }
 
   record(r: RequestRecord): void {
+    this.activity.push(r);
     if (this.events.listening) this.events.publish({ type: "request", ...r });
   }
 

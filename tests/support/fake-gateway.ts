@@ -15,6 +15,7 @@ import type {
   QmEvent,
   StatusJson,
 } from "../../src/api/gateway.ts";
+import { ActivityLog } from "../../src/api/metrics/activity.ts";
 import { modelIdFor } from "../../src/config/aliases.ts";
 import type { Config, ModelConfig } from "../../src/config/types.ts";
 import type { Deadline } from "../../src/proxy/deadline.ts";
@@ -154,8 +155,11 @@ export function fakeGateway(toml: string, timers?: Timers): FakeGw {
     leaseCalls: [],
     listeners: new Set(),
     records: [],
+    activity: new ActivityLog(cfg.activity.size),
     record(r: RequestRecord) {
       gw.records.push(r);
+      gw.activity.push(r);
+      for (const fn of gw.listeners) fn({ type: "request", ...r });
     },
     keepAlive: {},
     unloadAt: {},

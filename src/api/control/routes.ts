@@ -13,7 +13,7 @@ import { readBody } from "../request/body.ts";
 
 /** The control paths and the methods each answers (for a 405's `Allow`). */
 const CONTROL_PATHS: [RegExp, string][] = [
-  [/^\/(?:|health|running|api\/status|api\/events)$/, "GET"],
+  [/^\/(?:|health|running|api\/status|api\/events|api\/requests)$/, "GET"],
   [/^\/api\/models\/[^/]+\/logs$/, "GET"],
   [/^\/api\/models\/(?:unload|[^/]+\/(?:load|unload|lease))$/, "POST"],
   [/^\/api\/models\/[^/]+\/lease\/[^/]+$/, "POST, DELETE"],

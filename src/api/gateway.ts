@@ -4,6 +4,7 @@ import type { ModelState, ServeOutcome } from "../scheduler/types.ts";
 import type { Sweep } from "../shared/sweep.ts";
 import type { RequestRecord } from "./exchange/record.ts";
 import type { ActivityLog } from "./metrics/activity.ts";
+import type { QmMetrics } from "./metrics/prometheus.ts";
 
 /** What the HTTP layer needs from the runtime (the runtime implements it; api never imports it). */
 export interface Lease {
@@ -76,6 +77,8 @@ export interface Gateway {
   record(r: RequestRecord): void;
   /** The latest finished requests (`GET /api/requests`). */
   readonly activity: ActivityLog;
+  /** qm's Prometheus metrics (`GET /metrics`). */
+  readonly metrics: QmMetrics;
 }
 
 export interface ModelStatusJson {

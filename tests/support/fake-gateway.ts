@@ -16,6 +16,7 @@ import type {
   StatusJson,
 } from "../../src/api/gateway.ts";
 import { ActivityLog } from "../../src/api/metrics/activity.ts";
+import { QmMetrics } from "../../src/api/metrics/prometheus.ts";
 import { modelIdFor } from "../../src/config/aliases.ts";
 import type { Config, ModelConfig } from "../../src/config/types.ts";
 import type { Deadline } from "../../src/proxy/deadline.ts";
@@ -156,9 +157,11 @@ export function fakeGateway(toml: string, timers?: Timers): FakeGw {
     listeners: new Set(),
     records: [],
     activity: new ActivityLog(cfg.activity.size),
+    metrics: new QmMetrics({ status: () => gw.status() }),
     record(r: RequestRecord) {
       gw.records.push(r);
       gw.activity.push(r);
+      gw.metrics.request(r);
       for (const fn of gw.listeners) fn({ type: "request", ...r });
     },
     keepAlive: {},

@@ -45,6 +45,28 @@ describe("the ring", () => {
     expect(log.list({ model: "b", limit: 5 }).map((r) => r.time)).toEqual([4]);
   });
 
+  test("every field comes back as it went in, nulls and flags included", () => {
+    const log = new ActivityLog(2);
+    const full: RequestRecord = {
+      time: 1764600000123,
+      model: "m",
+      api: "anthropic",
+      status: 504,
+      answered: false,
+      wait_ms: 0,
+      swap: true,
+      duration_ms: 12.5,
+      ttft_ms: 3,
+      prompt_tokens: 0,
+      completion_tokens: 7,
+      cached_tokens: 5,
+      finish_reason: "length",
+    };
+    log.push(full);
+    log.push(rec("n", 2));
+    expect(log.list()).toEqual([rec("n", 2), full]);
+  });
+
   test("size 0 keeps nothing", () => {
     const log = new ActivityLog(0);
     log.push(rec("a", 1));

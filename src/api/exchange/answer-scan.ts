@@ -24,6 +24,9 @@ const CARRY = Math.max(...NEEDLES.map((n) => n.length)) - 1;
 /** A value still open past this many bytes is not a usage object: it is dropped. */
 const MAX_VALUE = 4096;
 
+/** Where each key is next found in the chunk being scanned. */
+const NEXT = new Int32Array(KEYS);
+
 const COLON = 0x3a;
 const QUOTE = 0x22;
 const BACKSLASH = 0x5c;
@@ -39,7 +42,6 @@ export class AnswerScan {
   private tail: Buffer | null = null;
   /** A key whose value had not ended with its chunk, and what followed it. */
   private open: Buffer | null = null;
-  private readonly next = new Array<number>(KEYS);
 
   constructor(private readonly figures: AnswerFigures) {}
 
@@ -75,7 +77,8 @@ export class AnswerScan {
 
   /** Reads every figure in `buf`; false when one is left open (kept for the next chunk). */
   private scan(buf: Buffer): boolean {
-    const next = this.next;
+    // Scans never interleave (each runs to its end synchronously): one scratch array for all.
+    const next = NEXT;
     for (let k = 0; k < KEYS; k++) next[k] = buf.indexOf(NEEDLES[k]!);
     let from = 0;
     for (;;) {

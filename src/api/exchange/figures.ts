@@ -19,6 +19,20 @@ function obj(v: unknown): Obj | null {
   return typeof v === "object" && v !== null && !Array.isArray(v) ? (v as Obj) : null;
 }
 
+/**
+ * Finish reasons are a handful of words: each is kept as one shared string, so the records that
+ * the activity log holds do not each keep a copy (bounded: past it, a reason is kept as it is).
+ */
+const REASONS = new Map<string, string>();
+const MAX_REASONS = 64;
+
+function interned(reason: string): string {
+  const known = REASONS.get(reason);
+  if (known !== undefined) return known;
+  if (REASONS.size < MAX_REASONS && reason.length <= 64) REASONS.set(reason, reason);
+  return reason;
+}
+
 export class AnswerFigures {
   promptTokens: number | null = null;
   completionTokens: number | null = null;
@@ -67,7 +81,7 @@ export class AnswerFigures {
 
   /** A finish reason; null (every chunk before the last says so) changes nothing. */
   finish(value: unknown): void {
-    if (typeof value === "string" && value !== "") this.finishReason = value;
+    if (typeof value === "string" && value !== "") this.finishReason = interned(value);
   }
 
   /** An OpenAI chat or completion answer, or one chunk of its stream, as parsed JSON. */

@@ -5,7 +5,9 @@
  * `_total` on counters.
  *
  * Three sources, and no timer of its own:
- * - each finished request's record (`request`): counts, latencies, tokens;
+ * - each finished request's record (`request`): counts, latencies, tokens. This runs for every
+ *   request, so its counters are plain sums per series here, handed to prom-client at scrape
+ *   time (a counter's `collect`); a prom-client `inc` costs a label check and a hash each;
  * - the runtime's effects as they happen (`swapStarted`/`swapEnded`, `stopped`);
  * - `status()` read once per scrape for every gauge (model states, queue, VRAM).
  */
@@ -33,6 +35,12 @@ export function stopReason(reason: string): string {
   return "other";
 }
 
+interface TokenSums {
+  prompt: number | null;
+  completion: number | null;
+  cached: number | null;
+}
+
 export interface MetricsSources {
   status(): StatusJson;
   /** Seconds since the last trusted GPU reading, or null when there is none. */
@@ -41,14 +49,17 @@ export interface MetricsSources {
 
 export class QmMetrics {
   readonly registry = new Registry();
-  private readonly requests: Counter<"model" | "api" | "status">;
+  /** Requests by model, API and status (`qm_requests_total`), summed here until a scrape. */
+  private readonly requestCounts = new Map<
+    string,
+    { model: string; api: string; status: number; n: number }
+  >();
+  /** Tokens by model; a count no answer stated stays null (no series). */
+  private readonly tokenCounts = new Map<string, TokenSums>();
   private readonly duration: Histogram<"model" | "api">;
   private readonly ttft: Histogram<"model" | "api">;
   private readonly tps: Histogram<"model">;
   private readonly wait: Histogram<"model">;
-  private readonly promptTokens: Counter<"model">;
-  private readonly completionTokens: Counter<"model">;
-  private readonly cachedTokens: Counter<"model">;
   private readonly swaps: Counter<"model" | "result">;
   private readonly swapDuration: Histogram<"model">;
   private readonly loadFailures: Counter<"model">;
@@ -73,11 +84,18 @@ export class QmMetrics {
     const sometimes = (name: string, help: string) =>
       new Gauge({ name, help, labelNames: [], registers: [] });
 
-    this.requests = counter("qm_requests_total", "Finished requests for a model.", [
-      "model",
-      "api",
-      "status",
-    ]);
+    const counts = this.requestCounts;
+    new Counter({
+      name: "qm_requests_total",
+      help: "Finished requests for a model.",
+      labelNames: ["model", "api", "status"],
+      registers,
+      collect() {
+        this.reset();
+        for (const c of counts.values())
+          this.inc({ model: c.model, api: c.api, status: c.status }, c.n);
+      },
+    });
     this.duration = histogram(
       "qm_request_duration_seconds",
       "From a request's arrival to the end of its answer (waits included).",
@@ -102,20 +120,31 @@ export class QmMetrics {
       ["model"],
       LATENCY_BUCKETS,
     );
-    this.promptTokens = counter(
-      "qm_prompt_tokens_total",
-      "Prompt tokens, as answers stated them.",
-      ["model"],
-    );
-    this.completionTokens = counter(
+    const tokens = this.tokenCounts;
+    const tokenCounter = (name: string, help: string, kind: keyof TokenSums) =>
+      new Counter({
+        name,
+        help,
+        labelNames: ["model"],
+        registers,
+        collect() {
+          this.reset();
+          for (const [model, sums] of tokens) {
+            const n = sums[kind];
+            if (n !== null) this.inc({ model }, n);
+          }
+        },
+      });
+    tokenCounter("qm_prompt_tokens_total", "Prompt tokens, as answers stated them.", "prompt");
+    tokenCounter(
       "qm_completion_tokens_total",
       "Completion tokens, as answers stated them.",
-      ["model"],
+      "completion",
     );
-    this.cachedTokens = counter(
+    tokenCounter(
       "qm_cached_tokens_total",
       "Prompt tokens served from the model's cache, as answers stated them.",
-      ["model"],
+      "cached",
     );
     this.swaps = counter("qm_swaps_total", "Model loads (swaps), by how they ended.", [
       "model",
@@ -167,7 +196,10 @@ export class QmMetrics {
   /** One finished request (the exchange's record). */
   request(r: RequestRecord): void {
     const { model, api } = r;
-    this.requests.inc({ model, api, status: r.status });
+    const key = `${model}\n${api}\n${r.status}`;
+    const count = this.requestCounts.get(key);
+    if (count) count.n++;
+    else this.requestCounts.set(key, { model, api, status: r.status, n: 1 });
     this.duration.observe({ model, api }, r.duration_ms / 1000);
     if (r.wait_ms !== null) this.wait.observe({ model }, r.wait_ms / 1000);
     if (r.ttft_ms !== null) {
@@ -177,9 +209,17 @@ export class QmMetrics {
         this.tps.observe({ model }, r.completion_tokens / (generating / 1000));
       }
     }
-    if (r.prompt_tokens !== null) this.promptTokens.inc({ model }, r.prompt_tokens);
-    if (r.completion_tokens !== null) this.completionTokens.inc({ model }, r.completion_tokens);
-    if (r.cached_tokens !== null) this.cachedTokens.inc({ model }, r.cached_tokens);
+    if (r.prompt_tokens !== null || r.completion_tokens !== null || r.cached_tokens !== null) {
+      let sums = this.tokenCounts.get(model);
+      if (!sums) {
+        sums = { prompt: null, completion: null, cached: null };
+        this.tokenCounts.set(model, sums);
+      }
+      if (r.prompt_tokens !== null) sums.prompt = (sums.prompt ?? 0) + r.prompt_tokens;
+      if (r.completion_tokens !== null)
+        sums.completion = (sums.completion ?? 0) + r.completion_tokens;
+      if (r.cached_tokens !== null) sums.cached = (sums.cached ?? 0) + r.cached_tokens;
+    }
   }
 
   /** A swap started (`atMs`: the runtime's clock); its evictions count at once. */

@@ -1,30 +1,31 @@
 /**
  * Reads an answer's own figures off its bytes as they are relayed, without buffering or parsing
- * the answer: one native search per key and chunk for `"usage"`, `"timings"`,
+ * the answer: each chunk is read as latin1 (one character per byte, so positions are byte
+ * offsets; the figures are ASCII), then one string search per key for `"usage"`, `"timings"`,
  * `"finish_reason"` and `"stop_reason"`; only a hit's value — a small object or a short string —
  * is decoded. A JSON string never holds an unescaped `"`, so text inside the answer (content,
  * tool arguments) cannot look like a key. A key or value split across chunks is carried to the
- * next chunk: the last bytes of each chunk (a key cut in two), or the value begun (bounded).
+ * next chunk: the last characters of each chunk (a key cut in two), or the value begun
+ * (bounded).
  */
 import type { AnswerFigures } from "./figures.ts";
 
-enum Key {
-  Usage = 0,
-  Timings = 1,
-  Finish = 2,
-  Stop = 3,
-}
+const USAGE = 0;
+const TIMINGS = 1;
+const FINISH = 2;
+const STOP = 3;
 
-const NEEDLES = ['"usage"', '"timings"', '"finish_reason"', '"stop_reason"'].map((s) =>
-  Buffer.from(s),
-);
+const NEEDLES = ['"usage"', '"timings"', '"finish_reason"', '"stop_reason"'];
 const KEYS = NEEDLES.length;
-/** Enough of a chunk's end to hold any key but its last byte. */
+/** Enough of a chunk's end to hold any key but its last character. */
 const CARRY = Math.max(...NEEDLES.map((n) => n.length)) - 1;
 /** A value still open past this many bytes is not a usage object: it is dropped. */
 const MAX_VALUE = 4096;
 
-/** Where each key is next found in the chunk being scanned. */
+/** WHATWG's "latin1" (windows-1252): still one UTF-16 unit per byte. Cheaper than a Buffer. */
+const latin1 = new TextDecoder("latin1");
+
+/** Where each key is next found in the text being scanned; scans never interleave. */
 const NEXT = new Int32Array(KEYS);
 
 const COLON = 0x3a;
@@ -33,53 +34,50 @@ const BACKSLASH = 0x5c;
 const OPEN = 0x7b;
 const CLOSE = 0x7d;
 
-function isSpace(b: number): boolean {
-  return b === 0x20 || b === 0x0a || b === 0x0d || b === 0x09;
+function isSpace(c: number): boolean {
+  return c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
 }
 
 export class AnswerScan {
-  /** The last bytes of the previous chunk (a key may start there). */
-  private tail: Buffer | null = null;
+  /** The last characters of the previous chunk (a key may start there). */
+  private tail = "";
   /** A key whose value had not ended with its chunk, and what followed it. */
-  private open: Buffer | null = null;
+  private open = "";
 
   constructor(private readonly figures: AnswerFigures) {}
 
   feed(chunk: Uint8Array): void {
-    let buf = Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
-    /** What came before `buf` that a key may have begun in. */
+    let text = latin1.decode(chunk);
+    /** What came before `text` that a key may have begun in. */
     let before = this.tail;
-    this.tail = null;
-    if (this.open) {
-      buf = Buffer.concat([this.open, buf]);
-      this.open = null;
-      before = null;
-    } else if (before) {
-      const seam = Buffer.concat([before, buf.subarray(0, CARRY)]);
+    this.tail = "";
+    if (this.open !== "") {
+      text = this.open + text;
+      this.open = "";
+      before = "";
+    } else if (before !== "") {
+      const seam = before + text.slice(0, CARRY);
       let from = -1;
       for (const needle of NEEDLES) {
         const at = seam.indexOf(needle);
         if (at >= 0 && at < before.length && (from < 0 || at < from)) from = at;
       }
-      // A key cut in two: rare, so the chunk is copied behind its start only then.
+      // A key cut in two: the text is read again from its start.
       if (from >= 0) {
-        buf = Buffer.concat([before.subarray(from), buf]);
-        before = null;
+        text = before.slice(from) + text;
+        before = "";
       }
     }
-    if (!this.scan(buf)) return;
-    // Still no value open: keep the last bytes, for a key that starts there.
+    if (!this.scan(text)) return;
+    // Still no value open: keep the last characters, for a key that starts there.
     this.tail =
-      buf.length >= CARRY || !before
-        ? Buffer.from(buf.subarray(Math.max(0, buf.length - CARRY)))
-        : Buffer.concat([before, buf]).subarray(-CARRY);
+      text.length >= CARRY || before === "" ? text.slice(-CARRY) : (before + text).slice(-CARRY);
   }
 
-  /** Reads every figure in `buf`; false when one is left open (kept for the next chunk). */
-  private scan(buf: Buffer): boolean {
-    // Scans never interleave (each runs to its end synchronously): one scratch array for all.
+  /** Reads every figure in `text`; false when one is left open (kept for the next chunk). */
+  private scan(text: string): boolean {
     const next = NEXT;
-    for (let k = 0; k < KEYS; k++) next[k] = buf.indexOf(NEEDLES[k]!);
+    for (let k = 0; k < KEYS; k++) next[k] = text.indexOf(NEEDLES[k]!);
     let from = 0;
     for (;;) {
       let at = -1;
@@ -87,7 +85,7 @@ export class AnswerScan {
       for (let k = 0; k < KEYS; k++) {
         let i = next[k]!;
         if (i >= 0 && i < from) {
-          i = buf.indexOf(NEEDLES[k]!, from);
+          i = text.indexOf(NEEDLES[k]!, from);
           next[k] = i;
         }
         if (i >= 0 && (at < 0 || i < at)) {
@@ -95,65 +93,63 @@ export class AnswerScan {
           key = k;
         }
       }
-      if (at < 0) break;
-      const end = this.value(buf, at + NEEDLES[key]!.length, key);
+      if (at < 0) return true;
+      const end = this.value(text, at + NEEDLES[key]!.length, key);
       if (end < 0) {
-        if (buf.length - at <= MAX_VALUE) {
-          this.open = Buffer.from(buf.subarray(at));
-          return false;
-        }
-        return true;
+        if (text.length - at > MAX_VALUE) return true;
+        this.open = text.slice(at);
+        return false;
       }
       from = end;
     }
-    return true;
   }
 
   /** Reads the value after a key at `i`; returns where reading may go on, or -1: not ended yet. */
-  private value(buf: Buffer, i: number, key: Key): number {
-    const n = buf.length;
-    while (i < n && isSpace(buf[i]!)) i++;
+  private value(text: string, i: number, key: number): number {
+    const n = text.length;
+    while (i < n && isSpace(text.charCodeAt(i))) i++;
     if (i >= n) return -1;
-    if (buf[i] !== COLON) return i;
+    if (text.charCodeAt(i) !== COLON) return i;
     i++;
-    while (i < n && isSpace(buf[i]!)) i++;
+    while (i < n && isSpace(text.charCodeAt(i))) i++;
     if (i >= n) return -1;
-    if (key === Key.Finish || key === Key.Stop) {
-      if (buf[i] !== QUOTE) return i;
-      const close = buf.indexOf(QUOTE, i + 1);
+    const c = text.charCodeAt(i);
+    if (key === FINISH || key === STOP) {
+      if (c !== QUOTE) return i;
+      const close = text.indexOf('"', i + 1);
       if (close < 0) return -1;
-      this.figures.finish(buf.toString("latin1", i + 1, close));
+      this.figures.finish(text.slice(i + 1, close));
       return close + 1;
     }
-    if (buf[i] !== OPEN) return i;
-    const end = objectEnd(buf, i);
+    if (c !== OPEN) return i;
+    const end = objectEnd(text, i);
     if (end < 0) return -1;
     let parsed: unknown;
     try {
-      parsed = JSON.parse(buf.toString("utf8", i, end));
+      parsed = JSON.parse(text.slice(i, end));
     } catch {
       return end;
     }
-    if (key === Key.Usage) this.figures.usage(parsed);
-    else this.figures.timings(parsed);
+    if (key === USAGE) this.figures.usage(parsed);
+    else if (key === TIMINGS) this.figures.timings(parsed);
     return end;
   }
 }
 
 /** The end (exclusive) of the JSON object that opens at `start`, or -1 if it is not closed yet. */
-function objectEnd(buf: Buffer, start: number): number {
+function objectEnd(text: string, start: number): number {
   let depth = 0;
   let inString = false;
-  const limit = Math.min(buf.length, start + MAX_VALUE);
+  const limit = Math.min(text.length, start + MAX_VALUE);
   for (let i = start; i < limit; i++) {
-    const b = buf[i]!;
+    const c = text.charCodeAt(i);
     if (inString) {
-      if (b === BACKSLASH) i++;
-      else if (b === QUOTE) inString = false;
-    } else if (b === QUOTE) inString = true;
-    else if (b === OPEN) depth++;
-    else if (b === CLOSE && --depth === 0) return i + 1;
+      if (c === BACKSLASH) i++;
+      else if (c === QUOTE) inString = false;
+    } else if (c === QUOTE) inString = true;
+    else if (c === OPEN) depth++;
+    else if (c === CLOSE && --depth === 0) return i + 1;
   }
   // Past the bound: not a figure worth keeping; reading goes on after it.
-  return limit < buf.length ? limit : -1;
+  return limit < text.length ? limit : -1;
 }

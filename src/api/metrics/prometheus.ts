@@ -35,6 +35,13 @@ export function stopReason(reason: string): string {
   return "other";
 }
 
+interface ModelSeries {
+  labels: { model: string };
+  apis: Map<string, { labels: { model: string; api: string }; statuses: Map<number, number> }>;
+  /** A count no answer stated stays null (no series). */
+  tokens: TokenSums;
+}
+
 interface TokenSums {
   prompt: number | null;
   completion: number | null;
@@ -49,13 +56,12 @@ export interface MetricsSources {
 
 export class QmMetrics {
   readonly registry = new Registry();
-  /** Requests by model, API and status (`qm_requests_total`), summed here until a scrape. */
-  private readonly requestCounts = new Map<
-    string,
-    { model: string; api: string; status: number; n: number }
-  >();
-  /** Tokens by model; a count no answer stated stays null (no series). */
-  private readonly tokenCounts = new Map<string, TokenSums>();
+  /**
+   * Per model: its label objects, made once (prom-client is handed the same objects on every
+   * request), its request counts by API and status and its token sums — summed here and handed
+   * to prom-client's counters at scrape time.
+   */
+  private readonly series = new Map<string, ModelSeries>();
   private readonly duration: Histogram<"model" | "api">;
   private readonly ttft: Histogram<"model" | "api">;
   private readonly tps: Histogram<"model">;
@@ -84,7 +90,7 @@ export class QmMetrics {
     const sometimes = (name: string, help: string) =>
       new Gauge({ name, help, labelNames: [], registers: [] });
 
-    const counts = this.requestCounts;
+    const series = this.series;
     new Counter({
       name: "qm_requests_total",
       help: "Finished requests for a model.",
@@ -92,8 +98,11 @@ export class QmMetrics {
       registers,
       collect() {
         this.reset();
-        for (const c of counts.values())
-          this.inc({ model: c.model, api: c.api, status: c.status }, c.n);
+        for (const m of series.values()) {
+          for (const a of m.apis.values()) {
+            for (const [status, n] of a.statuses) this.inc({ ...a.labels, status }, n);
+          }
+        }
       },
     });
     this.duration = histogram(
@@ -120,7 +129,6 @@ export class QmMetrics {
       ["model"],
       LATENCY_BUCKETS,
     );
-    const tokens = this.tokenCounts;
     const tokenCounter = (name: string, help: string, kind: keyof TokenSums) =>
       new Counter({
         name,
@@ -129,9 +137,9 @@ export class QmMetrics {
         registers,
         collect() {
           this.reset();
-          for (const [model, sums] of tokens) {
-            const n = sums[kind];
-            if (n !== null) this.inc({ model }, n);
+          for (const m of series.values()) {
+            const n = m.tokens[kind];
+            if (n !== null) this.inc(m.labels, n);
           }
         },
       });
@@ -195,31 +203,39 @@ export class QmMetrics {
 
   /** One finished request (the exchange's record). */
   request(r: RequestRecord): void {
-    const { model, api } = r;
-    const key = `${model}\n${api}\n${r.status}`;
-    const count = this.requestCounts.get(key);
-    if (count) count.n++;
-    else this.requestCounts.set(key, { model, api, status: r.status, n: 1 });
-    this.duration.observe({ model, api }, r.duration_ms / 1000);
-    if (r.wait_ms !== null) this.wait.observe({ model }, r.wait_ms / 1000);
+    const m = this.seriesOf(r.model);
+    let a = m.apis.get(r.api);
+    if (!a) {
+      a = { labels: { model: r.model, api: r.api }, statuses: new Map() };
+      m.apis.set(r.api, a);
+    }
+    a.statuses.set(r.status, (a.statuses.get(r.status) ?? 0) + 1);
+    this.duration.observe(a.labels, r.duration_ms / 1000);
+    if (r.wait_ms !== null) this.wait.observe(m.labels, r.wait_ms / 1000);
     if (r.ttft_ms !== null) {
-      this.ttft.observe({ model, api }, r.ttft_ms / 1000);
+      this.ttft.observe(a.labels, r.ttft_ms / 1000);
       const generating = r.duration_ms - r.ttft_ms;
       if (r.completion_tokens !== null && r.completion_tokens > 0 && generating > 0) {
-        this.tps.observe({ model }, r.completion_tokens / (generating / 1000));
+        this.tps.observe(m.labels, r.completion_tokens / (generating / 1000));
       }
     }
-    if (r.prompt_tokens !== null || r.completion_tokens !== null || r.cached_tokens !== null) {
-      let sums = this.tokenCounts.get(model);
-      if (!sums) {
-        sums = { prompt: null, completion: null, cached: null };
-        this.tokenCounts.set(model, sums);
-      }
-      if (r.prompt_tokens !== null) sums.prompt = (sums.prompt ?? 0) + r.prompt_tokens;
-      if (r.completion_tokens !== null)
-        sums.completion = (sums.completion ?? 0) + r.completion_tokens;
-      if (r.cached_tokens !== null) sums.cached = (sums.cached ?? 0) + r.cached_tokens;
+    const t = m.tokens;
+    if (r.prompt_tokens !== null) t.prompt = (t.prompt ?? 0) + r.prompt_tokens;
+    if (r.completion_tokens !== null) t.completion = (t.completion ?? 0) + r.completion_tokens;
+    if (r.cached_tokens !== null) t.cached = (t.cached ?? 0) + r.cached_tokens;
+  }
+
+  private seriesOf(model: string): ModelSeries {
+    let m = this.series.get(model);
+    if (!m) {
+      m = {
+        labels: { model },
+        apis: new Map(),
+        tokens: { prompt: null, completion: null, cached: null },
+      };
+      this.series.set(model, m);
     }
+    return m;
   }
 
   /** A swap started (`atMs`: the runtime's clock); its evictions count at once. */

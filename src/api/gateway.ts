@@ -1,5 +1,6 @@
 import type { Config, ModelConfig } from "../config/types.ts";
 import type { Deadline } from "../proxy/deadline.ts";
+import type { LoadProgress } from "../proxy/wait-status.ts";
 import type { ModelState, ServeOutcome } from "../scheduler/types.ts";
 import type { Sweep } from "../shared/sweep.ts";
 import type { RequestRecord } from "./exchange/record.ts";
@@ -53,8 +54,12 @@ export interface Gateway {
   acquire(model: ModelConfig, signal: AbortSignal, hooks?: AcquireHooks): Promise<Lease>;
   modelState(id: string): ModelState;
   stderrTail(id: string, lines?: number): string[];
+  /** The model's load in progress (time so far, time expected), or null when not loading. */
+  loadProgress(id: string): LoadProgress | null;
   /** Recent stdout and stderr lines of a model's process (bounded ring buffer). */
   logs(id: string): string[];
+  /** Each new output line of model `id`, as it comes, until the returned function is called. */
+  followLogs(id: string, fn: (line: string) => void): () => void;
   status(): StatusJson;
   /** Unloads one model (or all); throws QmError `conflict` for leased ones unless forced. */
   unload(id: string | null, opts?: { force?: boolean }): void;
@@ -62,7 +67,12 @@ export interface Gateway {
   lease(model: ModelConfig, signal: AbortSignal, ttlMs: number): Promise<LeaseInfo>;
   renewLease(model: string, lease: string, ttlMs?: number): LeaseInfo;
   releaseLease(model: string, lease: string): void;
-  subscribe(fn: (e: QmEvent) => void): () => void;
+  /** Each event as it is published, with its id (1, 2, …), until the returned function runs. */
+  subscribe(fn: (e: QmEvent, id: number) => void): () => void;
+  /** The kept events after `id` (a `Last-Event-ID`), or null when some are no longer kept. */
+  eventsSince(id: number): { id: number; event: QmEvent }[] | null;
+  /** The id of the last event published (0: none yet). */
+  readonly lastEventId: number;
   /**
    * A proxied call of `modelId` timed out (`first_byte_timeout_s` / `stall_timeout_s`); a
    * model that keeps timing out, with no answer in between, is restarted.
@@ -103,6 +113,13 @@ export interface ModelStatusJson {
   concurrency_limit: number;
   unlisted: boolean;
   last_error: string | null;
+  /**
+   * The load in progress (null when not loading): ms so far, ms it is expected to take (the
+   * median of the model's last loads; null before its first) and the fraction done.
+   */
+  load: { elapsed_ms: number; expected_ms: number | null; progress: number | null } | null;
+  /** How long the model's last load took, in ms; null if it never loaded. */
+  last_load_ms: number | null;
 }
 
 export interface StatusJson {

@@ -4,10 +4,11 @@ Usage: qm <command> [options]
 
 Commands:
   serve [-c FILE]          run the server (config: -c, else $QM_CONFIG, else ./quartermaster.toml)
-  status [--url URL] [--json]
-                           models, queue and budget of a running server
+  status [--url URL] [--json] [--watch]
+                           models, queue and budget of a running server (--watch: live)
   load MODEL               load a model on a running server (waits until it is ready)
   unload [MODEL]           unload one model, or every model
+  logs [MODEL] [-f]        a model's output lines (every model's without MODEL); -f follows
   config check [-c FILE]   validate a config file; errors as FILE:LINE:COL: message
   config schema            print the config file's JSON Schema (for editors)
   scan DIR [--ctx N]       read GGUF headers, print model entries with VRAM estimates
@@ -27,11 +28,12 @@ Stop with Ctrl-C (SIGINT) or SIGTERM: in-flight requests get server.shutdown_tim
 finish, then every model process is stopped. A second Ctrl-C stops at once.
 `;
 
-export const STATUS_HELP = `Usage: qm status [--url URL] [--json]
+export const STATUS_HELP = `Usage: qm status [--url URL] [--json] [--watch]
 
   --url URL    server to ask (default: $QM_URL, else the first server.listen of the config)
   -c FILE      config to read the default URL and API key from
   --json       print GET /api/status as JSON
+  -w, --watch  redraw as it changes (from GET /api/events), until Ctrl-C
 API key: $QM_API_KEY, else the first of server.api_keys in the config.
 `;
 
@@ -46,6 +48,13 @@ export const UNLOAD_HELP = `Usage: qm unload [MODEL] [--force] [--url URL]
 Unloads MODEL (after its in-flight requests finish), or every model when none is named.
 A leased model is refused (409, naming its leases) unless --force, which revokes them.
 Options as for qm status.
+`;
+
+export const LOGS_HELP = `Usage: qm logs [MODEL] [-f] [--url URL]
+
+Prints the output lines qm kept of MODEL's process (its last 500, stdout and stderr), or of
+every model, each line prefixed with [ID], when none is named. -f, --follow: then prints each
+new line as it comes, until Ctrl-C. Options as for qm status.
 `;
 
 export const CONFIG_HELP = `Usage: qm config check [-c FILE]

@@ -3,7 +3,7 @@ import { runDemoUpstream } from "../demo/index.ts";
 import { scanCommand } from "../gpu/gguf/index.ts";
 import { VERSION } from "../version.ts";
 import { parse, UsageError } from "./args.ts";
-import { loadCommand, statusCommand, unloadCommand } from "./client.ts";
+import { loadCommand, logsCommand, statusCommand, unloadCommand } from "./client.ts";
 import { configCommand } from "./config.ts";
 import { MAIN_HELP, VERSION_HELP } from "./help.ts";
 import { serveCommand } from "./serve.ts";
@@ -33,6 +33,8 @@ async function main(argv: string[]): Promise<number> {
       return statusCommand(rest);
     case "load":
       return loadCommand(rest);
+    case "logs":
+      return logsCommand(rest);
     case "unload":
       return unloadCommand(rest);
     case "config":

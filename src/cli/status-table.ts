@@ -1,12 +1,21 @@
 import type { StatusJson } from "../api/gateway.ts";
 
+/** The state, with a load's progress (`starting 42%`, or seconds so far before a first load). */
+function loadCell(m: StatusJson["models"][number]): string {
+  const load = m.load;
+  if (!load) return m.state;
+  return load.progress === null
+    ? `${m.state} ${Math.round(load.elapsed_ms / 1000)}s`
+    : `${m.state} ${Math.floor(load.progress * 100)}%`;
+}
+
 /** The human view of `/api/status`: one row per model, then queue and budget. */
 export function renderStatus(s: StatusJson): string {
   const head = ["MODEL", "STATE", "INFLIGHT", "QUEUED", "HOLD", "VRAM GB", "PID", "PORT"];
   const now = Date.now();
   const rows = s.models.map((m) => [
     m.id,
-    m.state,
+    loadCell(m),
     String(m.inflight),
     String(m.queued),
     m.held_until_ms && m.held_until_ms > now

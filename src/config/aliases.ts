@@ -20,24 +20,28 @@ export function isPattern(alias: string): boolean {
   return alias.includes("*");
 }
 
-const compiled = new Map<string, RegExp>();
-
-function regexOf(pattern: string): RegExp {
-  let re = compiled.get(pattern);
-  if (!re) {
-    const body = pattern
-      .split("*")
-      .map((part) => part.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"))
-      .join(".*");
-    re = new RegExp(`^${body}$`, "s");
-    compiled.set(pattern, re);
-  }
-  return re;
-}
-
-/** True when `pattern` (an alias with `*`) matches `name`. */
+/**
+ * True when `pattern` (an alias with `*`) matches `name`. No regular expression: the literal
+ * parts between the stars are found in order, each at its leftmost place (which is always
+ * right when `*` is the only wildcard), so a long hostile name costs linear searches, never
+ * backtracking.
+ */
 export function matchesPattern(pattern: string, name: string): boolean {
-  return regexOf(pattern).test(name);
+  const parts = pattern.split("*");
+  const first = parts[0]!;
+  const last = parts[parts.length - 1]!;
+  if (name.length < first.length + last.length) return false;
+  if (!name.startsWith(first) || !name.endsWith(last)) return false;
+  let at = first.length;
+  const end = name.length - last.length;
+  for (let i = 1; i < parts.length - 1; i++) {
+    const part = parts[i]!;
+    if (part === "") continue;
+    const found = name.indexOf(part, at);
+    if (found < 0 || found + part.length > end) return false;
+    at = found + part.length;
+  }
+  return true;
 }
 
 /** The id of the model `name` names, or undefined. */

@@ -37,6 +37,8 @@ export interface ModelProcessOptions {
   onStateChange?: (state: ProcessState) => void;
   /** Readiness poll interval; default 10 ms. */
   pollIntervalMs?: number;
+  /** Told every output line as it comes (live log followers). */
+  onLine?: (line: string) => void;
   /** Lines kept by `logs()`; default 500. */
   logLines?: number;
   /** The model was re-rendered (moved to a free port) before a start: requests follow it. */
@@ -283,6 +285,7 @@ export class ModelProcess {
 
   private onLine(id: string, line: string): void {
     this.lines.push(line);
+    this.opts.onLine?.(line);
     if (this.opts.log.enabled("debug")) this.opts.log.debug(`[${id}] ${line}`);
   }
 

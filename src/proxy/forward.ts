@@ -4,7 +4,7 @@ import { sseEvent } from "../shared/sse.ts";
 import { failureLogLine, upstreamFailure } from "./causes.ts";
 import type { Deadline } from "./deadline.ts";
 import { clientResponseHeaders, upstreamRequestHeaders } from "./headers.ts";
-import { ModelRewrite } from "./model-rewrite.ts";
+import { ModelRewrite, rewriteWhole } from "./model-rewrite.ts";
 import { BrokenStream, type ChunkObserver, type RelayEnd, relay } from "./relay.ts";
 import { SseCheck } from "./sse-check.ts";
 
@@ -112,11 +112,9 @@ export async function forward(req: ForwardRequest): Promise<Response> {
     deadline.end(true);
     call.ended(DONE);
     if (rename !== undefined) {
-      const rewrite = new ModelRewrite(rename);
-      const out = rewrite.feed(bytes);
-      const held = rewrite.end();
-      bytes = held ? Buffer.concat([out, held]) : out;
-      headers.delete("content-length");
+      const out = rewriteWhole(bytes, rename);
+      if (out !== bytes) headers.delete("content-length");
+      bytes = out;
     }
     return new Response(bytes, { status: upstream.status, headers });
   }

@@ -22,12 +22,39 @@ function isSpace(b: number | undefined): boolean {
   return b === 0x20 || b === 0x09 || b === 0x0a || b === 0x0d;
 }
 
+/** The names clients send are few: their JSON bytes are made once each. */
+const encoded = new Map<string, Buffer>();
+const ENCODED_MAX = 256;
+
+function jsonBytes(name: string): Buffer {
+  let v = encoded.get(name);
+  if (v === undefined) {
+    v = Buffer.from(JSON.stringify(name));
+    if (encoded.size >= ENCODED_MAX) encoded.clear();
+    encoded.set(name, v);
+  }
+  return v;
+}
+
+/**
+ * A whole body with its `"model"` fields set to `name`; the body itself (no copy, no state)
+ * when it has no such field or already says `name`.
+ */
+export function rewriteWhole(body: Uint8Array, name: string): Uint8Array {
+  const buf = Buffer.from(body.buffer, body.byteOffset, body.byteLength);
+  if (buf.indexOf(KEY) < 0) return body;
+  const rewrite = new ModelRewrite(name);
+  const out = rewrite.feed(body);
+  const held = rewrite.end();
+  return held ? Buffer.concat([out, held]) : out;
+}
+
 export class ModelRewrite {
   private readonly value: Buffer;
   private held: Buffer | null = null;
 
   constructor(name: string) {
-    this.value = Buffer.from(JSON.stringify(name));
+    this.value = jsonBytes(name);
   }
 
   /** One chunk in, the bytes to pass on out (the chunk itself when nothing changes). */

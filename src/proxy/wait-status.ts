@@ -14,14 +14,35 @@ export interface WaitProgress {
   onLoading(): void;
 }
 
+/** A load in progress, as the runtime measures it (`runtime/load-times.ts`). */
+export interface LoadProgress {
+  elapsedMs: number;
+  /** The median of the model's last loads; null before its first. */
+  expectedMs: number | null;
+}
+
+/** `qm-status: loading 42% eta 7s`, or the seconds so far when no load was measured yet. */
+export function loadingStatus(p: LoadProgress): string {
+  const secs = Math.round(p.elapsedMs / 1000);
+  if (p.expectedMs === null || p.expectedMs <= 0) return `qm-status: loading ${secs}s`;
+  const pct = Math.min(99, Math.floor((p.elapsedMs / p.expectedMs) * 100));
+  const eta = Math.max(0, Math.ceil((p.expectedMs - p.elapsedMs) / 1000));
+  return `qm-status: loading ${pct}% eta ${eta}s`;
+}
+
 export interface PlaceholderOptions {
   model: string;
   /** Acquires the model and forwards the request; resolves with the upstream response. */
   start: (progress: WaitProgress) => Promise<Response>;
   /** Called when the client goes away before the upstream answered. */
   onCancel: () => void;
-  /** Milliseconds between human remarks while waiting. */
+  /**
+   * Milliseconds between progress comments while waiting (default 2000, so proxies and
+   * clients with idle timeouts hold on).
+   */
   remarkEveryMs?: number;
+  /** The model's load in progress, for `qm-status: loading 42% eta 7s`; null: not known. */
+  loadProgress?: () => LoadProgress | null;
   /** Timer injection for tests; returns a canceller. */
   every?: (ms: number, fn: () => void) => () => void;
   now?: () => number;
@@ -54,12 +75,15 @@ export function placeholderStream(opts: PlaceholderOptions): ReadableStream<Uint
     buffered.push(encoder.encode(text));
     notify?.();
   };
-  const stopRemarks = (opts.every ?? realEvery)(opts.remarkEveryMs ?? 3000, () => {
+  const stopRemarks = (opts.every ?? realEvery)(opts.remarkEveryMs ?? 2000, () => {
     const secs = Math.round((now() - startedAt) / 1000);
+    const load = phase === "loading" ? (opts.loadProgress?.() ?? null) : null;
     push(
-      phase === "loading"
-        ? sseComment(`qm: loading ${opts.model}, ${secs}s so far`)
-        : sseComment(`qm: waiting for ${opts.model}, position ${position}, ${secs}s so far`),
+      load
+        ? sseComment(loadingStatus(load))
+        : phase === "loading"
+          ? sseComment(`qm: loading ${opts.model}, ${secs}s so far`)
+          : sseComment(`qm: waiting for ${opts.model}, position ${position}, ${secs}s so far`),
     );
   });
   const finish = () => {

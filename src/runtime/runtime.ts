@@ -28,6 +28,8 @@ import { EventHub } from "./event-hub.ts";
 import { GpuWatch } from "./gpu-watch.ts";
 import { LeaseBook } from "./leases.ts";
 import { LiveBudget } from "./live-budget.ts";
+import { type LoadProgress, LoadTimes } from "./load-times.ts";
+import { LogHub } from "./log-hub.ts";
 import { StallStreaks } from "./stalls.ts";
 import { buildStatus } from "./status.ts";
 import {
@@ -47,6 +49,8 @@ export interface RuntimeOptions {
   timers?: Timers;
   /** Makes each model's supervisor; default a real `ModelProcess`. */
   makeProcess?: ProcessFactory;
+  /** Where the models' load durations are kept across restarts; default memory only. */
+  loadTimesFile?: string;
 }
 
 /**
@@ -57,6 +61,9 @@ export interface RuntimeOptions {
 export class Runtime implements Effects, Gateway {
   readonly scheduler: Scheduler;
   readonly events = new EventHub();
+  private readonly logHub = new LogHub();
+  /** How long loads take: progress and estimates while a model loads. */
+  readonly loadTimes: LoadTimes;
   /** Every upstream call still live: shutdown cuts them when its grace runs out. */
   readonly calls = new Sweep<Deadline>();
   readonly activity: ActivityLog;
@@ -78,6 +85,11 @@ export class Runtime implements Effects, Gateway {
     private readonly opts: RuntimeOptions,
   ) {
     const timers = opts.timers ?? { ...realTimers, now: () => opts.clock.now() };
+    this.loadTimes = new LoadTimes(
+      () => opts.clock.now(),
+      opts.loadTimesFile ?? null,
+      (err) => opts.log.warn(`cannot keep load times: ${err instanceof Error ? err.message : err}`),
+    );
     this.budget = new LiveBudget(config.resources);
     this.activity = new ActivityLog(config.activity.size);
     this.metrics = new QmMetrics({
@@ -116,7 +128,9 @@ export class Runtime implements Effects, Gateway {
         exited: (model, error) => scheduler.exited(model, error),
       },
       gpu: this.gpu,
-      makeProcess: opts.makeProcess ?? modelProcesses(config, opts.log),
+      makeProcess:
+        opts.makeProcess ??
+        modelProcesses(config, opts.log, (id, line) => this.logHub.publish(id, line)),
     });
     for (const model of Object.values(config.models)) this.runner.add(model);
     this.waiters = new Waiters({
@@ -184,7 +198,12 @@ export class Runtime implements Effects, Gateway {
       leasesOf: (id) => this.leases.count(id),
       gpu: this.gpu.last,
       foreignBaselineGb: this.gpu.foreignBaselineGb,
+      loadTimes: this.loadTimes,
     });
+  }
+
+  loadProgress(id: string): LoadProgress | null {
+    return this.loadTimes.progress(id);
   }
 
   /** Unloads one model (or all); a leased one only when forced (LeaseBook.clearForUnload). */
@@ -210,12 +229,24 @@ export class Runtime implements Effects, Gateway {
     this.leases.release(model, lease);
   }
 
-  subscribe(fn: (e: QmEvent) => void): () => void {
+  subscribe(fn: (e: QmEvent, id: number) => void): () => void {
     return this.events.subscribe(fn);
+  }
+
+  eventsSince(id: number): { id: number; event: QmEvent }[] | null {
+    return this.events.since(id);
+  }
+
+  get lastEventId(): number {
+    return this.events.lastId;
   }
 
   logs(id: string): string[] {
     return this.runner.get(id)?.logs() ?? [];
+  }
+
+  followLogs(id: string, fn: (line: string) => void): () => void {
+    return this.logHub.follow(id, fn);
   }
 
   /** Last lines of a model's stderr, for error messages. */
@@ -285,7 +316,11 @@ export class Runtime implements Effects, Gateway {
     const line = `model ${model}: ${state}${detail ? ` — ${detail}` : ""}`;
     if (state === "failed") this.opts.log.warn(line);
     else this.opts.log.info(line);
-    this.events.publish({ type: "model", model, state, detail: detail ?? null });
+    this.loadTimes.state(model, state);
+    // A load's event says how long it is expected to take (null: never loaded before).
+    const expected =
+      state === "starting" ? { expected_load_ms: this.loadTimes.expected(model) } : {};
+    this.events.publish({ type: "model", model, state, detail: detail ?? null, ...expected });
   }
 
   // ── lifecycle ─────────────────────────────────────────────────────────────────────────────

@@ -1,3 +1,4 @@
+import { join } from "node:path";
 import { buildApp } from "../api/app.ts";
 import type { Gateway } from "../api/gateway.ts";
 import { metricsHandler } from "../api/metrics/routes.ts";
@@ -32,7 +33,11 @@ const BUN_BODY_LIMIT = Number.MAX_SAFE_INTEGER;
 export function startServer(config: Config, log: Logger): RunningServer {
   // Before any model starts: what a crashed qm left behind may hold their ports.
   const supervision = startSupervision({ stateDir: config.server.stateDir, log });
-  const runtime = new Runtime(config, { clock: systemClock, log });
+  const runtime = new Runtime(config, {
+    clock: systemClock,
+    log,
+    loadTimesFile: join(config.server.stateDir, "load-times.json"),
+  });
   runtime.start();
   const servers: Listener[] = [];
   const urls: string[] = [];

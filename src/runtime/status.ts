@@ -4,6 +4,19 @@ import type { GpuReading } from "../gpu/index.ts";
 import type { Scheduler } from "../scheduler/scheduler.ts";
 import { VERSION } from "../version.ts";
 import type { LiveBudget } from "./live-budget.ts";
+import type { LoadTimes } from "./load-times.ts";
+
+/** A load in progress: how long so far, how long it is expected to take, and the fraction. */
+function loadJson(times: LoadTimes, id: string) {
+  const p = times.progress(id);
+  if (!p) return null;
+  const expected = p.expectedMs;
+  return {
+    elapsed_ms: Math.round(p.elapsedMs),
+    expected_ms: expected,
+    progress: expected ? Math.min(0.99, Math.round((p.elapsedMs / expected) * 100) / 100) : null,
+  };
+}
 
 /** `/api/status`: the scheduler's view joined with each process's pid and port. */
 export interface StatusInputs {
@@ -17,6 +30,7 @@ export interface StatusInputs {
   leasesOf: (id: string) => number;
   gpu: GpuReading | null;
   foreignBaselineGb: number | null;
+  loadTimes: LoadTimes;
 }
 
 export function buildStatus(inputs: StatusInputs): StatusJson {
@@ -48,6 +62,8 @@ export function buildStatus(inputs: StatusInputs): StatusJson {
       concurrency_limit: m.concurrencyLimit,
       unlisted: m.unlisted,
       last_error: s.lastError,
+      load: loadJson(inputs.loadTimes, s.id),
+      last_load_ms: inputs.loadTimes.last(s.id),
     };
   });
   const budget = config.resources.vramBudgetGb;

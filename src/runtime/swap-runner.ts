@@ -27,13 +27,21 @@ export type ProcessFactory = (
   onExit: (exit: ProcessExit) => void,
 ) => ModelServer;
 
-/** The real supervisors. A model moved to a free port before a start: requests follow it there. */
-export function modelProcesses(config: Config, log: Logger): ProcessFactory {
+/**
+ * The real supervisors. A model moved to a free port before a start: requests follow it there.
+ * `onLine` hears every output line of every model (live log followers).
+ */
+export function modelProcesses(
+  config: Config,
+  log: Logger,
+  onLine?: (id: string, line: string) => void,
+): ProcessFactory {
   return (model, onExit) =>
     new ModelProcess(model, {
       healthCheckTimeoutS: config.server.healthCheckTimeoutS,
       log,
       onExit,
+      ...(onLine ? { onLine: (line: string) => onLine(model.id, line) } : {}),
       onConfigChange: (moved) => {
         config.models[moved.id] = moved;
       },

@@ -6,8 +6,10 @@
  */
 
 /** `event: NAME` (when named) and `data: DATA`, ended by a blank line. */
-export function sseEvent(data: string, event?: string): string {
-  return event === undefined ? `data: ${data}\n\n` : `event: ${event}\ndata: ${data}\n\n`;
+export function sseEvent(data: string, event?: string, id?: number): string {
+  const head =
+    (id === undefined ? "" : `id: ${id}\n`) + (event === undefined ? "" : `event: ${event}\n`);
+  return `${head}data: ${data}\n\n`;
 }
 
 /** A comment frame (`: TEXT`): every conforming parser drops it, so no client mistakes it for data. */

@@ -92,6 +92,12 @@ describe("top level", () => {
         messages: [{ role: "bot", content: "x" }],
       }),
     ).toStartWith("messages.0.role:");
+    // Stop sequences are matched by qm against the text, so they are bounded.
+    const stops = (stop_sequences: string[]) =>
+      checkWire(MessagesRequestSchema, { model: "m", max_tokens: 1, messages: [], stop_sequences });
+    expect(stops(["a".repeat(1025)])).toStartWith("stop_sequences.0:");
+    expect(stops(Array.from({ length: 65 }, (_, i) => `s${i}`))).toStartWith("stop_sequences:");
+    expect(stops(["a".repeat(1024)])).toBeNull();
   });
 
   test("thinking options per profile, output_config effort and format", () => {

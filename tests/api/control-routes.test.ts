@@ -189,21 +189,70 @@ describe("leases", () => {
 });
 
 describe("events", () => {
-  test("/api/events: a status snapshot first, then each change; cancelling unsubscribes", async () => {
+  test("/api/events: a status snapshot first, then each change, numbered; cancelling unsubscribes", async () => {
+    gw.publish({ type: "model", model: "m", state: "starting" });
     const res = await get("/api/events");
     expect(res.headers.get("content-type")).toBe("text/event-stream");
     expect(res.headers.get("cache-control")).toBe("no-cache");
+    expect(res.headers.get("x-accel-buffering")).toBe("no");
     const reader = res.body!.getReader();
     const first = new TextDecoder().decode((await reader.read()).value);
-    expect(first).toBe(`event: status\ndata: ${JSON.stringify(gw.status())}\n\n`);
+    // The snapshot bears the id of the last event it includes.
+    expect(first).toBe(`id: 1\nevent: status\ndata: ${JSON.stringify(gw.status())}\n\n`);
     expect(gw.listeners.size).toBe(1);
-    for (const fn of gw.listeners) fn({ type: "model_state", model: "m", state: "starting" });
+    gw.publish({ type: "model_state", model: "m", state: "ready" });
     const next = new TextDecoder().decode((await reader.read()).value);
     expect(next).toBe(
-      'event: model_state\ndata: {"type":"model_state","model":"m","state":"starting"}\n\n',
+      'id: 2\nevent: model_state\ndata: {"type":"model_state","model":"m","state":"ready"}\n\n',
     );
     await reader.cancel();
     expect(gw.listeners.size).toBe(0);
+  });
+
+  test("/api/events with Last-Event-ID: what was missed, then live; too old or unknown: afresh", async () => {
+    for (let i = 1; i <= 3; i++) gw.publish({ type: "model", model: "m", n: i });
+    /** The first `frames` frames of the stream (each goes out as its own chunk). */
+    const read = async (headers: Record<string, string>, path = "/api/events", frames = 1) => {
+      const res = await call(app, "GET", path, null, headers);
+      const reader = res.body!.getReader();
+      let text = "";
+      for (let i = 0; i < frames; i++)
+        text += new TextDecoder().decode((await reader.read()).value);
+      await reader.cancel();
+      return text;
+    };
+    expect(await read({ "last-event-id": "1" }, "/api/events", 2)).toBe(
+      'id: 2\nevent: model\ndata: {"type":"model","model":"m","n":2}\n\n' +
+        'id: 3\nevent: model\ndata: {"type":"model","model":"m","n":3}\n\n',
+    );
+    expect(await read({}, "/api/events?last_event_id=2")).toStartWith("id: 3\nevent: model\n");
+    for (const bad of ["99", "x", "-1", "1e3"]) {
+      expect(await read({ "last-event-id": bad })).toStartWith("id: 3\nevent: status\n");
+    }
+    // Past the kept window (1000 events), a resume starts afresh too.
+    for (let i = 0; i < 1000; i++) gw.publish({ type: "tick" });
+    expect(await read({ "last-event-id": "2" })).toStartWith("id: 1003\nevent: status\n");
+  });
+
+  test("logs?follow=1: the kept lines, then each new one, as log events; cancelling unfollows", async () => {
+    gw.emitLine("m", "loading weights");
+    const res = await get("/api/models/mm/logs?follow=1");
+    expect(res.headers.get("content-type")).toBe("text/event-stream");
+    expect(res.headers.get("x-accel-buffering")).toBe("no");
+    const reader = res.body!.getReader();
+    const text = async () => new TextDecoder().decode((await reader.read()).value);
+    expect(await text()).toBe("event: log\ndata: loading weights\n\n");
+    expect(gw.logFollowers.get("m")?.size).toBe(1);
+    gw.emitLine("m", "server is listening");
+    expect(await text()).toBe("event: log\ndata: server is listening\n\n");
+    await reader.cancel();
+    expect(gw.logFollowers.get("m")?.size).toBe(0);
+    const plain = await get("/api/models/m/logs?follow=0");
+    expect(await plain.text()).toBe("loading weights\nserver is listening\n");
+    await notFound(
+      await get("/api/models/nope/logs?follow=1"),
+      'model "nope" not found; GET /v1/models lists them',
+    );
   });
 });
 

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { modelIdFor } from "../../src/config/aliases.ts";
+import { matchesPattern, modelIdFor } from "../../src/config/aliases.ts";
 import { DEFAULT_GROUP } from "../../src/config/index.ts";
 import { errors, load } from "./support.ts";
 
@@ -68,6 +68,27 @@ aliases = ["x.y*"]
       ["claude-opus-4?ctx=8192", undefined],
     ];
     for (const [name, id] of cases) expect([name, modelIdFor(config, name)]).toEqual([name, id]);
+  });
+
+  test("matching: literal parts in order, none overlapping; a long hostile name is quick", () => {
+    const cases: [string, string, boolean][] = [
+      ["a*b", "ab", true],
+      ["a*b", "aXb", true],
+      ["a*b", "aXbY", false],
+      ["ab*ba", "aba", false],
+      ["ab*ba", "abba", true],
+      ["*x*", "x", true],
+      ["*x*", "y", false],
+      ["a**b", "ab", true],
+      ["a*b*c", "acb", false],
+      ["a*b*c", "abxbc", true],
+      ["*", "", true],
+    ];
+    for (const [pattern, name, hit] of cases) {
+      expect([pattern, name, matchesPattern(pattern, name)]).toEqual([pattern, name, hit]);
+    }
+    const hostile = "a".repeat(100_000);
+    expect(matchesPattern("a*a*a*a*a*a*a*a*b", hostile)).toBe(false);
   });
 
   test("a pattern must not ask for a variant, and is unique like any alias", () => {

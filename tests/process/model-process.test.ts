@@ -54,7 +54,11 @@ describe("start", () => {
   test("spawns, polls health until ready, and serves", async () => {
     const model = demoModel("alpha");
     const states: string[] = [];
-    const { proc, lines } = supervise(model, { onStateChange: (s) => states.push(s) });
+    const heard: string[] = [];
+    const { proc, lines } = supervise(model, {
+      onStateChange: (s) => states.push(s),
+      onLine: (l) => heard.push(l),
+    });
     expect(proc.state).toBe("stopped");
     const starting = proc.start();
     expect(proc.state).toBe("starting");
@@ -64,6 +68,8 @@ describe("start", () => {
     const res = await fetch(`${model.proxy}/v1/models`);
     expect(((await res.json()) as { data: { id: string }[] }).data[0]?.id).toBe("alpha");
     expect(proc.logs().some((l) => l.startsWith("listening on http://127.0.0.1:"))).toBe(true);
+    // Live followers hear every kept line as it is read.
+    expect(heard).toEqual(proc.logs());
     // Upstream output reaches the logger at debug level, prefixed with the model id.
     expect(lines.some((l) => / DEBUG \[alpha\] listening on /.test(l))).toBe(true);
     pids.push(proc.pid!);

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { ModelRewrite } from "../../src/proxy/model-rewrite.ts";
+import { ModelRewrite, rewriteWhole } from "../../src/proxy/model-rewrite.ts";
 
 const enc = new TextEncoder();
 const dec = new TextDecoder();
@@ -62,6 +62,16 @@ describe("ModelRewrite", () => {
     const r = new ModelRewrite("m");
     const chunk = enc.encode(CHUNK("m", "hi"));
     expect(r.feed(chunk)).toBe(chunk);
+  });
+
+  test("rewriteWhole: a body without the field, or already right, is the same bytes", () => {
+    const none = enc.encode('{"choices":[]}');
+    expect(rewriteWhole(none, "m")).toBe(none);
+    const right = enc.encode('{"model":"m"}');
+    expect(rewriteWhole(right, "m")).toBe(right);
+    expect(dec.decode(rewriteWhole(enc.encode('{"model":"/x.gguf","a":1}'), "m"))).toBe(
+      '{"model":"m","a":1}',
+    );
   });
 
   test("a field that never closes is held at most 4 KiB, then passed on as it is", () => {

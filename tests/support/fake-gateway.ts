@@ -20,6 +20,8 @@ import { QmMetrics } from "../../src/api/metrics/prometheus.ts";
 import { modelIdFor } from "../../src/config/aliases.ts";
 import type { Config, ModelConfig } from "../../src/config/types.ts";
 import type { Deadline } from "../../src/proxy/deadline.ts";
+import type { LoadProgress } from "../../src/proxy/wait-status.ts";
+import { EventHub } from "../../src/runtime/event-hub.ts";
 import type { ModelState, ServeOutcome } from "../../src/scheduler/types.ts";
 import { QmError } from "../../src/shared/errors.ts";
 import { Sweep } from "../../src/shared/sweep.ts";
@@ -60,6 +62,11 @@ export interface FakeGw extends Gateway {
   unloadError: QmError | null;
   /** Lines `logs(id)` answers with. */
   logLines: Record<string, string[]>;
+  /** Live log followers per model; `emitLine` feeds them (and `logLines`). */
+  logFollowers: Map<string, Set<(line: string) => void>>;
+  /** What `loadProgress` answers for any model. */
+  progress: LoadProgress | null;
+  emitLine(id: string, line: string): void;
   /** Leases taken through `lease()`, by lease id; `leaseCalls` records every call. */
   held: Map<string, { model: string; ttlMs: number }>;
   leaseCalls: string[];
@@ -67,9 +74,12 @@ export interface FakeGw extends Gateway {
   keepAlive: Record<string, number>;
   unloadAt: Record<string, number>;
   /** Listeners `subscribe` added and not yet removed. */
-  listeners: Set<(e: QmEvent) => void>;
+  listeners: Set<(e: QmEvent, id: number) => void>;
   /** Every finished request's record, in order. */
   records: RequestRecord[];
+  /** The events published, kept and numbered as the runtime does; `publish` feeds it. */
+  hub: EventHub;
+  publish(e: QmEvent): void;
 }
 
 /** The status of each configured model, from `states`. */
@@ -93,6 +103,8 @@ function statusOf(cfg: Config, gw: FakeGw): StatusJson {
     concurrency_limit: m.concurrencyLimit,
     unlisted: m.unlisted,
     last_error: null,
+    load: null,
+    last_load_ms: null,
   }));
   return {
     version: "0.0.0-test",
@@ -152,6 +164,21 @@ export function fakeGateway(toml: string, timers?: Timers): FakeGw {
     unloads: [],
     unloadError: null,
     logLines: {},
+    logFollowers: new Map(),
+    progress: null,
+    loadProgress: () => gw.progress,
+    emitLine(id: string, line: string) {
+      gw.logLines[id] = [...(gw.logLines[id] ?? []), line];
+      for (const fn of gw.logFollowers.get(id) ?? []) fn(line);
+    },
+    followLogs(id: string, fn: (line: string) => void) {
+      const set = gw.logFollowers.get(id) ?? new Set();
+      gw.logFollowers.set(id, set);
+      set.add(fn);
+      return () => {
+        set.delete(fn);
+      };
+    },
     held: new Map(),
     leaseCalls: [],
     listeners: new Set(),
@@ -162,7 +189,13 @@ export function fakeGateway(toml: string, timers?: Timers): FakeGw {
       gw.records.push(r);
       gw.activity.push(r);
       gw.metrics.request(r);
-      for (const fn of gw.listeners) fn({ type: "request", ...r });
+      gw.hub.publish({ type: "request", ...r });
+    },
+    hub: new EventHub(),
+    publish: (e: QmEvent) => gw.hub.publish(e),
+    eventsSince: (id: number) => gw.hub.since(id),
+    get lastEventId() {
+      return gw.hub.lastId;
     },
     keepAlive: {},
     unloadAt: {},
@@ -217,9 +250,13 @@ export function fakeGateway(toml: string, timers?: Timers): FakeGw {
       if (!held || held.model !== model) throw noLease(model, id);
       gw.held.delete(id);
     },
-    subscribe(fn: (e: QmEvent) => void) {
+    subscribe(fn: (e: QmEvent, id: number) => void) {
       gw.listeners.add(fn);
-      return () => void gw.listeners.delete(fn);
+      const off = gw.hub.subscribe(fn);
+      return () => {
+        gw.listeners.delete(fn);
+        off();
+      };
     },
     reportStall: (id: string) => void gw.reports.push(`stall ${id}`),
     reportAnswered: (id: string) => void gw.reports.push(`answered ${id}`),

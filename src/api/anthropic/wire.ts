@@ -73,7 +73,8 @@ export const MessagesRequestSchema = Type.Object(
   {
     ...common,
     max_tokens: Type.Integer({ minimum: 1 }),
-    stop_sequences: Type.Optional(Type.Array(Type.String())),
+    // Bounded: qm matches them against every piece of text (stop-match.ts).
+    stop_sequences: Type.Optional(Type.Array(Type.String({ maxLength: 1024 }), { maxItems: 64 })),
     stream: Type.Optional(Type.Boolean()),
     temperature: Type.Optional(Type.Number()),
     top_p: Type.Optional(Type.Number()),

@@ -50,9 +50,20 @@ export function controlRoutes(gw: Gateway, log: Logger) {
         .models.filter((m) => m.state !== "stopped")
         .map((m) => ({ model: m.id, state: m.state })),
     }))
-    .get("/api/models/:id/logs", ({ params }) => {
+    .get("/api/models/:id/logs", ({ params, request }) => {
       const model = gw.resolve(params.id);
       if (!model) return unknownModel(params.id);
+      if (follows(request)) {
+        // `?follow=1`: the kept lines, then each new one as it comes, as SSE `log` events.
+        noIdleTimeout(request);
+        const id = model.id;
+        return sseResponse(
+          feed(request.signal, (send) => {
+            for (const line of gw.logs(id)) send("log", line);
+            return gw.followLogs(id, (line) => send("log", line));
+          }),
+        );
+      }
       const lines = gw.logs(model.id);
       return new Response(lines.length ? `${lines.join("\n")}\n` : "", {
         headers: { "content-type": "text/plain; charset=utf-8" },
@@ -134,9 +145,16 @@ export function controlRoutes(gw: Gateway, log: Logger) {
     })
     .get("/api/events", ({ request }) => {
       noIdleTimeout(request);
-      return new Response(eventStream(gw, request.signal), {
-        headers: { "content-type": "text/event-stream", "cache-control": "no-cache" },
-      });
+      // A client back after a lost connection gets what it missed, if it is still kept;
+      // otherwise (and on a first connection) the whole status, then each change.
+      const missed = resumeFrom(request, gw);
+      return sseResponse(
+        feed(request.signal, (send) => {
+          if (missed === null) send("status", JSON.stringify(gw.status()), gw.lastEventId);
+          else for (const { id, event } of missed) send(event.type, JSON.stringify(event), id);
+          return gw.subscribe((e, id) => send(e.type, JSON.stringify(e), id));
+        }),
+      );
     });
 }
 
@@ -200,31 +218,67 @@ const encoder = new TextEncoder();
 const KEEP_ALIVE = encoder.encode(sseComment("keep-alive"));
 
 /** Server-sent events: a `status` snapshot first, then every change as it happens. */
-function eventStream(gw: Gateway, signal: AbortSignal): ReadableStream<Uint8Array> {
+function sseResponse(body: ReadableStream<Uint8Array>): Response {
+  return new Response(body, {
+    headers: {
+      "content-type": "text/event-stream",
+      "cache-control": "no-cache",
+      // Proxies in front (nginx) must pass each event on as it comes.
+      "x-accel-buffering": "no",
+    },
+  });
+}
+
+/** The events a `Last-Event-ID` (header, or `?last_event_id=`) missed; null: start afresh. */
+function resumeFrom(request: Request, gw: Gateway): ReturnType<Gateway["eventsSince"]> {
+  const q = request.url.indexOf("?");
+  const raw =
+    request.headers.get("last-event-id") ??
+    (q < 0 ? null : new URLSearchParams(request.url.slice(q + 1)).get("last_event_id"));
+  if (raw === null || !/^\d{1,15}$/.test(raw.trim())) return null;
+  return gw.eventsSince(Number(raw.trim()));
+}
+
+/** `?follow=1` (or `true`). */
+function follows(request: Request): boolean {
+  const q = request.url.indexOf("?");
+  if (q < 0) return false;
+  const follow = new URLSearchParams(request.url.slice(q + 1)).get("follow");
+  return follow === "1" || follow === "true";
+}
+
+/**
+ * An endless SSE feed: `open` sends what there is and subscribes (returning the unsubscribe);
+ * a comment every 15 s keeps proxies and idle clients on. Ends when the client leaves. Each
+ * data is one line (an output line, or JSON).
+ */
+function feed(
+  signal: AbortSignal,
+  open: (send: (event: string, data: string, id?: number) => void) => () => void,
+): ReadableStream<Uint8Array> {
   let unsubscribe = () => {};
   let keepAlive: ReturnType<typeof setInterval> | undefined;
+  let closed = false;
   const close = () => {
+    closed = true;
     unsubscribe();
     clearInterval(keepAlive);
   };
   return new ReadableStream<Uint8Array>({
     start(controller) {
-      const send = (event: string, data: unknown) => {
+      const enqueue = (bytes: Uint8Array) => {
         try {
-          controller.enqueue(encoder.encode(sseEvent(JSON.stringify(data), event)));
+          controller.enqueue(bytes);
         } catch {
           close();
         }
       };
-      send("status", gw.status());
-      unsubscribe = gw.subscribe((e) => send(e.type, e));
-      keepAlive = setInterval(() => {
-        try {
-          controller.enqueue(KEEP_ALIVE);
-        } catch {
-          close();
-        }
-      }, 15_000);
+      const send = (event: string, data: string, id?: number) =>
+        enqueue(encoder.encode(sseEvent(data, event, id)));
+      const off = open(send);
+      if (closed) off();
+      else unsubscribe = off;
+      keepAlive = setInterval(() => enqueue(KEEP_ALIVE), 15_000);
       signal.addEventListener("abort", close, { once: true });
     },
     cancel: close,

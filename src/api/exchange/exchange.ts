@@ -127,6 +127,7 @@ function waitStatus<T>(x: Exchange<T>, call: Call): Response {
       }
     },
     onCancel: () => call.cancel(),
+    loadProgress: () => gw.loadProgress(model.id),
     renderError: x.api.streamError,
   });
   const headers = headersOf(x);

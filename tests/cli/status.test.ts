@@ -1,0 +1,124 @@
+/** `qm status`'s table, and `qm status --watch` through the compiled binary against a stand-in. */
+import { afterAll, expect, test } from "bun:test";
+import type { ModelStatusJson, StatusJson } from "../../src/api/gateway.ts";
+import { renderStatus } from "../../src/cli/status-table.ts";
+import { QM, ROOT } from "../support/qm-process.ts";
+
+function model(id: string, extra: Partial<ModelStatusJson> = {}): ModelStatusJson {
+  return {
+    id,
+    state: "stopped",
+    inflight: 0,
+    leases: 0,
+    queued: 0,
+    held_until_ms: null,
+    est_vram_gb: 0,
+    est_ram_gb: 0,
+    pid: null,
+    port: null,
+    aliases: [],
+    group: "",
+    ttl_s: 0,
+    keep_alive_ms: null,
+    unload_at_ms: null,
+    concurrency_limit: 0,
+    unlisted: false,
+    last_error: null,
+    load: null,
+    last_load_ms: null,
+    ...extra,
+  };
+}
+
+function status(models: ModelStatusJson[]): StatusJson {
+  return {
+    version: "x",
+    uptime_s: 1,
+    models,
+    queue: { depth: 0 },
+    swaps: [],
+    resources: {
+      vram_budget_gb: 0,
+      vram_ceiling_gb: 0,
+      vram_used_gb: 0,
+      ram_budget_gb: 0,
+      ram_used_gb: 0,
+      probe: "static",
+      gpu: null,
+    },
+  } as StatusJson;
+}
+
+test("the table shows a load's progress in the state column", () => {
+  const text = renderStatus(
+    status([
+      model("a", {
+        state: "starting",
+        load: { elapsed_ms: 4200, expected_ms: 10_000, progress: 0.42 },
+      }),
+      model("b", {
+        state: "starting",
+        load: { elapsed_ms: 3400, expected_ms: null, progress: null },
+      }),
+      model("c", { state: "ready" }),
+    ]),
+  );
+  const rows = text
+    .split("\n")
+    .slice(1, 4)
+    .map((l) => l.split(/\s{2,}/).slice(0, 2));
+  expect(rows).toEqual([
+    ["a", "starting 42%"],
+    ["b", "starting 3s"],
+    ["c", "ready"],
+  ]);
+});
+
+const first = status([model("m")]);
+const later = status([model("m", { state: "ready" })]);
+let events: ReadableStreamDefaultController<Uint8Array> | null = null;
+const server = Bun.serve({
+  port: 0,
+  hostname: "127.0.0.1",
+  fetch(req) {
+    const path = new URL(req.url).pathname;
+    if (path === "/api/status") {
+      // The redraw the event asked for is under way: now the server "goes away".
+      events?.close();
+      return Response.json(later);
+    }
+    if (path !== "/api/events") return new Response("no", { status: 404 });
+    const frames = [
+      `id: 1\nevent: status\ndata: ${JSON.stringify(first)}\n\n`,
+      'id: 2\nevent: model\ndata: {"type":"model","model":"m","state":"ready"}\n\n',
+    ];
+    const body = new ReadableStream<Uint8Array>({
+      start(c) {
+        for (const f of frames) c.enqueue(new TextEncoder().encode(f));
+        events = c;
+      },
+    });
+    return new Response(body, { headers: { "content-type": "text/event-stream" } });
+  },
+});
+afterAll(() => server.stop(true));
+
+test("--watch: the snapshot, then a redraw after each change; the end of the stream is exit 1", async () => {
+  const proc = Bun.spawn([QM, "status", "--watch", "--json", "--url", server.url.href], {
+    cwd: ROOT,
+    env: { ...process.env, QM_CONFIG: "", QM_API_KEY: "" },
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  const out = await new Response(proc.stdout).text();
+  const err = await new Response(proc.stderr).text();
+  expect(await proc.exited).toBe(1);
+  const drawn = out
+    .split("\n\n")
+    .filter((l) => l.trim() !== "")
+    .map((l) => (JSON.parse(l) as StatusJson).models[0]?.state);
+  expect(drawn).toEqual(["stopped", "ready"]);
+  expect(err).toBe(
+    `qm: the server at ${server.url.href.replace(/\/$/, "")} closed the event stream\n`,
+  );
+});

@@ -14,6 +14,7 @@
 import { Counter, Gauge, Histogram, Registry } from "prom-client";
 import type { RequestRecord } from "../exchange/record.ts";
 import type { StatusJson } from "../gateway.ts";
+import { type HistogramSeries, SeriesHistogram } from "./histogram.ts";
 
 /** LLM latencies: a cached short answer in tens of ms, a cold load plus a long answer in minutes. */
 const LATENCY_BUCKETS = [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600];
@@ -35,9 +36,18 @@ export function stopReason(reason: string): string {
   return "other";
 }
 
+interface ApiSeries {
+  labels: { model: string; api: string };
+  statuses: Map<number, number>;
+  duration: HistogramSeries;
+  ttft: HistogramSeries;
+}
+
 interface ModelSeries {
   labels: { model: string };
-  apis: Map<string, { labels: { model: string; api: string }; statuses: Map<number, number> }>;
+  apis: Map<string, ApiSeries>;
+  wait: HistogramSeries;
+  tps: HistogramSeries;
   /** A count no answer stated stays null (no series). */
   tokens: TokenSums;
 }
@@ -62,10 +72,11 @@ export class QmMetrics {
    * to prom-client's counters at scrape time.
    */
   private readonly series = new Map<string, ModelSeries>();
-  private readonly duration: Histogram<"model" | "api">;
-  private readonly ttft: Histogram<"model" | "api">;
-  private readonly tps: Histogram<"model">;
-  private readonly wait: Histogram<"model">;
+  // The per-request histograms: counted here per series (histogram.ts), shown by prom-client.
+  private readonly duration: SeriesHistogram;
+  private readonly ttft: SeriesHistogram;
+  private readonly tps: SeriesHistogram;
+  private readonly wait: SeriesHistogram;
   private readonly swaps: Counter<"model" | "result">;
   private readonly swapDuration: Histogram<"model">;
   private readonly loadFailures: Counter<"model">;
@@ -105,25 +116,27 @@ export class QmMetrics {
         }
       },
     });
-    this.duration = histogram(
+    const fast = (name: string, help: string, labelNames: string[], buckets: number[]) =>
+      new SeriesHistogram(name, help, labelNames, buckets, this.registry);
+    this.duration = fast(
       "qm_request_duration_seconds",
       "From a request's arrival to the end of its answer (waits included).",
       ["model", "api"],
       LATENCY_BUCKETS,
     );
-    this.ttft = histogram(
+    this.ttft = fast(
       "qm_time_to_first_token_seconds",
       "Streamed answers: from the request's arrival (waits included) to the answer's first chunk.",
       ["model", "api"],
       LATENCY_BUCKETS,
     );
-    this.tps = histogram(
+    this.tps = fast(
       "qm_output_tokens_per_second",
       "Streamed answers that stated their completion tokens: tokens over the time from first chunk to end.",
       ["model"],
       TPS_BUCKETS,
     );
-    this.wait = histogram(
+    this.wait = fast(
       "qm_queue_wait_seconds",
       "How long a request waited for its model to be granted (queue and load).",
       ["model"],
@@ -206,17 +219,23 @@ export class QmMetrics {
     const m = this.seriesOf(r.model);
     let a = m.apis.get(r.api);
     if (!a) {
-      a = { labels: { model: r.model, api: r.api }, statuses: new Map() };
+      const labels = { model: r.model, api: r.api };
+      a = {
+        labels,
+        statuses: new Map(),
+        duration: this.duration.series(labels),
+        ttft: this.ttft.series(labels),
+      };
       m.apis.set(r.api, a);
     }
     a.statuses.set(r.status, (a.statuses.get(r.status) ?? 0) + 1);
-    this.duration.observe(a.labels, r.duration_ms / 1000);
-    if (r.wait_ms !== null) this.wait.observe(m.labels, r.wait_ms / 1000);
+    a.duration.observe(r.duration_ms / 1000);
+    if (r.wait_ms !== null) m.wait.observe(r.wait_ms / 1000);
     if (r.ttft_ms !== null) {
-      this.ttft.observe(a.labels, r.ttft_ms / 1000);
+      a.ttft.observe(r.ttft_ms / 1000);
       const generating = r.duration_ms - r.ttft_ms;
       if (r.completion_tokens !== null && r.completion_tokens > 0 && generating > 0) {
-        this.tps.observe(m.labels, r.completion_tokens / (generating / 1000));
+        m.tps.observe(r.completion_tokens / (generating / 1000));
       }
     }
     const t = m.tokens;
@@ -228,9 +247,12 @@ export class QmMetrics {
   private seriesOf(model: string): ModelSeries {
     let m = this.series.get(model);
     if (!m) {
+      const labels = { model };
       m = {
-        labels: { model },
+        labels,
         apis: new Map(),
+        wait: this.wait.series(labels),
+        tps: this.tps.series(labels),
         tokens: { prompt: null, completion: null, cached: null },
       };
       this.series.set(model, m);

@@ -6,6 +6,7 @@ import { anthropicRoutes, isAnthropicPath } from "./anthropic/routes.ts";
 import { controlMethods, controlRoutes } from "./control/routes.ts";
 import { createEdge } from "./edge/gate.ts";
 import type { Gateway } from "./gateway.ts";
+import { activityRoutes, metricsRoutes } from "./metrics/routes.ts";
 import { ollamaError } from "./ollama/errors.ts";
 import { isOllamaPath, ollamaRoutes } from "./ollama/routes.ts";
 import { openaiError } from "./openai/errors.ts";
@@ -16,6 +17,8 @@ import { responsesRoutes } from "./responses/routes.ts";
 export function buildRoutes(gw: Gateway, log: Logger) {
   return new Elysia()
     .use(controlRoutes(gw, log))
+    .use(activityRoutes(gw))
+    .use(gw.config.server.metricsOnApi ? metricsRoutes(gw) : new Elysia())
     .use(openaiRoutes(gw, log))
     .use(anthropicRoutes(gw, { log }))
     .use(ollamaRoutes(gw, Date.now, log))

@@ -3,6 +3,9 @@ import type { Deadline } from "../proxy/deadline.ts";
 import type { LoadProgress } from "../proxy/wait-status.ts";
 import type { ModelState, ServeOutcome } from "../scheduler/types.ts";
 import type { Sweep } from "../shared/sweep.ts";
+import type { RequestRecord } from "./exchange/record.ts";
+import type { ActivityLog } from "./metrics/activity.ts";
+import type { QmMetrics } from "./metrics/prometheus.ts";
 
 /** What the HTTP layer needs from the runtime (the runtime implements it; api never imports it). */
 export interface Lease {
@@ -77,6 +80,15 @@ export interface Gateway {
   reportStall(modelId: string): void;
   /** A proxied call of `modelId` ended normally: whatever stall streak it had is over. */
   reportAnswered(modelId: string): void;
+  /**
+   * A request for a model is over (the exchange's one record of it): the activity log, the
+   * metrics and `/api/events` all read it. Must be cheap and must not throw.
+   */
+  record(r: RequestRecord): void;
+  /** The latest finished requests (`GET /api/requests`). */
+  readonly activity: ActivityLog;
+  /** qm's Prometheus metrics (`GET /metrics`). */
+  readonly metrics: QmMetrics;
 }
 
 export interface ModelStatusJson {

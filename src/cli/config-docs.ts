@@ -49,7 +49,11 @@ export const CONFIG_DOCS: Record<DocumentedSection, SectionDoc> = {
       },
       metrics_listen: {
         meaning:
-          '`host:port` of a Prometheus listener, or `""` for none. Accepted and checked, but not served by this version (qm logs a warning); its port is kept out of `${PORT}` allocation.',
+          '`host:port` of a listener that serves only `GET /metrics` (Prometheus text format), or `""` for none. It needs no API key: bind it where only the scraper can reach it. Its port is kept out of `${PORT}` allocation.',
+      },
+      metrics_on_api: {
+        meaning:
+          "Also serve `GET /metrics` on the API listeners, behind the API key like every other route.",
       },
       api_keys: {
         meaning:
@@ -121,6 +125,16 @@ export const CONFIG_DOCS: Record<DocumentedSection, SectionDoc> = {
       hold_on: {
         meaning:
           '`"tool_calls"`: hold a model after answers that end in tool calls; `"request"`: after every answer.',
+      },
+    },
+  },
+  activity: {
+    heading: "[activity]",
+    about: "The activity log: the latest finished requests, for `GET /api/requests`.",
+    keys: {
+      size: {
+        meaning:
+          "How many finished requests are kept (time, model, API, status, wait, duration, time to first token, token counts, finish reason; never prompt or answer text). The oldest is dropped first; `0` keeps none.",
       },
     },
   },

@@ -27,12 +27,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
   log.info(`qm ${VERSION} serving ${ids.length} model(s) from ${loaded.path}: ${ids.join(", ")}`);
   for (const url of server.urls) log.info(`listening on ${url}`);
   for (const w of missingPrograms(Object.values(config.models))) log.warn(w);
-  // Accepted by the config contract, not served yet: say so rather than ignore it silently.
-  if (config.server.metricsListen) {
-    log.warn(
-      `server.metrics_listen = "${config.server.metricsListen}": the metrics listener is not available in this version`,
-    );
-  }
+  if (server.metricsUrl) log.info(`metrics on ${server.metricsUrl}/metrics`);
   const peers = Object.keys(config.peers);
   if (peers.length > 0) {
     log.warn(

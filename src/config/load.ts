@@ -81,6 +81,7 @@ export function loadConfigText(text: string, opts: LoadOptions): Config {
     server: {
       listen: [...server.listen],
       metricsListen: server.metrics_listen,
+      metricsOnApi: server.metrics_on_api,
       apiKeys: [...server.api_keys],
       startPort: server.start_port,
       healthCheckTimeoutS: server.health_check_timeout_s,
@@ -99,6 +100,7 @@ export function loadConfigText(text: string, opts: LoadOptions): Config {
       holdOn: scheduler.hold_on,
       maxQueue: scheduler.max_queue,
     },
+    activity: { size: file.activity.size },
     resources: {
       vramBudgetGb: resources.vram_budget_gb,
       ramBudgetGb: resources.ram_budget_gb,

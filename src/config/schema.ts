@@ -33,6 +33,8 @@ export const ServerSchema = Type.Object(
   {
     listen: strings(["127.0.0.1:8080"]),
     metrics_listen: Type.String({ default: "" }),
+    /** `GET /metrics` on the API listeners too. */
+    metrics_on_api: Type.Boolean({ default: false }),
     api_keys: Type.Array(Type.String({ minLength: 1 }), { default: [] }),
     start_port: Type.Integer({ minimum: 1, maximum: 65535, default: 10001 }),
     health_check_timeout_s: seconds(120),
@@ -60,6 +62,14 @@ export const SchedulerSchema = Type.Object(
     /** Requests waiting at once, across all models; more get 503 with Retry-After. */
     max_queue: Type.Integer({ minimum: 1, default: 512 }),
     hold_on: oneOf(["tool_calls", "request"], "tool_calls"),
+  },
+  closed,
+);
+
+export const ActivitySchema = Type.Object(
+  {
+    /** Finished requests kept for `GET /api/requests`; 0 = none. */
+    size: Type.Integer({ minimum: 0, default: 1000 }),
   },
   closed,
 );
@@ -142,6 +152,7 @@ export const ConfigFileSchema = Type.Object(
   {
     server: ServerSchema,
     scheduler: SchedulerSchema,
+    activity: ActivitySchema,
     resources: ResourcesSchema,
     router: RouterSchema,
     groups: tableOf(GroupSchema),

@@ -9,6 +9,8 @@ export interface ServerConfig {
   listen: string[];
   /** `host:port` of the Prometheus listener; "" = off. */
   metricsListen: string;
+  /** `GET /metrics` is served on the API listeners too. */
+  metricsOnApi: boolean;
   apiKeys: string[];
   startPort: number;
   healthCheckTimeoutS: number;
@@ -125,6 +127,8 @@ export interface Config {
   file: string;
   server: ServerConfig;
   scheduler: SchedulerConfig;
+  /** The activity log (`GET /api/requests`): how many finished requests it keeps. */
+  activity: { size: number };
   resources: ResourcesConfig;
   router: { policy: "group" | "matrix" };
   /** Every group, the implicit default group (`DEFAULT_GROUP`) included when it has members. */

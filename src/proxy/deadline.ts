@@ -65,6 +65,8 @@ export class Deadline implements ReadWatch, Swept {
   private since = -1;
   private expired: QmError | null = null;
   private client: AbortSignal | null;
+  /** When the first read of the answer's body returned (the sweep's clock); -1 before. */
+  firstReadAt = -1;
 
   /** The deadline of a call to `model`. `mayIdle`: only the first-byte limit applies. */
   static forModel(
@@ -117,6 +119,12 @@ export class Deadline implements ReadWatch, Swept {
 
   read(): void {
     this.since = -1;
+    if (this.firstReadAt < 0) this.firstReadAt = this.sweeper.now();
+  }
+
+  /** The sweep's clock (the call's time base). */
+  now(): number {
+    return this.sweeper.now();
   }
 
   /** The exchange is over (`answered`: it ended normally); the limits no longer apply. */

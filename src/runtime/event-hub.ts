@@ -28,6 +28,11 @@ export class EventHub {
     return () => this.subscribers.delete(fn);
   }
 
+  /** Someone is subscribed (an event costs nothing to build when nobody is). */
+  get listening(): boolean {
+    return this.subscribers.size > 0;
+  }
+
   /**
    * The events after `id`, oldest first; null when some of them are no longer kept (or `id`
    * was never given out), so the caller must start afresh.

@@ -56,6 +56,8 @@ export class GpuWatch {
   private timer: unknown = null;
   private stopped = false;
   last: GpuReading | null = null;
+  /** When `last` was read (the timers' clock). */
+  lastAt = 0;
   /** Spawn-guard refusals, remembered until the memory picture changes. */
   private readonly refusals = new Map<string, { fingerprint: string; message: string }>();
 
@@ -109,6 +111,7 @@ export class GpuWatch {
     }
     const r = result.reading;
     this.last = r;
+    this.lastAt = timers.now();
     this.baseline.observe(r.foreignGb, idle);
     this.forgetStaleRefusals();
     const before = budget.vramGb();

@@ -1,3 +1,4 @@
+import type { RequestRecord } from "../api/exchange/record.ts";
 import type {
   AcquireHooks,
   Gateway,
@@ -6,6 +7,8 @@ import type {
   QmEvent,
   StatusJson,
 } from "../api/gateway.ts";
+import { ActivityLog } from "../api/metrics/activity.ts";
+import { QmMetrics } from "../api/metrics/prometheus.ts";
 import { modelIdFor } from "../config/aliases.ts";
 import { parseVariantName } from "../config/index.ts";
 import type { Config, ModelConfig } from "../config/types.ts";
@@ -63,6 +66,8 @@ export class Runtime implements Effects, Gateway {
   readonly loadTimes: LoadTimes;
   /** Every upstream call still live: shutdown cuts them when its grace runs out. */
   readonly calls = new Sweep<Deadline>();
+  readonly activity: ActivityLog;
+  readonly metrics: QmMetrics;
   private closing = false;
   /** Memory limits in force: the static budgets, tightened by the live GPU ceiling. */
   readonly budget: LiveBudget;
@@ -86,6 +91,11 @@ export class Runtime implements Effects, Gateway {
       (err) => opts.log.warn(`cannot keep load times: ${err instanceof Error ? err.message : err}`),
     );
     this.budget = new LiveBudget(config.resources);
+    this.activity = new ActivityLog(config.activity.size);
+    this.metrics = new QmMetrics({
+      status: () => this.status(),
+      gpuReadingAgeS: () => (this.gpu.last ? (timers.now() - this.gpu.lastAt) / 1000 : null),
+    });
     this.leases = new LeaseBook(opts.log, timers);
     this.scheduler = new Scheduler(config, makePolicy(config, this.budget), this, opts.clock);
     this.gpu = new GpuWatch({
@@ -99,10 +109,24 @@ export class Runtime implements Effects, Gateway {
       shed: (gb) => this.scheduler.shed(gb),
     });
     this.budget.refusalOf = (model) => this.gpu.refusal(model);
+    const scheduler = this.scheduler;
     this.runner = new SwapRunner({
       log: opts.log,
       models: () => this.config.models,
-      events: this.scheduler,
+      // The scheduler's, with each swap's end counted on the way.
+      events: {
+        swapDone: (id, result) => {
+          const how = result.ok
+            ? "ok"
+            : result.error.code === "model_unloaded"
+              ? "aborted"
+              : "failed";
+          this.metrics.swapEnded(id, how, opts.clock.now());
+          scheduler.swapDone(id, result);
+        },
+        stopped: (model) => scheduler.stopped(model),
+        exited: (model, error) => scheduler.exited(model, error),
+      },
       gpu: this.gpu,
       makeProcess:
         opts.makeProcess ??
@@ -246,6 +270,12 @@ export class Runtime implements Effects, Gateway {
     this.stalls.answered(id);
   }
 
+  record(r: RequestRecord): void {
+    this.activity.push(r);
+    this.metrics.request(r);
+    if (this.events.listening) this.events.publish({ type: "request", ...r });
+  }
+
   // ── Effects ───────────────────────────────────────────────────────────────────────────────
 
   grant(requestId: number, _model: string): boolean {
@@ -265,6 +295,7 @@ export class Runtime implements Effects, Gateway {
   }
 
   startSwap(swap: Swap): void {
+    this.metrics.swapStarted(swap.id, swap.target, swap.evict, this.opts.clock.now());
     this.runner.startSwap(swap);
   }
 
@@ -273,6 +304,7 @@ export class Runtime implements Effects, Gateway {
   }
 
   stopModels(models: string[], reason: string): void {
+    this.metrics.stopped(models, reason);
     this.runner.stopModels(models, reason);
   }
 

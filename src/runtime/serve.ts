@@ -1,5 +1,7 @@
 import { join } from "node:path";
 import { buildApp } from "../api/app.ts";
+import type { Gateway } from "../api/gateway.ts";
+import { metricsHandler } from "../api/metrics/routes.ts";
 import { parseHostPort } from "../config/index.ts";
 import type { Config } from "../config/types.ts";
 import { killAllSync, startSupervision } from "../process/index.ts";
@@ -12,6 +14,8 @@ export interface RunningServer {
   runtime: Runtime;
   /** `http://host:port` of every API listener, in config order (real ports when 0 was asked). */
   urls: string[];
+  /** `http://host:port` of the metrics listener (`server.metrics_listen`), or null. */
+  metricsUrl: string | null;
   /** Graceful stop: refuse new work, let in-flight requests finish (bounded), stop every model. */
   stop(): Promise<void>;
 }
@@ -37,6 +41,7 @@ export function startServer(config: Config, log: Logger): RunningServer {
   runtime.start();
   const servers: Listener[] = [];
   const urls: string[] = [];
+  let metricsUrl: string | null = null;
   try {
     for (const address of config.server.listen) {
       const hp = parseHostPort(address);
@@ -53,8 +58,14 @@ export function startServer(config: Config, log: Logger): RunningServer {
         fetch: (request, srv) => app.fetch(request, srv),
       });
       servers.push(server);
-      const shown = host.includes(":") ? `[${host}]` : host;
-      urls.push(`http://${shown}:${server.port}`);
+      urls.push(urlOf(host, server.port));
+    }
+    if (config.server.metricsListen) {
+      const hp = parseHostPort(config.server.metricsListen);
+      if (!hp) throw new Error(`bad metrics_listen address "${config.server.metricsListen}"`);
+      const server = serveMetrics(runtime, hp.host, hp.port, log);
+      servers.push(server);
+      metricsUrl = urlOf(hp.host, server.port);
     }
   } catch (err) {
     for (const s of servers) void s.stop(true);
@@ -83,5 +94,15 @@ export function startServer(config: Config, log: Logger): RunningServer {
   };
   // Whatever ends this process, no model process outlives it.
   process.on("exit", () => killAllSync());
-  return { runtime, urls, stop };
+  return { runtime, urls, metricsUrl, stop };
+}
+
+function urlOf(host: string, port: number | undefined): string {
+  return `http://${host.includes(":") ? `[${host}]` : host}:${port}`;
+}
+
+/** The metrics listener: `GET /metrics` and nothing else (no API key: bind it for the scraper). */
+export function serveMetrics(gw: Gateway, host: string, port: number, log: Logger): Listener {
+  const handle = metricsHandler(gw, log);
+  return Bun.serve({ hostname: host, port, idleTimeout: 30, development: false, fetch: handle });
 }

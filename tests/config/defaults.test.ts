@@ -14,6 +14,7 @@ describe("defaults", () => {
     expect(config.server).toEqual({
       listen: ["127.0.0.1:8080"],
       metricsListen: "",
+      metricsOnApi: false,
       apiKeys: [],
       startPort: 10001,
       healthCheckTimeoutS: 120,
@@ -194,6 +195,7 @@ models_dir = "/models"
     expect(config.server).toEqual({
       listen: ["127.0.0.1:9000", "[::1]:9001"],
       metricsListen: "127.0.0.1:9100",
+      metricsOnApi: false,
       apiKeys: ["k1", "k2"],
       startPort: 20000,
       healthCheckTimeoutS: 30,

@@ -5,6 +5,7 @@
  * routes' calls (unload, leases, events) are recorded and answered from plain fields.
  */
 
+import type { RequestRecord } from "../../src/api/exchange/record.ts";
 import type {
   AcquireHooks,
   Gateway,
@@ -14,6 +15,8 @@ import type {
   QmEvent,
   StatusJson,
 } from "../../src/api/gateway.ts";
+import { ActivityLog } from "../../src/api/metrics/activity.ts";
+import { QmMetrics } from "../../src/api/metrics/prometheus.ts";
 import { modelIdFor } from "../../src/config/aliases.ts";
 import type { Config, ModelConfig } from "../../src/config/types.ts";
 import type { Deadline } from "../../src/proxy/deadline.ts";
@@ -72,6 +75,8 @@ export interface FakeGw extends Gateway {
   unloadAt: Record<string, number>;
   /** Listeners `subscribe` added and not yet removed. */
   listeners: Set<(e: QmEvent, id: number) => void>;
+  /** Every finished request's record, in order. */
+  records: RequestRecord[];
   /** The events published, kept and numbered as the runtime does; `publish` feeds it. */
   hub: EventHub;
   publish(e: QmEvent): void;
@@ -177,6 +182,15 @@ export function fakeGateway(toml: string, timers?: Timers): FakeGw {
     held: new Map(),
     leaseCalls: [],
     listeners: new Set(),
+    records: [],
+    activity: new ActivityLog(cfg.activity.size),
+    metrics: new QmMetrics({ status: () => gw.status() }),
+    record(r: RequestRecord) {
+      gw.records.push(r);
+      gw.activity.push(r);
+      gw.metrics.request(r);
+      gw.hub.publish({ type: "request", ...r });
+    },
     hub: new EventHub(),
     publish: (e: QmEvent) => gw.hub.publish(e),
     eventsSince: (id: number) => gw.hub.since(id),

@@ -94,6 +94,7 @@ const encoder = new TextEncoder();
 
 /** Anthropic's envelope for failures before the answer, `event: error` inside a stream. */
 export const ANTHROPIC: ExchangeApi = {
+  name: "anthropic",
   error: (err, headers) => anthropicError(err, headers),
   streamError: (err) => {
     const f = fromQmError(asQmError(err));

@@ -127,9 +127,11 @@ function streamFor(
   upstream: Response | Promise<Response>,
 ): ReadableStream<Uint8Array> {
   const { opts } = x.parsed.ctx;
+  const translator = new StreamTranslator(x.parsed.shape);
+  translator.figures = call.observer.figures;
   return translatedStream({
     upstream,
-    translator: new StreamTranslator(x.parsed.shape),
+    translator,
     model: x.model.id,
     pingMs: opts.pingMs,
     timers: opts.timers,
@@ -174,6 +176,7 @@ async function sendWhole(x: Exchange<Translated>, call: Call): Promise<Response>
     return anthropicError(fromUpstream(res.status, text, id, retry), headersOf(x));
   }
   const json = call.parseAnswer(text);
+  call.observer.figures.chunk(json);
   const message = fromOpenAI(json, x.parsed.shape);
   call.observer?.ended(message.stop_reason === "tool_use");
   call.finish(true);

@@ -8,12 +8,12 @@ import type { Call } from "../exchange/call.ts";
 import { type Asks, type Exchange, headersOf, runExchange } from "../exchange/exchange.ts";
 import type { Gateway } from "../gateway.ts";
 import { openaiError } from "../openai/errors.ts";
-import { OPENAI } from "../openai/inference.ts";
+import { LOAD } from "../openai/inference.ts";
 import { readBody } from "../request/body.ts";
 
 /** The control paths and the methods each answers (for a 405's `Allow`). */
 const CONTROL_PATHS: [RegExp, string][] = [
-  [/^\/(?:|health|running|api\/status|api\/events)$/, "GET"],
+  [/^\/(?:|health|running|api\/status|api\/events|api\/requests)$/, "GET"],
   [/^\/api\/models\/[^/]+\/logs$/, "GET"],
   [/^\/api\/models\/(?:unload|[^/]+\/(?:load|unload|lease))$/, "POST"],
   [/^\/api\/models\/[^/]+\/lease\/[^/]+$/, "POST, DELETE"],
@@ -90,7 +90,7 @@ export function controlRoutes(gw: Gateway, log: Logger) {
         request,
         model,
         asks: NO_ASKS,
-        api: OPENAI,
+        api: LOAD,
         log,
         parsed: null,
         send: loaded,

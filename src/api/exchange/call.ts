@@ -13,7 +13,8 @@ import type { RelayEnd } from "../../proxy/relay.ts";
 import { QmError } from "../../shared/errors.ts";
 import type { Logger } from "../../shared/log.ts";
 import type { Gateway, Lease } from "../gateway.ts";
-import type { Observer } from "./observer.ts";
+import { Observer } from "./observer.ts";
+import type { ApiName, RequestRecord } from "./record.ts";
 
 export interface CallOptions {
   /**
@@ -23,12 +24,15 @@ export interface CallOptions {
    */
   mayIdle?: boolean | undefined;
   observer?: Observer | null | undefined;
+  /** The API the request came in on, for its record (`openai` if absent). */
+  api?: { readonly name: ApiName } | undefined;
 }
 
 export class Call implements UpstreamCall, DeadlineReport {
   readonly modelId: string;
   readonly deadline: Deadline;
-  readonly observer: Observer | null;
+  /** The tee on the answer; every call has one (it reads the figures of the record). */
+  readonly observer: Observer;
   private lease: Lease | null = null;
   /** The granted model's base URL: the config it started with (its port may have moved). */
   base = "";
@@ -37,6 +41,15 @@ export class Call implements UpstreamCall, DeadlineReport {
   /** How long the grant took (`x-qm-wait-ms`); -1 until granted. */
   waitedMs = -1;
   private over = false;
+  private readonly api: ApiName;
+  /** Wall-clock arrival (the record's `time`) and the same moment on the call's clock. */
+  private readonly arrived = Date.now();
+  private readonly startedAt: number;
+  private endedAt = 0;
+  private answeredInFull = false;
+  /** The client's HTTP status, once its response is made; 0 before. */
+  private status = 0;
+  private streamed = false;
 
   constructor(
     private readonly gw: Gateway,
@@ -46,7 +59,8 @@ export class Call implements UpstreamCall, DeadlineReport {
     opts: CallOptions = {},
   ) {
     this.modelId = model.id;
-    this.observer = opts.observer ?? null;
+    this.observer = opts.observer ?? new Observer(null);
+    this.api = opts.api?.name ?? "openai";
     this.deadline = Deadline.forModel(model, {
       report: opts.mayIdle ? undefined : this,
       sweep: gw.calls,
@@ -54,6 +68,7 @@ export class Call implements UpstreamCall, DeadlineReport {
       mayIdle: opts.mayIdle,
     });
     this.signal = this.deadline.signal;
+    this.startedAt = this.deadline.now();
   }
 
   /** Aborts when the client leaves, a time limit passes or shutdown cuts the call. */
@@ -79,8 +94,52 @@ export class Call implements UpstreamCall, DeadlineReport {
   finish(answered: boolean): void {
     if (this.over) return;
     this.over = true;
+    this.endedAt = this.deadline.now();
+    this.answeredInFull = answered;
     this.deadline.end(answered);
-    this.lease?.release({ toolCalls: this.observer?.toolCalls ?? false });
+    this.lease?.release({ toolCalls: this.observer.toolCalls });
+    if (this.status !== 0) this.report();
+  }
+
+  /**
+   * The client's response is made (`streamed`: its body is a stream). The record goes out once
+   * both this and the end happened, whichever comes last: a stream's end comes after its
+   * headers, a whole answer's or a failure's before them. Only the first call counts.
+   */
+  responded(status: number, streamed: boolean): void {
+    if (this.status !== 0) return;
+    this.status = status;
+    this.streamed = streamed;
+    if (this.over) this.report();
+  }
+
+  private report(): void {
+    const f = this.observer.figures;
+    const first = this.deadline.firstReadAt;
+    const record: RequestRecord = {
+      time: this.arrived,
+      model: this.modelId,
+      api: this.api,
+      status: this.status,
+      answered: this.answeredInFull,
+      wait_ms: this.waitedMs >= 0 ? this.waitedMs : null,
+      swap: !this.loaded,
+      duration_ms: Math.max(0, this.endedAt - this.startedAt),
+      ttft_ms:
+        this.streamed && first >= 0 && first <= this.endedAt
+          ? Math.max(0, first - this.startedAt)
+          : null,
+      prompt_tokens: f.prompt,
+      completion_tokens: f.completion,
+      cached_tokens: f.cached,
+      finish_reason: f.finishReason,
+    };
+    try {
+      this.gw.record(record);
+    } catch (error) {
+      // What watches requests must never break one.
+      this.log.error(`recording a request of "${this.modelId}": ${String(error)}`);
+    }
   }
 
   /** qm's headers on every answer for a model: which model, whether it was loaded, the wait. */

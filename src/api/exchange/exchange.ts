@@ -15,11 +15,14 @@ import type { AcquireHooks, Gateway } from "../gateway.ts";
 import { schedulingHeaders } from "../request/scheduling.ts";
 import { Call } from "./call.ts";
 import type { Observer } from "./observer.ts";
+import type { ApiName } from "./record.ts";
 
 export type Asks = Pick<AcquireHooks, "holdMs" | "patienceMs" | "keepAliveMs">;
 
 /** How an API writes failures. */
 export interface ExchangeApi {
+  /** The API's name in the request's record (`/api/requests`, metrics' `api` label). */
+  readonly name: ApiName;
   /** A failure before any answer: the API's error envelope, with the exchange's headers. */
   error(err: QmError, headers: Headers): Response;
   /** A failure inside a stream that already answered 200; the placeholder's default if absent. */
@@ -79,15 +82,23 @@ export async function runExchange<T>(x: Exchange<T>): Promise<Response> {
   const call = new Call(gw, model, x.request.signal, x.log, x);
   call.loaded = gw.modelState(model.id) === "ready";
   if (x.placeholder && !call.loaded && model.sendLoadingState) return waitStatus(x, call);
+  let res: Response;
   try {
     call.granted(await gw.acquire(model, call.signal, x.asks));
-    return await x.send(x, call);
+    res = await x.send(x, call);
   } catch (err) {
     call.finish(false);
     const headers = headersOf(x);
     call.tag(headers);
-    return x.api.error(asQmError(err), headers);
+    res = x.api.error(asQmError(err), headers);
   }
+  call.responded(res.status, res.body !== null && isStream(res.headers.get("content-type")));
+  return res;
+}
+
+/** An answer whose body is a stream of events or lines (SSE, NDJSON), not one document. */
+function isStream(type: string | null): boolean {
+  return type !== null && (type.includes("event-stream") || type.includes("ndjson"));
 }
 
 /**
@@ -123,5 +134,6 @@ function waitStatus<T>(x: Exchange<T>, call: Call): Response {
   call.tag(headers);
   headers.set("content-type", "text/event-stream");
   headers.set("cache-control", "no-cache");
+  call.responded(200, true);
   return new Response(body, { status: 200, headers });
 }

@@ -1,16 +1,21 @@
 /**
  * The one tee on an answer: it sees every chunk the upstream sends as it passes (or is told by
  * a translator that parsed the answer anyway), and is the one place that knows how the answer
- * ended. Nothing else reads the stream a second time. Today it tells whether the answer ended
- * in tool calls (the agent-loop hold); it is also where time to first token, token counts and
- * the finish reason are to be read, once for every API.
+ * ended: whether in tool calls (the agent-loop hold), its token counts and its finish reason
+ * (the request's record). Nothing else reads the stream a second time.
  */
 import { type EndPattern, EndScan } from "../../proxy/end-scan.ts";
 import type { ChunkObserver } from "../../proxy/relay.ts";
+import { AnswerScan } from "./answer-scan.ts";
+import { AnswerFigures } from "./figures.ts";
 
 export class Observer implements ChunkObserver {
   private readonly scan: EndScan | null;
   private toolEnd = false;
+  /** What the answer said of itself; a translator fills it in (`figures.chunk`) as it parses. */
+  readonly figures = new AnswerFigures();
+  /** Made on the first relayed chunk: a translated answer never needs one. */
+  private answer: AnswerScan | null = null;
 
   /** `toolEnd`: the byte pattern of a tool-call ending in this API's answers, if it is watched. */
   constructor(toolEnd: EndPattern | null) {
@@ -19,6 +24,8 @@ export class Observer implements ChunkObserver {
 
   chunk(chunk: Uint8Array): void {
     this.scan?.feed(chunk);
+    this.answer ??= new AnswerScan(this.figures);
+    this.answer.feed(chunk);
   }
 
   /** A translator that parsed the answer says how it ended. */

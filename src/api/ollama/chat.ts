@@ -179,6 +179,7 @@ function sendStream(x: Exchange<Parsed>, call: Call, res: Response, headers: Hea
     timing,
     clock,
   });
+  translator.figures = call.observer.figures;
   const body = ndjsonStream({
     upstream: res,
     translator,
@@ -203,6 +204,7 @@ async function sendWhole(
 ): Promise<Response> {
   const { ask, kind, timing, clock } = x.parsed;
   const json = call.parseAnswer(await call.readText(res));
+  call.observer.figures.chunk(json);
   const { body, toolCalls } = fromCompletion(json, {
     kind,
     model: ask.name,

@@ -16,6 +16,7 @@ export function ollamaError(err: QmError, headers?: Headers | Record<string, str
 
 /** How the Ollama routes write failures: the envelope, or an error line inside a stream. */
 export const OLLAMA: ExchangeApi = {
+  name: "ollama",
   error: ollamaError,
   streamError: (err) =>
     encoder.encode(

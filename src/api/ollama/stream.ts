@@ -10,7 +10,9 @@
  * reason), after the usage chunk that `stream_options.include_usage` asks for, so its counts
  * are the upstream's own.
  */
+
 import type { OaiToolCallDelta } from "../anthropic/translate/openai-types.ts";
+import type { AnswerFigures } from "../exchange/figures.ts";
 import {
   type Clock,
   type Counts,
@@ -48,6 +50,8 @@ export class NdjsonTranslator {
   finished = false;
   /** The answer ended in tool calls. */
   toolCalls = false;
+  /** Told each upstream chunk, for the request's record (token counts, finish reason). */
+  figures: AnswerFigures | null = null;
 
   constructor(private readonly s: StreamShape) {
     this.head = `{"model":${JSON.stringify(s.model)},"created_at":"`;
@@ -67,6 +71,7 @@ export class NdjsonTranslator {
     if (!isRec(chunk)) return "";
     if (chunk.error !== undefined) return this.fail(upstreamMessage(chunk.error));
     if (chunk.usage !== undefined || chunk.timings !== undefined) readCounts(this.counts, chunk);
+    this.figures?.chunk(chunk);
     const choice = Array.isArray(chunk.choices) ? chunk.choices[0] : undefined;
     if (!isRec(choice)) return "";
     let out = "";

@@ -37,7 +37,11 @@ const encoder = new TextEncoder();
  */
 const STREAMING_PATHS = new Set(["/v1/chat/completions", "/v1/completions"]);
 
-export const OPENAI: ExchangeApi = { error: openaiError };
+export const OPENAI: ExchangeApi = { name: "openai", error: openaiError };
+/** `/upstream/{model}/…`: a model's own API, failures in the OpenAI envelope. */
+export const UPSTREAM: ExchangeApi = { name: "upstream", error: openaiError };
+/** `POST /api/models/{id}/load`. */
+export const LOAD: ExchangeApi = { name: "load", error: openaiError };
 
 interface Parsed {
   stream: boolean;

@@ -8,7 +8,7 @@ import { type Asks, admit, type Exchange, runExchange } from "../exchange/exchan
 import type { Gateway } from "../gateway.ts";
 import { readBody } from "../request/body.ts";
 import { openaiError } from "./errors.ts";
-import { handleInference, OPENAI } from "./inference.ts";
+import { handleInference, UPSTREAM } from "./inference.ts";
 import { listModels, retrieveModel } from "./models.ts";
 
 /** OpenAI inference routes: the body's `model` (a multipart field for audio) picks the model. */
@@ -134,7 +134,7 @@ async function upstream(gw: Gateway, request: Request, log: Logger): Promise<Res
     request,
     model,
     asks,
-    api: OPENAI,
+    api: UPSTREAM,
     log,
     // A GET through /upstream (a model's web UI, an event stream) may idle for long.
     mayIdle: bodiless,

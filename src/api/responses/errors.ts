@@ -21,6 +21,7 @@ export function responsesErrorEvent(e: QmError): string {
 }
 
 export const RESPONSES_API: ExchangeApi = {
+  name: "responses",
   error: openaiError,
   streamError: (err) => encoder.encode(responsesErrorEvent(asQmError(err))),
 };

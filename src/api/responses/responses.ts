@@ -204,6 +204,7 @@ async function sendWhole(x: Exchange<Parsed>, call: Call): Promise<Response> {
   }
   headers.set("content-type", "application/json");
   const json = call.parseAnswer(text);
+  call.observer.figures.chunk(json);
   const response = fromChat(json, x.parsed.shape);
   keepAnswer(x.parsed.keep, response);
   call.observer?.ended(hasCalls(response.output as OutputItem[]));
@@ -218,6 +219,7 @@ function streamFor(
 ): ReadableStream<Uint8Array> {
   const { opts, shape } = x.parsed;
   const translator = new ResponsesStream(shape);
+  translator.figures = call.observer.figures;
   return responsesBody({
     upstream,
     translator,

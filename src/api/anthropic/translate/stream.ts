@@ -17,7 +17,9 @@
  * arguments of parallel calls arrive split and interleaved by index, sometimes cumulative or
  * broken, and a block must carry valid JSON or clients silently turn it into `{}`.
  */
+
 import { sseEvent } from "../../../shared/sse.ts";
+import type { AnswerFigures } from "../../exchange/figures.ts";
 import { errorEvent, streamErrorType, upstreamErrorObject } from "../errors.ts";
 import { sanitizeToolId } from "../ids.ts";
 import type { StopReason } from "../wire.ts";
@@ -84,6 +86,8 @@ export class StreamTranslator {
   private chars = 0;
   /** How the message ended; null until `message_delta` went out. */
   stopReason: StopReason | null = null;
+  /** Told each upstream chunk, for the request's record (token counts, finish reason). */
+  figures: AnswerFigures | null = null;
   /** The request's stop sequences, applied to the text here (`stop-match.ts`). */
   private readonly stops: StopMatcher | null;
 
@@ -148,6 +152,7 @@ export class StreamTranslator {
     }
     if (isRec(chunk.usage)) this.usage = chunk.usage as OaiUsage;
     if (isRec(chunk.timings)) this.cacheN = chunk.timings.cache_n;
+    this.figures?.chunk(chunk);
     let out = this.start();
     const choice = Array.isArray(chunk.choices) ? chunk.choices[0] : undefined;
     if (!isRec(choice)) return out;

@@ -19,8 +19,10 @@
  * with the shapes of `response.ts`, so a streamed answer ends in the same object a
  * non-streamed one is.
  */
+
 import { createParser, type EventSourceParser } from "eventsource-parser";
 import type { OaiUsage } from "../../anthropic/translate/openai-types.ts";
+import type { AnswerFigures } from "../../exchange/figures.ts";
 import { itemId } from "./ids.ts";
 import {
   callItem,
@@ -78,6 +80,8 @@ export class ResponsesStream {
   ending: Ending | null = null;
   /** The final Response object (completed, incomplete or failed); null while it runs. */
   final: Obj | null = null;
+  /** Told each upstream chunk, for the request's record (token counts, finish reason). */
+  figures: AnswerFigures | null = null;
 
   constructor(private readonly shape: StreamShape) {
     this.ids = shape.ids ?? itemId;
@@ -157,6 +161,7 @@ export class ResponsesStream {
       return;
     }
     if (isObj(chunk.usage)) this.usage = chunk.usage as OaiUsage & Obj;
+    this.figures?.chunk(chunk);
     const choice = Array.isArray(chunk.choices) ? chunk.choices[0] : undefined;
     if (!isObj(choice)) return;
     const delta = isObj(choice.delta) ? choice.delta : {};

@@ -1,0 +1,331 @@
+/**
+ * qm's Prometheus metrics (text format, `GET /metrics`), on a registry of their own per
+ * Gateway (several can live in one process: tests). Names follow Prometheus' rules
+ * (https://prometheus.io/docs/practices/naming/): a `qm_` prefix, base units (seconds, bytes),
+ * `_total` on counters.
+ *
+ * Three sources, and no timer of its own:
+ * - each finished request's record (`request`): counts, latencies, tokens. This runs for every
+ *   request, so its counters are plain sums per series here, handed to prom-client at scrape
+ *   time (a counter's `collect`); a prom-client `inc` costs a label check and a hash each;
+ * - the runtime's effects as they happen (`swapStarted`/`swapEnded`, `stopped`);
+ * - `status()` read once per scrape for every gauge (model states, queue, VRAM).
+ */
+import { Counter, Gauge, Histogram, Registry } from "prom-client";
+import type { RequestRecord } from "../exchange/record.ts";
+import type { StatusJson } from "../gateway.ts";
+import { type HistogramSeries, SeriesHistogram } from "./histogram.ts";
+
+/** LLM latencies: a cached short answer in tens of ms, a cold load plus a long answer in minutes. */
+const LATENCY_BUCKETS = [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600];
+/** A model load: a second for a small model on a warm disk, minutes for a big one. */
+const SWAP_BUCKETS = [0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60, 120, 300, 600];
+/** Generation speed: CPU offload at a few tokens/s, a small model on a big GPU at hundreds. */
+const TPS_BUCKETS = [1, 2, 5, 10, 20, 30, 50, 75, 100, 150, 200, 300, 500, 1000];
+
+const STATES = ["stopped", "starting", "ready", "stopping", "failed"] as const;
+
+/** 1 GB in qm's configs and status is a GiB (`gpu/units.ts`). */
+const BYTES_PER_GB = 2 ** 30;
+
+/** A stop's reason as the scheduler words it, as one of a few label values. */
+export function stopReason(reason: string): string {
+  if (reason === "ttl" || reason === "unload" || reason === "swap") return reason;
+  if (reason.startsWith("keep_alive")) return "keep_alive";
+  if (reason.includes("memory")) return "memory_pressure";
+  return "other";
+}
+
+interface ApiSeries {
+  labels: { model: string; api: string };
+  statuses: Map<number, number>;
+  duration: HistogramSeries;
+  ttft: HistogramSeries;
+}
+
+interface ModelSeries {
+  labels: { model: string };
+  apis: Map<string, ApiSeries>;
+  wait: HistogramSeries;
+  tps: HistogramSeries;
+  /** A count no answer stated stays null (no series). */
+  tokens: TokenSums;
+}
+
+interface TokenSums {
+  prompt: number | null;
+  completion: number | null;
+  cached: number | null;
+}
+
+export interface MetricsSources {
+  status(): StatusJson;
+  /** Seconds since the last trusted GPU reading, or null when there is none. */
+  gpuReadingAgeS?: (() => number | null) | undefined;
+}
+
+export class QmMetrics {
+  readonly registry = new Registry();
+  /**
+   * Per model: its label objects, made once (prom-client is handed the same objects on every
+   * request), its request counts by API and status and its token sums — summed here and handed
+   * to prom-client's counters at scrape time.
+   */
+  private readonly series = new Map<string, ModelSeries>();
+  // The per-request histograms: counted here per series (histogram.ts), shown by prom-client.
+  private readonly duration: SeriesHistogram;
+  private readonly ttft: SeriesHistogram;
+  private readonly tps: SeriesHistogram;
+  private readonly wait: SeriesHistogram;
+  private readonly swaps: Counter<"model" | "result">;
+  private readonly swapDuration: Histogram<"model">;
+  private readonly loadFailures: Counter<"model">;
+  private readonly stops: Counter<"model" | "reason">;
+  private readonly gauges: Record<string, Gauge<string>>;
+  /** Swaps in progress: when each started (the runtime's clock, ms). */
+  private readonly swapStarts = new Map<number, { model: string; at: number }>();
+
+  constructor(private readonly sources: MetricsSources) {
+    const registers = [this.registry];
+    const counter = <L extends string>(name: string, help: string, labelNames: L[]) =>
+      new Counter<L>({ name, help, labelNames, registers });
+    const histogram = <L extends string>(
+      name: string,
+      help: string,
+      labelNames: L[],
+      buckets: number[],
+    ) => new Histogram<L>({ name, help, labelNames, buckets, registers });
+    const gauge = (name: string, help: string, labelNames: string[] = []) =>
+      new Gauge({ name, help, labelNames, registers });
+    /** Shown only while its value is known (`known`): registered at a scrape that has it. */
+    const sometimes = (name: string, help: string) =>
+      new Gauge({ name, help, labelNames: [], registers: [] });
+
+    const series = this.series;
+    new Counter({
+      name: "qm_requests_total",
+      help: "Finished requests for a model.",
+      labelNames: ["model", "api", "status"],
+      registers,
+      collect() {
+        this.reset();
+        for (const m of series.values()) {
+          for (const a of m.apis.values()) {
+            for (const [status, n] of a.statuses) this.inc({ ...a.labels, status }, n);
+          }
+        }
+      },
+    });
+    const fast = (name: string, help: string, labelNames: string[], buckets: number[]) =>
+      new SeriesHistogram(name, help, labelNames, buckets, this.registry);
+    this.duration = fast(
+      "qm_request_duration_seconds",
+      "From a request's arrival to the end of its answer (waits included).",
+      ["model", "api"],
+      LATENCY_BUCKETS,
+    );
+    this.ttft = fast(
+      "qm_time_to_first_token_seconds",
+      "Streamed answers: from the request's arrival (waits included) to the answer's first chunk.",
+      ["model", "api"],
+      LATENCY_BUCKETS,
+    );
+    this.tps = fast(
+      "qm_output_tokens_per_second",
+      "Streamed answers that stated their completion tokens: tokens over the time from first chunk to end.",
+      ["model"],
+      TPS_BUCKETS,
+    );
+    this.wait = fast(
+      "qm_queue_wait_seconds",
+      "How long a request waited for its model to be granted (queue and load).",
+      ["model"],
+      LATENCY_BUCKETS,
+    );
+    const tokenCounter = (name: string, help: string, kind: keyof TokenSums) =>
+      new Counter({
+        name,
+        help,
+        labelNames: ["model"],
+        registers,
+        collect() {
+          this.reset();
+          for (const m of series.values()) {
+            const n = m.tokens[kind];
+            if (n !== null) this.inc(m.labels, n);
+          }
+        },
+      });
+    tokenCounter("qm_prompt_tokens_total", "Prompt tokens, as answers stated them.", "prompt");
+    tokenCounter(
+      "qm_completion_tokens_total",
+      "Completion tokens, as answers stated them.",
+      "completion",
+    );
+    tokenCounter(
+      "qm_cached_tokens_total",
+      "Prompt tokens served from the model's cache, as answers stated them.",
+      "cached",
+    );
+    this.swaps = counter("qm_swaps_total", "Model loads (swaps), by how they ended.", [
+      "model",
+      "result",
+    ]);
+    this.swapDuration = histogram(
+      "qm_swap_duration_seconds",
+      "Loads that succeeded: from the swap's start (evictions included) to the model being ready.",
+      ["model"],
+      SWAP_BUCKETS,
+    );
+    this.loadFailures = counter("qm_load_failures_total", "Loads that failed.", ["model"]);
+    this.stops = counter(
+      "qm_evictions_total",
+      "Models stopped by qm: evicted for a swap, idle past their TTL or keep_alive, memory pressure, or unloaded.",
+      ["model", "reason"],
+    );
+    this.gauges = {
+      state: gauge("qm_model_state", "1 for the model's current state, 0 for the others.", [
+        "model",
+        "state",
+      ]),
+      inflight: gauge("qm_model_inflight", "Requests being served by the model.", ["model"]),
+      leases: gauge("qm_model_leases", "Leases held on the model.", ["model"]),
+      queued: gauge("qm_model_queued", "Requests waiting for the model.", ["model"]),
+      queue: gauge("qm_queue_depth", "Requests waiting, all models together."),
+      swapping: gauge("qm_swaps_in_progress", "Swaps under way."),
+      budget: gauge("qm_vram_budget_bytes", "The configured VRAM budget."),
+      ceiling: gauge("qm_vram_ceiling_bytes", "The VRAM qm may use now (budget less others' use)."),
+      used: gauge("qm_vram_used_bytes", "VRAM of the loaded models, by their estimates."),
+      gpuTotal: sometimes("qm_gpu_memory_total_bytes", "GPU memory, at the last trusted reading."),
+      gpuUsed: sometimes(
+        "qm_gpu_memory_used_bytes",
+        "GPU memory in use, at the last trusted reading.",
+      ),
+      foreign: sometimes(
+        "qm_gpu_memory_foreign_bytes",
+        "GPU memory used by programs qm did not start, at the last trusted reading.",
+      ),
+      gpuAge: sometimes(
+        "qm_gpu_reading_age_seconds",
+        "Seconds since the last trusted GPU reading.",
+      ),
+      uptime: gauge("qm_uptime_seconds", "Seconds since qm started."),
+      info: gauge("qm_info", "qm's version (always 1).", ["version"]),
+    };
+  }
+
+  /** One finished request (the exchange's record). */
+  request(r: RequestRecord): void {
+    const m = this.seriesOf(r.model);
+    let a = m.apis.get(r.api);
+    if (!a) {
+      const labels = { model: r.model, api: r.api };
+      a = {
+        labels,
+        statuses: new Map(),
+        duration: this.duration.series(labels),
+        ttft: this.ttft.series(labels),
+      };
+      m.apis.set(r.api, a);
+    }
+    a.statuses.set(r.status, (a.statuses.get(r.status) ?? 0) + 1);
+    a.duration.observe(r.duration_ms / 1000);
+    if (r.wait_ms !== null) m.wait.observe(r.wait_ms / 1000);
+    if (r.ttft_ms !== null) {
+      a.ttft.observe(r.ttft_ms / 1000);
+      const generating = r.duration_ms - r.ttft_ms;
+      if (r.completion_tokens !== null && r.completion_tokens > 0 && generating > 0) {
+        m.tps.observe(r.completion_tokens / (generating / 1000));
+      }
+    }
+    const t = m.tokens;
+    if (r.prompt_tokens !== null) t.prompt = (t.prompt ?? 0) + r.prompt_tokens;
+    if (r.completion_tokens !== null) t.completion = (t.completion ?? 0) + r.completion_tokens;
+    if (r.cached_tokens !== null) t.cached = (t.cached ?? 0) + r.cached_tokens;
+  }
+
+  private seriesOf(model: string): ModelSeries {
+    let m = this.series.get(model);
+    if (!m) {
+      const labels = { model };
+      m = {
+        labels,
+        apis: new Map(),
+        wait: this.wait.series(labels),
+        tps: this.tps.series(labels),
+        tokens: { prompt: null, completion: null, cached: null },
+      };
+      this.series.set(model, m);
+    }
+    return m;
+  }
+
+  /** A swap started (`atMs`: the runtime's clock); its evictions count at once. */
+  swapStarted(id: number, model: string, evict: readonly string[], atMs: number): void {
+    this.swapStarts.set(id, { model, at: atMs });
+    for (const m of evict) this.stops.inc({ model: m, reason: "swap" });
+  }
+
+  /** A swap ended: `ok`, failed, or `aborted` (the target was unloaded before it was ready). */
+  swapEnded(id: number, result: "ok" | "failed" | "aborted", atMs: number): void {
+    const start = this.swapStarts.get(id);
+    if (!start) return;
+    this.swapStarts.delete(id);
+    this.swaps.inc({ model: start.model, result });
+    if (result === "ok")
+      this.swapDuration.observe({ model: start.model }, (atMs - start.at) / 1000);
+    if (result === "failed") this.loadFailures.inc({ model: start.model });
+  }
+
+  /** Models stopped outside a swap, with the scheduler's reason. */
+  stopped(models: readonly string[], reason: string): void {
+    const label = stopReason(reason);
+    for (const model of models) this.stops.inc({ model, reason: label });
+  }
+
+  /** The text format, gauges read from `status()` now. */
+  async text(): Promise<string> {
+    this.collect(this.sources.status());
+    return this.registry.metrics();
+  }
+
+  get contentType(): string {
+    return this.registry.contentType;
+  }
+
+  /** A gauge with no value to show is left out, not shown as 0 (no GPU reading ≠ an empty GPU). */
+  private known(g: Gauge<string>, name: string, value: number | null): void {
+    const shown = this.registry.getSingleMetric(name) !== undefined;
+    if (value === null) {
+      if (shown) this.registry.removeSingleMetric(name);
+      return;
+    }
+    if (!shown) this.registry.registerMetric(g);
+    g.set(value);
+  }
+
+  private collect(s: StatusJson): void {
+    const g = this.gauges;
+    for (const k of ["state", "inflight", "leases", "queued"]) g[k]!.reset();
+    for (const m of s.models) {
+      for (const state of STATES) g.state!.set({ model: m.id, state }, m.state === state ? 1 : 0);
+      g.inflight!.set({ model: m.id }, m.inflight);
+      g.leases!.set({ model: m.id }, m.leases);
+      g.queued!.set({ model: m.id }, m.queued);
+    }
+    g.queue!.set(s.queue.depth);
+    g.swapping!.set(s.swaps.length);
+    const r = s.resources;
+    g.budget!.set(r.vram_budget_gb * BYTES_PER_GB);
+    g.ceiling!.set(r.vram_ceiling_gb * BYTES_PER_GB);
+    g.used!.set(r.vram_used_gb * BYTES_PER_GB);
+    const gpu = r.gpu;
+    this.known(g.gpuTotal!, "qm_gpu_memory_total_bytes", gpu && gpu.total_gb * BYTES_PER_GB);
+    this.known(g.gpuUsed!, "qm_gpu_memory_used_bytes", gpu && gpu.used_gb * BYTES_PER_GB);
+    this.known(g.foreign!, "qm_gpu_memory_foreign_bytes", gpu && gpu.foreign_gb * BYTES_PER_GB);
+    this.known(g.gpuAge!, "qm_gpu_reading_age_seconds", this.sources.gpuReadingAgeS?.() ?? null);
+    g.uptime!.set(s.uptime_s);
+    g.info!.reset();
+    g.info!.set({ version: s.version }, 1);
+  }
+}

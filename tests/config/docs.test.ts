@@ -181,10 +181,17 @@ describe("README", () => {
     for (const [name, p] of Object.entries(lock.packages)) {
       const need = p.engines?.node;
       if (!need) continue;
-      // Every range pinned today is a lower bound (">=18", ">= 14.16"); another form fails here.
-      const min = /^>=\s*(\d+)(?:\.\d+){0,2}$/.exec(need.trim());
-      expect({ name, need, lowerBound: min !== null }).toEqual({ name, need, lowerBound: true });
-      expect({ name, need, met: ours >= Number(min![1]) }).toEqual({ name, need, met: true });
+      // Every range pinned today is alternatives (`||`) of a lower bound (">=18", ">= 14.16")
+      // or a caret on a major ("^18"); another form fails here.
+      const alternatives = need
+        .split("||")
+        .map((a) => /^(>=|\^)\s*(\d+)(?:\.\d+){0,2}$/.exec(a.trim()));
+      const known = alternatives.every((a) => a !== null);
+      expect({ name, need, known }).toEqual({ name, need, known: true });
+      const met = alternatives.some((a) =>
+        a![1] === ">=" ? ours >= Number(a![2]) : ours === Number(a![2]),
+      );
+      expect({ name, need, met }).toEqual({ name, need, met: true });
     }
   });
 

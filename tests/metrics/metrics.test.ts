@@ -122,7 +122,7 @@ describe("requests, as a scrape shows them", () => {
   });
 
   test.skipIf(!Bun.which("promtool"))(
-    "promtool check metrics accepts a real scrape (skipped: promtool is not on PATH)",
+    "promtool check metrics accepts a real scrape (skipped where promtool is not on PATH)",
     async () => {
       const gw = fakeGateway(TOML());
       const text = await gw.metrics.text();

@@ -21,6 +21,7 @@
  *     (scripts/bench/ollama.ts).
  * (h) The same for the Responses API: `/v1/responses` streamed (translated) against
  *     `/v1/chat/completions` (scripts/bench/responses.ts).
+ * (i) One `/metrics` scrape with 50 models that served requests (scripts/bench/scrape.ts).
  *
  * qm runs as the compiled binary (`dist/qm serve`, rebuilt when older than src/) with a
  * generated config; every model upstream is started by qm itself.
@@ -37,6 +38,7 @@ import { startListening, withCleanup } from "./bench/procs.ts";
 import { ensureBuilt, load, MODELS, revision, startQm } from "./bench/qm.ts";
 import { readinessRuns } from "./bench/readiness.ts";
 import { RESPONSES_BENCH, responsesRuns, responsesTargets } from "./bench/responses.ts";
+import { metricsScrape } from "./bench/scrape.ts";
 import { streamRuns } from "./bench/streams.ts";
 import { log, percentile, round, rssMb } from "./bench/util.ts";
 
@@ -171,6 +173,10 @@ async function main(): Promise<void> {
   log("in-process overhead");
   const f = inProcessOverhead();
 
+  // (i) One /metrics scrape with 50 models that have served requests, in-process.
+  log("metrics scrape");
+  const scrape = metricsScrape();
+
   const others = [c1, c32, b]
     .flatMap((x) => [x.direct, x.bare, x.qm].map((y) => y.others_cpu_pct))
     .concat(e.passthrough.others_cpu_pct, e.translated.others_cpu_pct)
@@ -262,6 +268,7 @@ async function main(): Promise<void> {
       method: "as anthropic, with POST /v1/responses (stream: true) as the translated route",
     },
     in_process: f,
+    metrics_scrape: scrape,
     matrix_solver: matrixSolver(),
     rss_mb: {
       idle,
@@ -276,6 +283,7 @@ async function main(): Promise<void> {
       stream_coalesced_reads: target(b.qm.coalesced_reads, "<=", 0),
       readiness_gap_ms_max: target(c.max, "<=", 30),
       rss_idle_mb: target(idle, "<=", 80),
+      metrics_scrape_ms_50_models: target(scrape.scrape_ms_p50, "<=", 20),
       anthropic_cpu_ratio: target(e.cpu_ratio, "<=", 1.5),
       anthropic_added_ms_p99: target(e.added_ms_p99_over_passthrough, "<=", 1),
       ollama_cpu_ratio: target(g.cpu_ratio, "<=", 1.5),

@@ -35,3 +35,27 @@ export function setLongTimeout(
   arm();
   return () => timers.clear(handle);
 }
+
+/** How a promise settled: its response or its error; null while it has not yet. */
+export type Settled = { ok: true; res: Response } | { ok: false; error: unknown } | null;
+
+/**
+ * The promise's outcome if it settles within `ms`, else null (it keeps running). A streaming
+ * route waits this long for the upstream's headers before it commits to `200`, so that a quick
+ * refusal stays an HTTP error.
+ */
+export function settleWithin(p: Promise<Response>, ms: number, timers: Timers): Promise<Settled> {
+  return new Promise((resolve) => {
+    const timer = timers.set(() => resolve(null), ms);
+    p.then(
+      (res) => {
+        timers.clear(timer);
+        resolve({ ok: true, res });
+      },
+      (error) => {
+        timers.clear(timer);
+        resolve({ ok: false, error });
+      },
+    );
+  });
+}

@@ -10,7 +10,7 @@
 import { failureLogLine } from "../../proxy/causes.ts";
 import { forward } from "../../proxy/forward.ts";
 import { asQmError } from "../../shared/errors.ts";
-import { realTimers, type Timers } from "../../shared/timer.ts";
+import { realTimers, settleWithin } from "../../shared/timer.ts";
 import type { Call } from "../exchange/call.ts";
 import { type Asks, admit, type Exchange, headersOf, runExchange } from "../exchange/exchange.ts";
 import { Observer } from "../exchange/observer.ts";
@@ -182,23 +182,4 @@ async function sendWhole(x: Exchange<Translated>, call: Call): Promise<Response>
   call.finish(true);
   headersOf(x).set("content-type", "application/json");
   return new Response(JSON.stringify(message), { status: 200, headers: headersOf(x) });
-}
-
-type Settled = { ok: true; res: Response } | { ok: false; error: unknown } | null;
-
-/** The promise's outcome if it settles within `ms`, else null (it keeps running). */
-function settleWithin(p: Promise<Response>, ms: number, timers: Timers): Promise<Settled> {
-  return new Promise((resolve) => {
-    const timer = timers.set(() => resolve(null), ms);
-    p.then(
-      (res) => {
-        timers.clear(timer);
-        resolve({ ok: true, res });
-      },
-      (error) => {
-        timers.clear(timer);
-        resolve({ ok: false, error });
-      },
-    );
-  });
 }

@@ -9,7 +9,7 @@ import { failureLogLine } from "../../proxy/causes.ts";
 import { forward } from "../../proxy/forward.ts";
 import { asQmError } from "../../shared/errors.ts";
 import type { Logger } from "../../shared/log.ts";
-import { realTimers, type Timers } from "../../shared/timer.ts";
+import { realTimers, settleWithin, type Timers } from "../../shared/timer.ts";
 import type { OaiChatRequest, OaiMessage } from "../anthropic/translate/openai-types.ts";
 import type { Call } from "../exchange/call.ts";
 import { type Asks, admit, type Exchange, headersOf, runExchange } from "../exchange/exchange.ts";
@@ -254,23 +254,4 @@ async function sendStream(x: Exchange<Parsed>, call: Call): Promise<Response> {
   }
   for (const [k, v] of Object.entries(SSE_HEADERS)) headers.set(k, v);
   return new Response(streamFor(x, call, early ? early.res : pending), { status: 200, headers });
-}
-
-type Settled = { ok: true; res: Response } | { ok: false; error: unknown } | null;
-
-/** The promise's outcome if it settles within `ms`, else null (it keeps running). */
-function settleWithin(p: Promise<Response>, ms: number, timers: Timers): Promise<Settled> {
-  return new Promise((resolve) => {
-    const timer = timers.set(() => resolve(null), ms);
-    p.then(
-      (res) => {
-        timers.clear(timer);
-        resolve({ ok: true, res });
-      },
-      (error) => {
-        timers.clear(timer);
-        resolve({ ok: false, error });
-      },
-    );
-  });
 }

@@ -133,7 +133,8 @@ async function main(): Promise<void> {
   });
 
   // (e) Translation cost, before (c) so it runs on the same warm qm as (b).
-  const e = await anthropicRuns({
+  // The three translation sections share qm, the stamping upstream and the stream shape.
+  const translation = {
     qmUrl: qm.url,
     qmPid: qm.pid,
     ours: () => [...oursA(), stream.pid, bareStream.proc.pid],
@@ -141,27 +142,16 @@ async function main(): Promise<void> {
     streams: ANTHROPIC_STREAMS,
     tokens: ANTHROPIC_TOKENS,
     rounds: ANTHROPIC_ROUNDS,
-  });
+  };
+  const e = await anthropicRuns(translation);
 
   // (g) The Ollama translation, on the same warm qm and upstream as (e).
-  const g = await ollamaRuns({
-    qmUrl: qm.url,
-    qmPid: qm.pid,
-    ours: () => [...oursA(), stream.pid, bareStream.proc.pid],
-    model: MODELS.anthropic,
-    streams: ANTHROPIC_STREAMS,
-    tokens: ANTHROPIC_TOKENS,
-    rounds: ANTHROPIC_ROUNDS,
-  });
+  const g = await ollamaRuns(translation);
 
   // (h) The Responses translation, on the same upstream and warm qm.
   const h = await responsesRuns({
-    qmUrl: qm.url,
-    qmPid: qm.pid,
-    ours: () => [...oursA(), stream.pid, bareStream.proc.pid],
-    model: MODELS.anthropic,
+    ...translation,
     streams: RESPONSES_BENCH.streams,
-    tokens: ANTHROPIC_TOKENS,
     rounds: RESPONSES_BENCH.rounds,
   });
 

@@ -16,17 +16,7 @@
  * starts or stops mid-way skews both routes rather than one.
  */
 import { type StreamResult, stampedStreams } from "./load.ts";
-import { compareRoutes, type Route } from "./translation.ts";
-
-export interface AnthropicSetup {
-  qmUrl: string;
-  qmPid: number;
-  ours: () => number[];
-  model: string;
-  streams: number;
-  tokens: number;
-  rounds: number;
-}
+import { compareRoutes, type Route, type TranslationSetup } from "./translation.ts";
 
 const PATHS: Record<Route, string> = {
   passthrough: "/v1/chat/completions",
@@ -51,7 +41,7 @@ function request(route: Route, model: string, tokens: number): RequestInit {
 }
 
 /** `streams` concurrent streams of `tokens` stamped tokens through one route. */
-function run(s: AnthropicSetup, route: Route, tokens: number): Promise<StreamResult> {
+function run(s: TranslationSetup, route: Route, tokens: number): Promise<StreamResult> {
   return stampedStreams({
     url: s.qmUrl + PATHS[route],
     init: request(route, s.model, tokens),
@@ -63,6 +53,6 @@ function run(s: AnthropicSetup, route: Route, tokens: number): Promise<StreamRes
   });
 }
 
-export function anthropicRuns(s: AnthropicSetup) {
+export function anthropicRuns(s: TranslationSetup) {
   return compareRoutes("anthropic", s, (route, tokens) => run(s, route, tokens));
 }

@@ -18,11 +18,10 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { AnthropicSetup } from "./anthropic.ts";
 import { type StreamResult, stampedStreams } from "./load.ts";
 import { withCleanup } from "./procs.ts";
 import { ensureBuilt, load, MODELS, startQm } from "./qm.ts";
-import { compareRoutes, type Route } from "./translation.ts";
+import { compareRoutes, type Route, type TranslationSetup } from "./translation.ts";
 
 const ROUTES: Record<Route, { path: string; end: string; separator: string }> = {
   passthrough: { path: "/v1/chat/completions", end: "data: [DONE]", separator: "\n\n" },
@@ -45,7 +44,7 @@ function request(route: Route, model: string, tokens: number): RequestInit {
   };
 }
 
-function run(s: AnthropicSetup, route: Route, tokens: number): Promise<StreamResult> {
+function run(s: TranslationSetup, route: Route, tokens: number): Promise<StreamResult> {
   const r = ROUTES[route];
   return stampedStreams({
     url: s.qmUrl + r.path,
@@ -58,7 +57,7 @@ function run(s: AnthropicSetup, route: Route, tokens: number): Promise<StreamRes
   });
 }
 
-export function ollamaRuns(s: AnthropicSetup) {
+export function ollamaRuns(s: TranslationSetup) {
   return compareRoutes("ollama", s, (route, tokens) => run(s, route, tokens));
 }
 

@@ -23,18 +23,7 @@ import { join } from "node:path";
 import { type StreamResult, stampedStreams } from "./load.ts";
 import { withCleanup } from "./procs.ts";
 import { ensureBuilt, load, MODELS, startQm } from "./qm.ts";
-import { compareRoutes, type Route } from "./translation.ts";
-
-export interface ResponsesSetup {
-  qmUrl: string;
-  qmPid: number;
-  ours: () => number[];
-  /** The stamp-text model (`MODELS.anthropic` in the bench config). */
-  model: string;
-  streams: number;
-  tokens: number;
-  rounds: number;
-}
+import { compareRoutes, type Route, type TranslationSetup } from "./translation.ts";
 
 const PATHS: Record<Route, string> = {
   passthrough: "/v1/chat/completions",
@@ -66,7 +55,7 @@ function request(route: Route, model: string, tokens: number): RequestInit {
   };
 }
 
-function run(s: ResponsesSetup, route: Route, tokens: number): Promise<StreamResult> {
+function run(s: TranslationSetup, route: Route, tokens: number): Promise<StreamResult> {
   return stampedStreams({
     url: s.qmUrl + PATHS[route],
     init: request(route, s.model, tokens),
@@ -77,7 +66,7 @@ function run(s: ResponsesSetup, route: Route, tokens: number): Promise<StreamRes
   });
 }
 
-export function responsesRuns(s: ResponsesSetup) {
+export function responsesRuns(s: TranslationSetup) {
   return compareRoutes("responses", s, (route, tokens) => run(s, route, tokens));
 }
 

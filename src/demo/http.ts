@@ -1,7 +1,8 @@
 /** Response helpers for the demo upstream; headers are built once, not per request. */
 
 const JSON_HEADERS = { "content-type": "application/json" };
-const SSE_HEADERS = { "content-type": "text/event-stream", "cache-control": "no-cache" };
+
+import { SSE_HEADERS } from "../shared/sse.ts";
 
 export function jsonText(body: string, status = 200): Response {
   return new Response(body, { status, headers: JSON_HEADERS });

@@ -6,6 +6,9 @@
  */
 
 /** `event: NAME` (when named) and `data: DATA`, ended by a blank line. */
+/** The headers of every event stream qm writes itself. */
+export const SSE_HEADERS = { "content-type": "text/event-stream", "cache-control": "no-cache" };
+
 export function sseEvent(data: string, event?: string, id?: number): string {
   const head =
     (id === undefined ? "" : `id: ${id}\n`) + (event === undefined ? "" : `event: ${event}\n`);

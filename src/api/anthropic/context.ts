@@ -20,5 +20,3 @@ export interface AnthropicRequest {
   request: Request;
   opts: AnthropicOptions;
 }
-
-export const SSE_HEADERS = { "content-type": "text/event-stream", "cache-control": "no-cache" };

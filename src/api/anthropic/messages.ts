@@ -10,13 +10,12 @@
 import { failureLogLine } from "../../proxy/causes.ts";
 import { forward } from "../../proxy/forward.ts";
 import { asQmError } from "../../shared/errors.ts";
-import { realTimers, settleWithin } from "../../shared/timer.ts";
 import type { Call } from "../exchange/call.ts";
+import { earlyStream } from "../exchange/early-stream.ts";
 import { type Asks, admit, type Exchange, headersOf, runExchange } from "../exchange/exchange.ts";
 import { Observer } from "../exchange/observer.ts";
 import { filtered } from "../request/params.ts";
 import type { AnthropicRequest } from "./context.ts";
-import { SSE_HEADERS } from "./context.ts";
 import { ANTHROPIC, anthropicError, fromUpstream } from "./errors.ts";
 import { messageId, requestId } from "./ids.ts";
 import { nativeExchange } from "./native.ts";
@@ -145,25 +144,19 @@ function streamFor(
   });
 }
 
-async function sendStream(x: Exchange<Translated>, call: Call): Promise<Response> {
-  // Behind the placeholder, the 200 went out long ago: only the stream's body is wanted.
-  if (x.committed) return new Response(streamFor(x, call, open(x, call)));
-  const pending = open(x, call);
-  // A quick refusal (context overflow, bad grammar) stays an HTTP error; a slow start
-  // (llama-server holds its headers through prefill) gets a 200 and pings meanwhile.
+function sendStream(x: Exchange<Translated>, call: Call): Promise<Response> {
   const { opts } = x.parsed.ctx;
-  const early = await settleWithin(pending, opts.pingMs, opts.timers ?? realTimers);
-  if (early && !early.ok) throw early.error;
-  const headers = headersOf(x);
-  if (early && early.res.status !== 200) {
-    const text = await early.res.text().catch(() => "");
-    // The refusal is the whole exchange (an answer, if not a welcome one).
-    call.finish(true);
-    const retry = early.res.headers.get("retry-after");
-    return anthropicError(fromUpstream(early.res.status, text, x.model.id, retry), headers);
-  }
-  for (const [k, v] of Object.entries(SSE_HEADERS)) headers.set(k, v);
-  return new Response(streamFor(x, call, early ? early.res : pending), { status: 200, headers });
+  return earlyStream(x, call, {
+    open: () => open(x, call),
+    pingMs: opts.pingMs,
+    timers: opts.timers,
+    body: (upstream) => streamFor(x, call, upstream),
+    refusal: (res, text, headers) =>
+      anthropicError(
+        fromUpstream(res.status, text, x.model.id, res.headers.get("retry-after")),
+        headers,
+      ),
+  });
 }
 
 async function sendWhole(x: Exchange<Translated>, call: Call): Promise<Response> {

@@ -5,13 +5,15 @@
  * or event by event (`stream-body.ts`) — and end the call with whether the answer called
  * functions (the agent-loop hold).
  */
+
 import { failureLogLine } from "../../proxy/causes.ts";
 import { forward } from "../../proxy/forward.ts";
 import { asQmError } from "../../shared/errors.ts";
 import type { Logger } from "../../shared/log.ts";
-import { realTimers, settleWithin, type Timers } from "../../shared/timer.ts";
+import type { Timers } from "../../shared/timer.ts";
 import type { OaiChatRequest, OaiMessage } from "../anthropic/translate/openai-types.ts";
 import type { Call } from "../exchange/call.ts";
+import { earlyStream } from "../exchange/early-stream.ts";
 import { type Asks, admit, type Exchange, headersOf, runExchange } from "../exchange/exchange.ts";
 import { Observer } from "../exchange/observer.ts";
 import type { Gateway } from "../gateway.ts";
@@ -102,8 +104,6 @@ function keepAnswer(k: Keep | null, response: Record<string, unknown>): void {
     inputItems: k.inputItems,
   });
 }
-
-const SSE_HEADERS = { "content-type": "text/event-stream", "cache-control": "no-cache" };
 
 export async function handleResponses(
   gw: Gateway,
@@ -237,21 +237,14 @@ function streamFor(
   });
 }
 
-async function sendStream(x: Exchange<Parsed>, call: Call): Promise<Response> {
-  // Behind the placeholder, the 200 went out long ago: only the stream's body is wanted.
-  if (x.committed) return new Response(streamFor(x, call, open(x, call)));
-  const pending = open(x, call);
-  // A quick refusal (context overflow, bad grammar) stays an HTTP error in OpenAI's envelope,
-  // with the upstream's status; a slow start gets a 200 and keep-alives meanwhile.
+function sendStream(x: Exchange<Parsed>, call: Call): Promise<Response> {
   const { opts } = x.parsed;
-  const early = await settleWithin(pending, opts.pingMs, opts.timers ?? realTimers);
-  if (early && !early.ok) throw early.error;
-  const headers = headersOf(x);
-  if (early && early.res.status !== 200) {
-    const text = await early.res.text().catch(() => "");
-    call.finish(true);
-    return upstreamRefusal(early.res.status, text, x.model.id, headers);
-  }
-  for (const [k, v] of Object.entries(SSE_HEADERS)) headers.set(k, v);
-  return new Response(streamFor(x, call, early ? early.res : pending), { status: 200, headers });
+  return earlyStream(x, call, {
+    open: () => open(x, call),
+    pingMs: opts.pingMs,
+    timers: opts.timers,
+    body: (upstream) => streamFor(x, call, upstream),
+    // In OpenAI's envelope, with the upstream's status.
+    refusal: (res, text, headers) => upstreamRefusal(res.status, text, x.model.id, headers),
+  });
 }

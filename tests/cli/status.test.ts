@@ -2,52 +2,18 @@
 import { afterAll, expect, test } from "bun:test";
 import type { ModelStatusJson, StatusJson } from "../../src/api/gateway.ts";
 import { renderStatus } from "../../src/cli/status-table.ts";
+import { fakeGateway, modelToml } from "../support/fake-gateway.ts";
 import { QM, ROOT } from "../support/qm-process.ts";
 
-function model(id: string, extra: Partial<ModelStatusJson> = {}): ModelStatusJson {
-  return {
-    id,
-    state: "stopped",
-    inflight: 0,
-    leases: 0,
-    queued: 0,
-    held_until_ms: null,
-    est_vram_gb: 0,
-    est_ram_gb: 0,
-    pid: null,
-    port: null,
-    aliases: [],
-    group: "",
-    ttl_s: 0,
-    keep_alive_ms: null,
-    unload_at_ms: null,
-    concurrency_limit: 0,
-    unlisted: false,
-    last_error: null,
-    load: null,
-    last_load_ms: null,
-    ...extra,
-  };
+/** A status as the gateway answers it, one model per entry, each with the fields given. */
+function status(models: (Partial<ModelStatusJson> & { id: string })[]): StatusJson {
+  const toml = models.map((m) => modelToml(`"${m.id}"`, { url: "http://127.0.0.1:9" })).join("");
+  const base = fakeGateway(toml).status();
+  return { ...base, models: base.models.map((m, i) => ({ ...m, ...models[i] })) };
 }
 
-function status(models: ModelStatusJson[]): StatusJson {
-  return {
-    version: "x",
-    uptime_s: 1,
-    models,
-    queue: { depth: 0 },
-    swaps: [],
-    resources: {
-      vram_budget_gb: 0,
-      vram_ceiling_gb: 0,
-      vram_used_gb: 0,
-      ram_budget_gb: 0,
-      ram_used_gb: 0,
-      probe: "static",
-      gpu: null,
-    },
-  } as StatusJson;
-}
+/** One model's entry (for `status`). */
+const model = (id: string, extra: Partial<ModelStatusJson> = {}) => ({ id, ...extra });
 
 test("the table shows a load's progress in the state column", () => {
   const text = renderStatus(

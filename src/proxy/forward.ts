@@ -5,8 +5,15 @@ import { failureLogLine, upstreamFailure } from "./causes.ts";
 import type { Deadline } from "./deadline.ts";
 import { clientResponseHeaders, upstreamRequestHeaders } from "./headers.ts";
 import { ModelRewrite, rewriteWhole } from "./model-rewrite.ts";
-import { BrokenStream, type ChunkObserver, type RelayEnd, relay } from "./relay.ts";
+import {
+  BrokenStream,
+  type ChunkObserver,
+  type ChunkRewrite,
+  type RelayEnd,
+  relay,
+} from "./relay.ts";
 import { SseCheck } from "./sse-check.ts";
+import { UsageStrip } from "./usage-strip.ts";
 
 /** What an upstream call carries, whichever API it came in on (the exchange's `Call`). */
 export interface UpstreamCall {
@@ -44,6 +51,11 @@ export interface ForwardRequest {
    * in place of the upstream's own name for it (`ModelRewrite`).
    */
   answerModel?: string | undefined;
+  /**
+   * qm asked the upstream for `stream_options.include_usage` on the client's behalf: cut the
+   * usage-only event out of the SSE answer (`UsageStrip`); the figures read it first.
+   */
+  stripUsage?: boolean | undefined;
   /** A mid-stream failure as the client's API writes it; default an OpenAI error event. */
   renderFailure?: ((error: QmError) => Uint8Array) | undefined;
   /**
@@ -120,7 +132,7 @@ export async function forward(req: ForwardRequest): Promise<Response> {
   }
   const body = relay(upstream.body, {
     observer: call.observer,
-    rewrite: rename !== undefined && sse ? new ModelRewrite(rename) : null,
+    rewrite: sse ? streamRewrite(rename, req.stripUsage === true && upstream.ok) : null,
     watch: deadline,
     check: sse && req.checkSse && upstream.ok ? new SseCheck(req.checkSse.requireDone) : null,
     onEnd: call,
@@ -130,6 +142,24 @@ export async function forward(req: ForwardRequest): Promise<Response> {
       : undefined,
   });
   return new Response(body, { status: upstream.status, headers });
+}
+
+/** What changes an SSE answer's bytes on their way: the model's name, the usage event. */
+function streamRewrite(rename: string | undefined, stripUsage: boolean): ChunkRewrite | null {
+  const named = rename !== undefined ? new ModelRewrite(rename) : null;
+  if (!stripUsage) return named;
+  const strip = new UsageStrip();
+  if (named === null) return strip;
+  return {
+    feed: (chunk) => named.feed(strip.feed(chunk)),
+    end: () => {
+      const held = strip.end();
+      const out = held ? named.feed(held) : null;
+      const rest = named.end();
+      if (out && rest) return Buffer.concat([out, rest]);
+      return rest ?? (out && out.length > 0 ? out : null);
+    },
+  };
 }
 
 /**

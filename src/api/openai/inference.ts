@@ -3,6 +3,7 @@ import { OPENAI_TOOL_CALLS } from "../../proxy/end-scan.ts";
 import { forward } from "../../proxy/forward.ts";
 import { asQmError } from "../../shared/errors.ts";
 import type { Logger } from "../../shared/log.ts";
+import { profileFromCommand } from "../anthropic/translate/profile.ts";
 import type { Call } from "../exchange/call.ts";
 import {
   type Asks,
@@ -53,6 +54,8 @@ interface Parsed {
   /** The headers sent upstream (the client's, or with a new multipart boundary). */
   headers: Headers;
   pathAndQuery: string;
+  /** qm asked for the stream's usage event on the client's behalf: it is cut from the answer. */
+  stripUsage: boolean;
 }
 
 /**
@@ -63,6 +66,7 @@ async function parse(
   gw: Gateway,
   request: Request,
   pathAndQuery: string,
+  route: string,
 ): Promise<{ model: ModelConfig; parsed: Parsed }> {
   const bytes = await readBody(request, gw.config.server.maxBodyBytes);
   const type = request.headers.get("content-type") ?? "";
@@ -78,7 +82,12 @@ async function parse(
   let body = bytes;
   const renamed = model.useModelName !== "";
   if (renamed) obj.model = model.useModelName;
-  if (applyParams(model, obj) || renamed) body = encoder.encode(JSON.stringify(obj));
+  const usage = stream && STREAMING_PATHS.has(route) ? usageAsk(model, obj) : "as-is";
+  if (applyParams(model, obj) || renamed || usage === "set") {
+    body = encoder.encode(JSON.stringify(obj));
+  } else if (usage === "insert") {
+    body = withIncludeUsage(bytes);
+  }
   const parsed = {
     stream,
     asked,
@@ -86,8 +95,50 @@ async function parse(
     offersTools,
     headers: request.headers,
     pathAndQuery,
+    stripUsage: usage !== "as-is",
   };
   return { model, parsed };
+}
+
+/**
+ * Every stream should state its token counts (the activity log and `/metrics` read them), so
+ * qm asks for the usage event the client did not ask for (and cuts it from the answer) —
+ * except from llama-server, whose last chunk always carries its `timings`. "set": added to the
+ * client's own `stream_options`, which the body re-encode then carries; "insert": the body
+ * has no `stream_options`, so the field goes in as bytes (no re-encode); "as-is": nothing to do.
+ */
+function usageAsk(model: ModelConfig, obj: Record<string, unknown>): "set" | "insert" | "as-is" {
+  const options = obj.stream_options;
+  if (options === undefined) {
+    if (profileFromCommand(model.argv) === "llamacpp") return "as-is";
+    obj.stream_options = { include_usage: true };
+    return "insert";
+  }
+  if (typeof options !== "object" || options === null || Array.isArray(options)) return "as-is";
+  const o = options as Record<string, unknown>;
+  if (o.include_usage === true || profileFromCommand(model.argv) === "llamacpp") return "as-is";
+  o.include_usage = true;
+  return "set";
+}
+
+const INCLUDE_USAGE = encoder.encode('"stream_options":{"include_usage":true},');
+
+/** A JSON object's bytes with `"stream_options"` as its first field (the body is an object). */
+function withIncludeUsage(bytes: Uint8Array): Uint8Array {
+  const open = bytes.indexOf(0x7b);
+  let next = open + 1;
+  while (next < bytes.length && isJsonSpace(bytes[next]!)) next++;
+  // `{}` has no field for the comma to precede.
+  const insert = bytes[next] === 0x7d ? INCLUDE_USAGE.subarray(0, -1) : INCLUDE_USAGE;
+  const out = new Uint8Array(bytes.length + insert.length);
+  out.set(bytes.subarray(0, open + 1));
+  out.set(insert, open + 1);
+  out.set(bytes.subarray(open + 1), open + 1 + insert.length);
+  return out;
+}
+
+function isJsonSpace(b: number): boolean {
+  return b === 0x20 || b === 0x09 || b === 0x0a || b === 0x0d;
 }
 
 function nonEmpty(v: unknown): boolean {
@@ -119,6 +170,7 @@ async function parseMultipart(
         offersTools: false,
         headers: request.headers,
         pathAndQuery,
+        stripUsage: false,
       },
     };
   }
@@ -129,7 +181,15 @@ async function parseMultipart(
   const body = new Uint8Array(await rebuilt.arrayBuffer());
   return {
     model,
-    parsed: { stream, asked: undefined, body, offersTools: false, headers, pathAndQuery },
+    parsed: {
+      stream,
+      asked: undefined,
+      body,
+      offersTools: false,
+      headers,
+      pathAndQuery,
+      stripUsage: false,
+    },
   };
 }
 
@@ -149,6 +209,7 @@ function send(x: Exchange<Parsed>, call: Call): Promise<Response> {
     call,
     answerModel: p.asked,
     checkSse: COMPLETIONS.test(p.pathAndQuery) ? REQUIRE_DONE : NO_DONE,
+    stripUsage: p.stripUsage,
   });
 }
 
@@ -160,7 +221,7 @@ export async function handleInference(req: InferenceRequest): Promise<Response> 
   let parsed: Parsed;
   try {
     asks = admit(gw, request);
-    ({ model, parsed } = await parse(gw, request, req.pathAndQuery));
+    ({ model, parsed } = await parse(gw, request, req.pathAndQuery, req.route));
   } catch (err) {
     return openaiError(asQmError(err));
   }

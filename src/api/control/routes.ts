@@ -13,7 +13,7 @@ import { readBody } from "../request/body.ts";
 
 /** The control paths and the methods each answers (for a 405's `Allow`). */
 const CONTROL_PATHS: [RegExp, string][] = [
-  [/^\/(?:|health|running|api\/status|api\/events|api\/requests)$/, "GET"],
+  [/^\/(?:|health|ready|running|api\/status|api\/events|api\/requests)$/, "GET"],
   [/^\/api\/models\/[^/]+\/logs$/, "GET"],
   [/^\/api\/models\/(?:unload|[^/]+\/(?:load|unload|lease))$/, "POST"],
   [/^\/api\/models\/[^/]+\/lease\/[^/]+$/, "POST, DELETE"],
@@ -26,8 +26,8 @@ export function controlMethods(path: string): string | null {
 }
 
 /**
- * `/` (what Ollama answers there: clients probe it to find a server), `/health`, `/api/*` and
- * llama-swap's `/running`. Errors use the OpenAI envelope.
+ * `/` (what Ollama answers there: clients probe it to find a server), `/health`, `/ready`,
+ * `/api/*` and llama-swap's `/running`. Errors use the OpenAI envelope.
  */
 export function controlRoutes(gw: Gateway, log: Logger) {
   return new Elysia()
@@ -43,6 +43,14 @@ export function controlRoutes(gw: Gateway, log: Logger) {
         ? Response.json({ status: "shutting down" }, { status: 503 })
         : Response.json({ status: "ok" }),
     )
+    .get("/ready", () => {
+      const reason = notReady(gw);
+      return Response.json(reason === null ? { ready: true } : { ready: false, reason }, {
+        status: reason === null ? 200 : 503,
+        // A probe, or a load balancer's health check, must see the state now, never a copy.
+        headers: { "cache-control": "no-store" },
+      });
+    })
     .get("/api/status", () => Response.json(gw.status()))
     .get("/running", () => ({
       running: gw
@@ -156,6 +164,17 @@ export function controlRoutes(gw: Gateway, log: Logger) {
         }),
       );
     });
+}
+
+/**
+ * Why qm cannot take traffic now, or null when it can. The other conditions hold before any
+ * request is answered: `startServer` binds every listener synchronously, after the config
+ * loaded, and a bind that fails ends the process — so a request answered here was answered by
+ * a qm whose listeners are all up. What remains is shutdown.
+ */
+function notReady(gw: Gateway): string | null {
+  if (gw.shuttingDown) return "qm is shutting down";
+  return null;
 }
 
 const NO_ASKS: Asks = {};

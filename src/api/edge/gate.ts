@@ -29,8 +29,11 @@ type Handler = (request: Request, path: string) => Response | Promise<Response>;
 
 /** Methods any route may use; TRACE, CONNECT and inventions get 405 here. */
 const METHODS = new Set(["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]);
-/** The one path open without a key: load balancers probe it. */
-const OPEN_PATH = "/health";
+/**
+ * The paths open without a key: load balancers and orchestrators (kubelet, systemd) probe them
+ * and send none. Exact paths only; neither answer says more than up / ready or not.
+ */
+const OPEN_PATHS: ReadonlySet<string> = new Set(["/health", "/ready"]);
 /**
  * Elysia finds the path at the first `/` from index 11 of the URL, which assumes a host of at
  * least four characters after `http://`. A shorter one (`Host: qm`) would make it route a
@@ -89,7 +92,7 @@ export function createEdge(gw: Gateway, route: Handler, opts: EdgeOptions) {
     if (declared !== null && Number(declared) > limit) {
       return render(tooLarge(limit));
     }
-    if (keys.size > 0 && path !== OPEN_PATH) {
+    if (keys.size > 0 && !OPEN_PATHS.has(path)) {
       const key = presentedKey(request.headers);
       if (!key || !keys.has(key)) {
         return withCors(

@@ -7,7 +7,7 @@
  * qm needs, without hiding GPU devices.
  */
 import { describe, expect, test } from "bun:test";
-import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseAllDocuments } from "yaml";
@@ -335,12 +335,19 @@ describe("systemd unit", () => {
     expect(unitText).toMatch(/CUDA/);
   });
 
-  test.skipIf(!Bun.which("systemd-analyze"))("systemd-analyze verify accepts it", () => {
-    // verify checks that ExecStart's binary exists; point it at one that does.
-    const dir = mkdtempSync(join(tmpdir(), "qm-unit-"));
-    const copy = join(dir, "quartermaster.service");
-    writeFileSync(copy, unitText.replace("/usr/local/bin/qm ", `${process.execPath} `));
-    const run = Bun.spawnSync(["systemd-analyze", "verify", copy], { stderr: "pipe" });
-    expect([run.exitCode, run.stderr.toString()]).toEqual([0, ""]);
-  });
+  test.skipIf(!Bun.which("systemd-analyze"))(
+    "systemd-analyze verify accepts it (skipped where systemd-analyze is not on PATH)",
+    () => {
+      // verify checks that ExecStart's binary exists; point it at one that does.
+      const dir = mkdtempSync(join(tmpdir(), "qm-unit-"));
+      const copy = join(dir, "quartermaster.service");
+      writeFileSync(copy, unitText.replace("/usr/local/bin/qm ", `${process.execPath} `));
+      try {
+        const run = Bun.spawnSync(["systemd-analyze", "verify", copy], { stderr: "pipe" });
+        expect([run.exitCode, run.stderr.toString()]).toEqual([0, ""]);
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    },
+  );
 });

@@ -18,7 +18,7 @@ import { MatrixPolicy } from "../policy/matrix.ts";
 import type { BudgetView, EvictionPolicy } from "../policy/types.ts";
 import type { Deadline } from "../proxy/deadline.ts";
 import { Scheduler } from "../scheduler/scheduler.ts";
-import type { Effects, ModelState, Swap } from "../scheduler/types.ts";
+import type { Effects, HoldChange, ModelState, Swap } from "../scheduler/types.ts";
 import type { Clock } from "../shared/clock.ts";
 import { QmError } from "../shared/errors.ts";
 import type { Logger } from "../shared/log.ts";
@@ -185,9 +185,13 @@ export class Runtime implements Effects, Gateway {
     return this.scheduler.state(id) ?? "stopped";
   }
 
+  /** The scheduler's clock is monotonic; status and events show its times as wall-clock ones. */
+  private toEpoch(t: number): number {
+    return Math.round(Date.now() + (t - this.opts.clock.now()));
+  }
+
   status(): StatusJson {
-    // The scheduler's clock is monotonic; status shows holds as wall-clock times.
-    const toEpoch = (t: number) => Math.round(Date.now() + (t - this.opts.clock.now()));
+    const toEpoch = (t: number) => this.toEpoch(t);
     return buildStatus({
       config: this.config,
       snap: this.scheduler.snapshot(),
@@ -310,6 +314,11 @@ export class Runtime implements Effects, Gateway {
 
   wakeAt(atMs: number | null): void {
     this.wake.at(atMs);
+  }
+
+  holdChanged(model: string, change: HoldChange, untilMs: number): void {
+    this.metrics.hold(model, change);
+    this.events.publish({ type: "hold", model, hold: change, until_ms: this.toEpoch(untilMs) });
   }
 
   stateChanged(model: string, state: ModelState, detail?: string): void {

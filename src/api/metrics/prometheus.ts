@@ -12,6 +12,7 @@
  * - `status()` read once per scrape for every gauge (model states, queue, VRAM).
  */
 import { Counter, Gauge, Histogram, Registry } from "prom-client";
+import type { HoldChange } from "../../scheduler/types.ts";
 import type { RequestRecord } from "../exchange/record.ts";
 import type { StatusJson } from "../gateway.ts";
 import { type HistogramSeries, SeriesHistogram } from "./histogram.ts";
@@ -81,6 +82,7 @@ export class QmMetrics {
   private readonly swapDuration: Histogram<"model">;
   private readonly loadFailures: Counter<"model">;
   private readonly stops: Counter<"model" | "reason">;
+  private readonly holds: Record<HoldChange, Counter<"model">>;
   private readonly gauges: Record<string, Gauge<string>>;
   /** Swaps in progress: when each started (the runtime's clock, ms). */
   private readonly swapStarts = new Map<number, { model: string; at: number }>();
@@ -183,6 +185,23 @@ export class QmMetrics {
       "Models stopped by qm: evicted for a swap, idle past their TTL or keep_alive, memory pressure, or unloaded.",
       ["model", "reason"],
     );
+    this.holds = {
+      granted: counter(
+        "qm_holds_granted_total",
+        "Idle-grace holds granted (renewals included): a model's last request drained with a hold earned.",
+        ["model"],
+      ),
+      expired: counter(
+        "qm_holds_expired_total",
+        "Holds that ran out with the model still loaded.",
+        ["model"],
+      ),
+      preempted: counter(
+        "qm_holds_preempted_total",
+        "Holds cut short: a request past its patience evicted the held model.",
+        ["model"],
+      ),
+    };
     this.gauges = {
       state: gauge("qm_model_state", "1 for the model's current state, 0 for the others.", [
         "model",
@@ -281,6 +300,11 @@ export class QmMetrics {
   stopped(models: readonly string[], reason: string): void {
     const label = stopReason(reason);
     for (const model of models) this.stops.inc({ model, reason: label });
+  }
+
+  /** A model's hold was granted, ran out, or was preempted (the scheduler's `holdChanged`). */
+  hold(model: string, change: HoldChange): void {
+    this.holds[change].inc({ model });
   }
 
   /** The text format, gauges read from `status()` now. */

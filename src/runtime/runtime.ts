@@ -107,6 +107,8 @@ export class Runtime implements Effects, Gateway {
       processes: () => this.runner.all().values(),
       inTransition: () => this.scheduler.snapshot().swaps.length > 0,
       shed: (gb) => this.scheduler.shed(gb),
+      // The VRAM picture as status shows it (only when it changed: a status costs little then).
+      vramChanged: () => this.events.publish({ type: "vram", ...this.status().resources }),
     });
     this.budget.refusalOf = (model) => this.gpu.refusal(model);
     const scheduler = this.scheduler;

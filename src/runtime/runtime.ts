@@ -95,6 +95,8 @@ export class Runtime implements Effects, Gateway {
     this.metrics = new QmMetrics({
       status: () => this.status(),
       gpuReadingAgeS: () => (this.gpu.last ? (timers.now() - this.gpu.lastAt) / 1000 : null),
+      upstreams: () => this.metricsUpstreams(),
+      upstream: { warn: (line) => opts.log.warn(line) },
     });
     this.leases = new LeaseBook(opts.log, timers);
     this.scheduler = new Scheduler(config, makePolicy(config, this.budget), this, opts.clock);
@@ -206,6 +208,13 @@ export class Runtime implements Effects, Gateway {
       foreignBaselineGb: this.gpu.foreignBaselineGb,
       loadTimes: this.loadTimes,
     });
+  }
+
+  /** Ready models whose server's own metrics are merged into qm's (`scrape_upstream_metrics`). */
+  private metricsUpstreams(): { model: string; url: string }[] {
+    return Object.values(this.config.models)
+      .filter((m) => m.scrapeUpstreamMetrics && this.scheduler.state(m.id) === "ready")
+      .map((m) => ({ model: m.id, url: `${m.proxy}/metrics` }));
   }
 
   loadProgress(id: string): LoadProgress | null {

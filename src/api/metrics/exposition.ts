@@ -42,7 +42,9 @@ export class ExpositionError extends Error {
 
 const TYPES = new Set<string>(["counter", "gauge", "histogram", "summary", "untyped"]);
 const METRIC_NAME = /^[a-zA-Z_:][a-zA-Z0-9_:]*$/;
-const LABEL_NAME = /^[a-zA-Z_][a-zA-Z0-9_]*$/;
+// Sticky: matched where the scan stands, without slicing the rest of the line.
+const NAME_AT = /[a-zA-Z_:][a-zA-Z0-9_:]*/y;
+const LABEL_AT = /[a-zA-Z_][a-zA-Z0-9_]*/y;
 // Go's strconv.ParseFloat, which Prometheus reads values with, less hexadecimal and underscores.
 const DECIMAL = /^[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?$/;
 const SPECIAL = /^[+-]?(?:inf|infinity|nan)$/i;
@@ -144,10 +146,9 @@ function parseSample(line: string, n: number): Sample {
     while (i < len && (line[i] === " " || line[i] === "\t")) i++;
   };
   skipBlanks();
-  const start = i;
-  while (i < len && /[a-zA-Z0-9_:]/.test(line[i]!)) i++;
-  const name = line.slice(start, i);
-  if (!METRIC_NAME.test(name)) throw new ExpositionError(n, `invalid metric name in "${line}"`);
+  const name = matchAt(NAME_AT, line, i);
+  if (name === null) throw new ExpositionError(n, `invalid metric name in "${line}"`);
+  i += name.length;
   const labels: [string, string][] = [];
   const afterName = i;
   skipBlanks();
@@ -164,10 +165,9 @@ function parseSample(line: string, n: number): Sample {
         i++;
         break;
       }
-      const ls = i;
-      while (i < len && /[a-zA-Z0-9_]/.test(line[i]!)) i++;
-      const label = line.slice(ls, i);
-      if (!LABEL_NAME.test(label)) throw new ExpositionError(n, `invalid label name in "${line}"`);
+      const label = matchAt(LABEL_AT, line, i);
+      if (label === null) throw new ExpositionError(n, `invalid label name in "${line}"`);
+      i += label.length;
       if (seen.has(label)) throw new ExpositionError(n, `label ${label} twice in "${line}"`);
       seen.add(label);
       skipBlanks();
@@ -178,13 +178,14 @@ function parseSample(line: string, n: number): Sample {
       i++;
       let value = "";
       for (;;) {
+        // The run up to the next quote or backslash in one slice (most values have neither).
+        const quote = line.indexOf('"', i);
+        const slash = line.indexOf("\\", i);
+        const j = quote < 0 ? len : slash >= 0 && slash < quote ? slash : quote;
+        value += line.slice(i, j);
+        i = j;
         if (i >= len) throw new ExpositionError(n, `unterminated value of label ${label}`);
-        const c = line[i++]!;
-        if (c === '"') break;
-        if (c !== "\\") {
-          value += c;
-          continue;
-        }
+        if (line[i++] === '"') break;
         const e = line[i++];
         if (e === "\\") value += "\\";
         else if (e === '"') value += '"';
@@ -214,6 +215,12 @@ function parseSample(line: string, n: number): Sample {
     throw new ExpositionError(n, `invalid timestamp "${timestamp}" in "${line}"`);
   }
   return { name, labels, value, timestamp };
+}
+
+/** The match of sticky `re` at `at`, or null. */
+function matchAt(re: RegExp, text: string, at: number): string | null {
+  re.lastIndex = at;
+  return re.exec(text)?.[0] ?? null;
 }
 
 /** HELP text escapes only `\\` and `\n`; any other backslash is kept as written. */

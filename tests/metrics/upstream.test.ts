@@ -50,6 +50,7 @@ function setup(answers: Record<string, Answer>, opts: UpstreamOptions = {}) {
         fetched.push(url);
         clock += 250;
         expect(new Headers(init.headers).get("accept")).toContain("text/plain;version=0.0.4");
+        expect((init as { proxy?: unknown }).proxy).toBe(false);
         const model = new URL(url).hostname.replace(/\.test$/, "");
         return answers[model]!();
       },

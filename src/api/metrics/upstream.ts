@@ -120,7 +120,13 @@ export class UpstreamMetrics {
   /** The answer's text, refused past `maxBytes` (read no further than that). */
   private async fetchText(url: string, signal: AbortSignal): Promise<string> {
     const fetcher = this.opts.fetch ?? ((u, init) => fetch(u, init));
-    const res = await fetcher(url, { signal, headers: { accept: ACCEPT }, redirect: "error" });
+    const res = await fetcher(url, {
+      signal,
+      headers: { accept: ACCEPT },
+      redirect: "error",
+      // A loopback upstream must never go through an HTTP proxy from the environment.
+      proxy: false,
+    } as RequestInit);
     const tooLarge = () => new Error(`answer larger than ${this.maxBytes} bytes`);
     if (!res.ok) {
       await res.body?.cancel().catch(() => {});

@@ -110,6 +110,7 @@ export function simulate(mode: Mode, p: SimParams = DEFAULTS): SimResult {
         });
       }
     },
+    holdChanged() {},
     stateChanged() {},
   };
   const sched = new Scheduler(config, new GroupPolicy(config), effects, { now: () => t.now });

@@ -295,6 +295,11 @@ export const CONFIG_DOCS: Record<DocumentedSection, SectionDoc> = {
         meaning:
           "Longest silence between two chunks of an answer once it has started. `0`: no limit. A GET through `/upstream/{model}/…` (a model's web UI, its event streams) has none.",
       },
+      scrape_upstream_metrics: {
+        meaning:
+          'Merge the server\'s own Prometheus metrics (`GET {proxy}/metrics`) into qm\'s `/metrics` while the model is ready, each series labelled `model="ID"` (a `model` label of its own becomes `upstream_model`). `"auto"`: on for `llama-server` started with `--metrics` and for vLLM, off otherwise; `true` or `false` decides.',
+        example: true,
+      },
     },
   },
   peers: {

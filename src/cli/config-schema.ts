@@ -28,6 +28,11 @@ function asWritten(node: Json): Json {
   } else if (Array.isArray(options)) {
     out.anyOf = options.map((o) => asWritten(o as Json));
   }
+  // `const` is Draft 6; a one-value `enum` says the same in Draft 4.
+  if ("const" in out) {
+    out.enum = [out.const];
+    delete out.const;
+  }
   for (const key of ["properties", "patternProperties"]) {
     if (!isObject(out[key])) continue;
     const entries = Object.entries(out[key] as Record<string, Json>);

@@ -18,6 +18,7 @@ import {
 import type { PortAllocator } from "./ports.ts";
 import type { ConfigFile, ModelFile, PeerFile } from "./schema.ts";
 import type { BodyParams, ModelConfig, PeerConfig } from "./types.ts";
+import { scrapesMetricsByDefault } from "./variant.ts";
 
 export interface BuildContext {
   issues: Issues;
@@ -124,6 +125,10 @@ function buildModel(ctx: BuildContext, id: string, m: ModelFile, ports: PortAllo
     stopTimeoutS: m.stop_timeout_s,
     firstByteTimeoutMs: Math.round(m.first_byte_timeout_s * 1000),
     stallTimeoutMs: Math.round(m.stall_timeout_s * 1000),
+    scrapeUpstreamMetrics:
+      m.scrape_upstream_metrics === "auto"
+        ? scrapesMetricsByDefault(argv)
+        : m.scrape_upstream_metrics,
     group: "", // set once groups are known
     template: {
       cmd: raw(fields.cmd),

@@ -131,6 +131,10 @@ export const ModelSchema = Type.Object(
     first_byte_timeout_s: seconds(600),
     /** Longest silence between two body chunks once the upstream has started; 0 = none. */
     stall_timeout_s: seconds(120),
+    /** Merge the server's own `/metrics` into qm's; "auto": llama-server with --metrics, vLLM. */
+    scrape_upstream_metrics: Type.Union([Type.Literal("auto"), Type.Boolean()], {
+      default: "auto",
+    }),
   },
   closed,
 );

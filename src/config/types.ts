@@ -96,6 +96,8 @@ export interface ModelConfig {
   firstByteTimeoutMs: number;
   /** Milliseconds of silence allowed between body chunks; 0 = no limit. */
   stallTimeoutMs: number;
+  /** The server's own `/metrics` is merged into qm's (`scrape_upstream_metrics`, "auto" resolved). */
+  scrapeUpstreamMetrics: boolean;
   /** The group it belongs to; ungrouped models belong to the implicit default group. */
   group: string;
   /**

@@ -21,8 +21,21 @@ const CTX_FLAGS = new Set(["--ctx-size", "-c", "--ctx_size"]);
 const VLLM_FLAGS = new Set(["--max-model-len", "--max_model_len"]);
 
 /** A vLLM command: its program, or a module it runs, is vLLM's. */
-function isVllm(argv: readonly string[]): boolean {
+export function isVllm(argv: readonly string[]): boolean {
   return argv.some((a) => a.split("/").pop() === "vllm" || a.startsWith("vllm.entrypoints"));
+}
+
+/** A llama.cpp `llama-server` command (its program, or one it runs, is `llama-server`). */
+export function isLlamaServer(argv: readonly string[]): boolean {
+  return argv.some((a) => a.split("/").pop() === "llama-server");
+}
+
+/**
+ * `scrape_upstream_metrics = "auto"`: on where the server is known to expose Prometheus
+ * metrics — llama-server started with `--metrics`, and vLLM (always).
+ */
+export function scrapesMetricsByDefault(argv: readonly string[]): boolean {
+  return isVllm(argv) || (isLlamaServer(argv) && argv.includes("--metrics"));
 }
 
 /**

@@ -44,6 +44,8 @@ export interface DemoOptions {
   stallAfterTokens?: number;
   /** Streams end broken instead of with their usual tail (see `BAD_SSE`). */
   badSse?: BadSse;
+  /** `GET /metrics` answers llama-server-like Prometheus metrics (else 501, as llama-server). */
+  metrics?: true;
 }
 
 /**
@@ -74,7 +76,7 @@ export const DEMO_HELP = `Usage: qm demo-upstream [options]
 A fake OpenAI-compatible model server for demos, tests and benchmarks.
 Routes: GET /health, GET /v1/models, POST /v1/chat/completions, POST /v1/completions,
 POST /v1/embeddings, ANY /debug/echo, and llama-server's POST /tokenize, POST /apply-template
-and GET /props (with --ctx-size).
+and GET /props (with --ctx-size); GET /metrics (with --metrics).
 
 Options:
   --port N                 port to listen on; 0 = any free port (default 0)
@@ -96,6 +98,8 @@ Options:
                            after the headers and half the body)
   --bad-sse KIND           streams end broken: no-done (no data: [DONE]), mid-event (cut in
                            the middle of an event), not-json (a data: line that is not JSON)
+  --metrics                GET /metrics answers Prometheus metrics (llamacpp: counter, gauge
+                           and histogram), as llama-server --metrics does
   --crash-at-start         print an error to stderr and exit 1 before listening
   --crash-after-tokens N   exit 1 mid-response after N tokens
   --exit-after-ms N        exit 1 by itself N ms after start (a crash of a ready model)
@@ -164,6 +168,11 @@ export function parseDemoFlags(argv: readonly string[]): DemoFlagsResult {
     if (flag === "--hang-before-headers") {
       if (inline !== undefined) return { kind: "error", message: `${flag} takes no value` };
       options.hangBeforeHeaders = true;
+      continue;
+    }
+    if (flag === "--metrics") {
+      if (inline !== undefined) return { kind: "error", message: `${flag} takes no value` };
+      options.metrics = true;
       continue;
     }
     if (flag === "--bad-sse") {

@@ -9,6 +9,7 @@ import type { DemoOptions } from "./flags.ts";
 import { json, jsonText, openAiError, pathOf, untilAborted } from "./http.ts";
 import { chatCompletions, completions, type DemoContext, embeddings } from "./inference.ts";
 import { applyTemplate, props, tokenize } from "./llama-extras.ts";
+import { DemoMetrics, METRICS_CONTENT_TYPE } from "./metrics.ts";
 
 export interface DemoServerHooks {
   /** A simulated crash (`--crash-after-tokens`): must end the process with exit code 1. */
@@ -54,6 +55,7 @@ export function startDemoServer(options: DemoOptions, hooks: DemoServerHooks): D
   });
   const failMessage = `demo upstream ${options.name} answers every request with HTTP ${options.failStatus} (--fail-status)`;
   const loaded = () => options.loadDelayMs === 0 || now() >= readyAt;
+  const metrics = options.metrics ? new DemoMetrics() : null;
 
   async function fetch(req: Request, srv: Server<undefined>): Promise<Response> {
     const { path, query } = pathOf(req.url);
@@ -69,6 +71,11 @@ export function startDemoServer(options: DemoOptions, hooks: DemoServerHooks): D
       return method === "GET" ? jsonText(modelsBody) : notAllowed(method, path);
     }
     if (path === "/props") return method === "GET" ? props(options) : notAllowed(method, path);
+    if (path === "/metrics") {
+      if (method !== "GET") return notAllowed(method, path);
+      if (!metrics) return openAiError(501, "metrics are off: start the demo with --metrics");
+      return new Response(metrics.text(), { headers: { "content-type": METRICS_CONTENT_TYPE } });
+    }
     const helper = HELPERS[path];
     if (helper !== undefined) return method === "POST" ? helper(req) : notAllowed(method, path);
     const handler = INFERENCE[path];
@@ -80,7 +87,9 @@ export function startDemoServer(options: DemoOptions, hooks: DemoServerHooks): D
     srv.timeout(req, 0);
     // A wedged server: the request is taken, nothing ever comes back.
     if (options.hangBeforeHeaders) return untilAborted(req).then(() => new Response(null));
-    return handler(ctx, req);
+    if (!metrics) return handler(ctx, req);
+    const answered = metrics.begin(now);
+    return handler(ctx, req).finally(answered);
   }
 
   const server = Bun.serve({

@@ -35,6 +35,65 @@ export interface GpuWatchDeps {
   settlePollMs?: number;
   /** How long freed memory may take to show up; default RELEASE_SETTLE_MS (5 s). */
   settleMs?: number;
+  /**
+   * The VRAM picture changed (`VramPictures`): a first trusted reading, trust lost, or used,
+   * foreign or the ceiling moved. The runtime publishes it as `event: vram`.
+   */
+  vramChanged?: () => void;
+  /** How far used, foreign or the ceiling must move to count as a change; default 0.25 GB. */
+  vramEventGb?: number;
+  /** The least time between two change reports; default 1 s (the spawn guard re-reads fast). */
+  vramEventMinMs?: number;
+}
+
+/** What one `vram` report showed. */
+interface Picture {
+  usedGb: number;
+  foreignGb: number;
+  ceilingGb: number;
+  at: number;
+}
+
+/**
+ * Decides which readings change the VRAM picture enough to report: the first trusted one, the
+ * loss of trust (and its return), and a move of used, foreign or the ceiling by more than
+ * `thresholdGb` since the last report — at most once per `minMs`. A move held back by that
+ * limit is not lost: the next reading past it is compared with the last report, not the last
+ * reading, so the change is reported then.
+ */
+export class VramPictures {
+  /** The last report: a picture, "none" (trust lost), or null (nothing reported yet). */
+  private shown: Picture | "none" | null = null;
+
+  constructor(
+    private readonly thresholdGb = 0.25,
+    private readonly minMs = 1000,
+  ) {}
+
+  /** A trusted reading (with the ceiling it gives) at `now`: true when it is to be reported. */
+  reading(usedGb: number, foreignGb: number, ceilingGb: number, now: number): boolean {
+    const last = this.shown;
+    const next = { usedGb, foreignGb, ceilingGb, at: now };
+    if (last === null || last === "none") {
+      this.shown = next;
+      return true;
+    }
+    const moved = (a: number, b: number) => Math.abs(a - b) > this.thresholdGb;
+    const changed =
+      moved(usedGb, last.usedGb) ||
+      moved(foreignGb, last.foreignGb) ||
+      moved(ceilingGb, last.ceilingGb);
+    if (!changed || now - last.at < this.minMs) return false;
+    this.shown = next;
+    return true;
+  }
+
+  /** No trusted reading: reported once, when trust is lost. */
+  untrusted(): boolean {
+    if (this.shown === null || this.shown === "none") return false;
+    this.shown = "none";
+    return true;
+  }
 }
 
 export interface GuardOptions {
@@ -60,9 +119,11 @@ export class GpuWatch {
   lastAt = 0;
   /** Spawn-guard refusals, remembered until the memory picture changes. */
   private readonly refusals = new Map<string, { fingerprint: string; message: string }>();
+  private readonly pictures: VramPictures;
 
   constructor(private readonly deps: GpuWatchDeps) {
     this.own = new OwnProcesses(deps.settleMs ?? RELEASE_SETTLE_MS);
+    this.pictures = new VramPictures(deps.vramEventGb, deps.vramEventMinMs);
   }
 
   start(): void {
@@ -107,6 +168,7 @@ export class GpuWatch {
     if (!result.ok) {
       this.last = null;
       budget.set(limit(result), result.reason);
+      if (this.pictures.untrusted()) this.deps.vramChanged?.();
       return result.reason.includes("not found");
     }
     const r = result.reading;
@@ -124,6 +186,9 @@ export class GpuWatch {
         : `live: ${round(r.foreignGb)} GB used by other programs (idle baseline ${base} GB), ` +
             `${resources.oomGuardReserveGb} GB reserve → ceiling ${round(ceiling)} GB`,
     );
+    if (this.pictures.reading(r.usedGb, r.foreignGb, budget.vramGb(), timers.now())) {
+      this.deps.vramChanged?.();
+    }
     if (resources.vramBudgetGb <= 0) return false;
     if (ceiling < before) {
       this.deps.log.warn(

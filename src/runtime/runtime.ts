@@ -18,7 +18,7 @@ import { MatrixPolicy } from "../policy/matrix.ts";
 import type { BudgetView, EvictionPolicy } from "../policy/types.ts";
 import type { Deadline } from "../proxy/deadline.ts";
 import { Scheduler } from "../scheduler/scheduler.ts";
-import type { Effects, ModelState, Swap } from "../scheduler/types.ts";
+import type { Effects, HoldChange, ModelState, Swap } from "../scheduler/types.ts";
 import type { Clock } from "../shared/clock.ts";
 import { QmError } from "../shared/errors.ts";
 import type { Logger } from "../shared/log.ts";
@@ -95,6 +95,8 @@ export class Runtime implements Effects, Gateway {
     this.metrics = new QmMetrics({
       status: () => this.status(),
       gpuReadingAgeS: () => (this.gpu.last ? (timers.now() - this.gpu.lastAt) / 1000 : null),
+      upstreams: () => this.metricsUpstreams(),
+      upstream: { warn: (line) => opts.log.warn(line) },
     });
     this.leases = new LeaseBook(opts.log, timers);
     this.scheduler = new Scheduler(config, makePolicy(config, this.budget), this, opts.clock);
@@ -107,6 +109,8 @@ export class Runtime implements Effects, Gateway {
       processes: () => this.runner.all().values(),
       inTransition: () => this.scheduler.snapshot().swaps.length > 0,
       shed: (gb) => this.scheduler.shed(gb),
+      // The VRAM picture as status shows it (only when it changed: a status costs little then).
+      vramChanged: () => this.events.publish({ type: "vram", ...this.status().resources }),
     });
     this.budget.refusalOf = (model) => this.gpu.refusal(model);
     const scheduler = this.scheduler;
@@ -185,9 +189,13 @@ export class Runtime implements Effects, Gateway {
     return this.scheduler.state(id) ?? "stopped";
   }
 
+  /** The scheduler's clock is monotonic; status and events show its times as wall-clock ones. */
+  private toEpoch(t: number): number {
+    return Math.round(Date.now() + (t - this.opts.clock.now()));
+  }
+
   status(): StatusJson {
-    // The scheduler's clock is monotonic; status shows holds as wall-clock times.
-    const toEpoch = (t: number) => Math.round(Date.now() + (t - this.opts.clock.now()));
+    const toEpoch = (t: number) => this.toEpoch(t);
     return buildStatus({
       config: this.config,
       snap: this.scheduler.snapshot(),
@@ -200,6 +208,13 @@ export class Runtime implements Effects, Gateway {
       foreignBaselineGb: this.gpu.foreignBaselineGb,
       loadTimes: this.loadTimes,
     });
+  }
+
+  /** Ready models whose server's own metrics are merged into qm's (`scrape_upstream_metrics`). */
+  private metricsUpstreams(): { model: string; url: string }[] {
+    return Object.values(this.config.models)
+      .filter((m) => m.scrapeUpstreamMetrics && this.scheduler.state(m.id) === "ready")
+      .map((m) => ({ model: m.id, url: `${m.proxy}/metrics` }));
   }
 
   loadProgress(id: string): LoadProgress | null {
@@ -310,6 +325,11 @@ export class Runtime implements Effects, Gateway {
 
   wakeAt(atMs: number | null): void {
     this.wake.at(atMs);
+  }
+
+  holdChanged(model: string, change: HoldChange, untilMs: number): void {
+    this.metrics.hold(model, change);
+    this.events.publish({ type: "hold", model, hold: change, until_ms: this.toEpoch(untilMs) });
   }
 
   stateChanged(model: string, state: ModelState, detail?: string): void {

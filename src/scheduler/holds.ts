@@ -12,11 +12,16 @@ export class Holds {
   private armedWake: number | null = null;
   /** Whether any model is marked draining (so the marks need clearing). */
   private anyDraining = false;
+  /**
+   * No hold granted so far ends before this (null: none pending), so `expire` costs one
+   * comparison on the events where no hold is due. It may be early (a hold ended otherwise).
+   */
+  private nextExpiry: number | null = null;
 
   constructor(
     private readonly models: ModelTable,
     private readonly clock: Clock,
-    private readonly effects: Pick<Effects, "wakeAt">,
+    private readonly effects: Pick<Effects, "wakeAt" | "holdChanged">,
     /** `hold_on = "request"`: every finished request earns a hold, not only tool calls. */
     private readonly holdOnEveryRequest: boolean,
   ) {}
@@ -58,8 +63,48 @@ export class Holds {
 
   /** `m`'s last request drained: held for the longest window earned, unless it is stopping. */
   drained(m: ModelEntry, stopping: boolean): void {
-    if (!stopping && m.holdCandidateMs > 0) m.heldUntil = this.clock.now() + m.holdCandidateMs;
+    if (!stopping && m.holdCandidateMs > 0) {
+      const until = this.clock.now() + m.holdCandidateMs;
+      m.heldUntil = until;
+      if (this.nextExpiry === null || until < this.nextExpiry) this.nextExpiry = until;
+      this.effects.holdChanged(m.id, "granted", until);
+    }
     m.holdCandidateMs = 0;
+  }
+
+  /**
+   * Holds whose deadline has passed are over: reported `expired` once, and cleared. Run at the
+   * start of every event, so a hold that ran out is counted as expired before anything that
+   * event decides (a preemption included) could end it otherwise. A hold ended by its model
+   * leaving `ready` (swap, stop, crash) was cleared by the model table and is not reported here.
+   */
+  expire(): void {
+    const now = this.clock.now();
+    if (this.nextExpiry === null || now < this.nextExpiry) return;
+    let next: number | null = null;
+    for (const m of this.models.all()) {
+      if (m.heldUntil <= 0) continue;
+      if (m.heldUntil <= now) {
+        const until = m.heldUntil;
+        m.heldUntil = 0;
+        this.effects.holdChanged(m.id, "expired", until);
+      } else if (next === null || m.heldUntil < next) {
+        next = m.heldUntil;
+      }
+    }
+    this.nextExpiry = next;
+  }
+
+  /**
+   * A swap is about to evict `evict`: those still held are preempted (only a waiter past its
+   * patience gets that far, decide.ts step 5b). Their holds end with the swap (`setState`).
+   */
+  preempting(evict: readonly string[]): void {
+    const now = this.clock.now();
+    for (const id of evict) {
+      const m = this.models.get(id);
+      if (m && m.heldUntil > now) this.effects.holdChanged(id, "preempted", m.heldUntil);
+    }
   }
 
   /** TTL: ready models idle for longer than their `ttl_s`, less those already stopping. */

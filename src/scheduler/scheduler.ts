@@ -160,6 +160,7 @@ export class Scheduler {
     try {
       for (let h = this.pending.shift(); h; h = this.pending.shift()) {
         this.clock.begin();
+        this.holds.expire();
         h();
         if (!this.closed) this.drain();
         this.holds.rearm(this.closed ? null : this.queue);
@@ -215,6 +216,7 @@ export class Scheduler {
         this.effects.fail(q.spec.id, d.error);
         return true;
       case "swap":
+        this.holds.preempting(d.evict);
         this.swaps.begin(q.spec.model, d.evict, q);
         return true;
       case "queue":

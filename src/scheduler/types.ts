@@ -27,6 +27,13 @@ export interface Swap {
 
 export type SwapResult = { ok: true } | { ok: false; error: QmError };
 
+/**
+ * What happened to a model's idle-grace hold: `granted` (its last request drained and earned
+ * one, a renewal included), `expired` (its deadline passed while the model was still up) or
+ * `preempted` (a waiter past its patience evicted it while held).
+ */
+export type HoldChange = "granted" | "expired" | "preempted";
+
 /** How a served request ended, as far as the scheduler cares. */
 export interface ServeOutcome {
   /** The response ended in tool calls (an agent loop will likely come back). */
@@ -62,6 +69,8 @@ export interface Effects {
   loading(requestId: number, model: string): void;
   /** Arm the single wake timer for this clock time (replacing any earlier one); null disarms. */
   wakeAt(atMs: number | null): void;
+  /** A model's hold changed; `untilMs` is the hold's deadline (clock time). For metrics and events. */
+  holdChanged(model: string, change: HoldChange, untilMs: number): void;
   /** A model's state changed (for logs, `/api/events`, metrics). */
   stateChanged(model: string, state: ModelState, detail?: string): void;
 }

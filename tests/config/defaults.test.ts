@@ -75,6 +75,7 @@ describe("defaults", () => {
       stopTimeoutS: 10,
       firstByteTimeoutMs: 600_000,
       stallTimeoutMs: 120_000,
+      scrapeUpstreamMetrics: false,
       group: DEFAULT_GROUP,
       template: {
         cmd: "server",
@@ -261,6 +262,7 @@ models_dir = "/models"
       stopTimeoutS: 2,
       firstByteTimeoutMs: 600_000,
       stallTimeoutMs: 120_000,
+      scrapeUpstreamMetrics: false,
       group: "gpu",
       template: {
         cmd: "llama-server --port ${PORT} -m /models/qwen.gguf",

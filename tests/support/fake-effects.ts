@@ -1,4 +1,4 @@
-import type { Effects, ModelState, Swap } from "../../src/scheduler/types.ts";
+import type { Effects, HoldChange, ModelState, Swap } from "../../src/scheduler/types.ts";
 import type { QmError } from "../../src/shared/errors.ts";
 
 /** Records every effect the scheduler asks for, in order; decides grant delivery per request. */
@@ -13,6 +13,8 @@ export class FakeEffects implements Effects {
   readonly aborts: { swapId: number; reason: string }[] = [];
   readonly positions = new Map<number, number[]>();
   readonly states: string[] = [];
+  /** Every `holdChanged`, as `model:change@until`. */
+  readonly holds: string[] = [];
   wake: number | null = null;
   /** Every wakeAt call, in order. */
   readonly wakes: (number | null)[] = [];
@@ -57,6 +59,9 @@ export class FakeEffects implements Effects {
   wakeAt(atMs: number | null): void {
     this.wake = atMs;
     this.wakes.push(atMs);
+  }
+  holdChanged(model: string, change: HoldChange, untilMs: number): void {
+    this.holds.push(`${model}:${change}@${untilMs}`);
   }
   stateChanged(model: string, state: ModelState): void {
     this.states.push(`${model}:${state}`);

@@ -12,9 +12,11 @@
  * - `status()` read once per scrape for every gauge (model states, queue, VRAM).
  */
 import { Counter, Gauge, Histogram, Registry } from "prom-client";
+import type { HoldChange } from "../../scheduler/types.ts";
 import type { RequestRecord } from "../exchange/record.ts";
 import type { StatusJson } from "../gateway.ts";
 import { type HistogramSeries, SeriesHistogram } from "./histogram.ts";
+import { UpstreamMetrics, type UpstreamOptions, type UpstreamTarget } from "./upstream.ts";
 
 /** LLM latencies: a cached short answer in tens of ms, a cold load plus a long answer in minutes. */
 const LATENCY_BUCKETS = [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600];
@@ -62,6 +64,10 @@ export interface MetricsSources {
   status(): StatusJson;
   /** Seconds since the last trusted GPU reading, or null when there is none. */
   gpuReadingAgeS?: (() => number | null) | undefined;
+  /** The model servers whose own metrics are merged in at each scrape (ready, switched on). */
+  upstreams?: (() => UpstreamTarget[]) | undefined;
+  /** How they are fetched (time limit, size cap, warnings). */
+  upstream?: UpstreamOptions | undefined;
 }
 
 export class QmMetrics {
@@ -81,9 +87,11 @@ export class QmMetrics {
   private readonly swapDuration: Histogram<"model">;
   private readonly loadFailures: Counter<"model">;
   private readonly stops: Counter<"model" | "reason">;
+  private readonly holds: Record<HoldChange, Counter<"model">>;
   private readonly gauges: Record<string, Gauge<string>>;
   /** Swaps in progress: when each started (the runtime's clock, ms). */
   private readonly swapStarts = new Map<number, { model: string; at: number }>();
+  private readonly upstream: UpstreamMetrics;
 
   constructor(private readonly sources: MetricsSources) {
     const registers = [this.registry];
@@ -183,6 +191,23 @@ export class QmMetrics {
       "Models stopped by qm: evicted for a swap, idle past their TTL or keep_alive, memory pressure, or unloaded.",
       ["model", "reason"],
     );
+    this.holds = {
+      granted: counter(
+        "qm_holds_granted_total",
+        "Idle-grace holds granted (renewals included): a model's last request drained with a hold earned.",
+        ["model"],
+      ),
+      expired: counter(
+        "qm_holds_expired_total",
+        "Holds that ran out with the model still loaded.",
+        ["model"],
+      ),
+      preempted: counter(
+        "qm_holds_preempted_total",
+        "Holds cut short: a request past its patience evicted the held model.",
+        ["model"],
+      ),
+    };
     this.gauges = {
       state: gauge("qm_model_state", "1 for the model's current state, 0 for the others.", [
         "model",
@@ -212,6 +237,7 @@ export class QmMetrics {
       uptime: gauge("qm_uptime_seconds", "Seconds since qm started."),
       info: gauge("qm_info", "qm's version (always 1).", ["version"]),
     };
+    this.upstream = new UpstreamMetrics(this.registry, sources.upstream);
   }
 
   /** One finished request (the exchange's record). */
@@ -283,10 +309,21 @@ export class QmMetrics {
     for (const model of models) this.stops.inc({ model, reason: label });
   }
 
-  /** The text format, gauges read from `status()` now. */
+  /** A model's hold was granted, ran out, or was preempted (the scheduler's `holdChanged`). */
+  hold(model: string, change: HoldChange): void {
+    this.holds[change].inc({ model });
+  }
+
+  /**
+   * The text format, gauges read from `status()` now; then the model servers' own metrics,
+   * each labelled with its model (upstream.ts), fetched first so that this scrape's
+   * `qm_upstream_scrape_*` series describe them.
+   */
   async text(): Promise<string> {
+    const targets = this.sources.upstreams?.() ?? [];
+    const upstream = await this.upstream.collect(targets);
     this.collect(this.sources.status());
-    return this.registry.metrics();
+    return (await this.registry.metrics()) + upstream;
   }
 
   get contentType(): string {

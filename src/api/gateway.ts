@@ -3,6 +3,7 @@ import type { Deadline } from "../proxy/deadline.ts";
 import type { LoadProgress } from "../proxy/wait-status.ts";
 import type { ModelState, ServeOutcome } from "../scheduler/types.ts";
 import type { Sweep } from "../shared/sweep.ts";
+import type { Capture, CaptureStore } from "./exchange/capture.ts";
 import type { RequestRecord } from "./exchange/record.ts";
 import type { ActivityLog } from "./metrics/activity.ts";
 import type { QmMetrics } from "./metrics/prometheus.ts";
@@ -82,9 +83,17 @@ export interface Gateway {
   reportAnswered(modelId: string): void;
   /**
    * A request for a model is over (the exchange's one record of it): the activity log, the
-   * metrics and `/api/events` all read it. Must be cheap and must not throw.
+   * metrics and `/api/events` all read it, and the log keeps its `capture`, if any. Must be
+   * cheap and must not throw.
    */
-  record(r: RequestRecord): void;
+  record(r: RequestRecord, capture?: Capture | null): void;
+  /**
+   * Something reads the records (the activity log, or the metrics on a listener): when false,
+   * none is built and no answer's figures are read.
+   */
+  readonly recording: boolean;
+  /** Where requests and answers are captured (`[activity] capture`), or null when off. */
+  readonly captures: CaptureStore | null;
   /** The latest finished requests (`GET /api/requests`). */
   readonly activity: ActivityLog;
   /** qm's Prometheus metrics (`GET /metrics`). */

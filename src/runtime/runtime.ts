@@ -1,3 +1,4 @@
+import { type Capture, CaptureStore } from "../api/exchange/capture.ts";
 import type { RequestRecord } from "../api/exchange/record.ts";
 import type {
   AcquireHooks,
@@ -68,6 +69,9 @@ export class Runtime implements Effects, Gateway {
   readonly calls = new Sweep<Deadline>();
   readonly activity: ActivityLog;
   readonly metrics: QmMetrics;
+  readonly captures: CaptureStore | null;
+  /** Something reads the records: the activity log, or metrics that a listener serves. */
+  readonly recording: boolean;
   private closing = false;
   /** Memory limits in force: the static budgets, tightened by the live GPU ceiling. */
   readonly budget: LiveBudget;
@@ -91,7 +95,14 @@ export class Runtime implements Effects, Gateway {
       (err) => opts.log.warn(`cannot keep load times: ${err instanceof Error ? err.message : err}`),
     );
     this.budget = new LiveBudget(config.resources);
-    this.activity = new ActivityLog(config.activity.size);
+    const act = config.activity;
+    this.captures =
+      act.enabled && act.capture && act.size > 0
+        ? new CaptureStore(act.captureBytes, act.captureTotalBytes)
+        : null;
+    this.activity = new ActivityLog(act.enabled ? act.size : 0, this.captures);
+    this.recording =
+      act.enabled || config.server.metricsListen !== "" || config.server.metricsOnApi;
     this.metrics = new QmMetrics({
       status: () => this.status(),
       gpuReadingAgeS: () => (this.gpu.last ? (timers.now() - this.gpu.lastAt) / 1000 : null),
@@ -270,9 +281,11 @@ export class Runtime implements Effects, Gateway {
     this.stalls.answered(id);
   }
 
-  record(r: RequestRecord): void {
-    this.activity.push(r);
-    this.metrics.request(r);
+  record(r: RequestRecord, capture: Capture | null = null): void {
+    const served = this.config.server;
+    if (served.metricsListen !== "" || served.metricsOnApi) this.metrics.request(r);
+    if (!this.config.activity.enabled) return;
+    r.id = this.activity.push(r, capture);
     if (this.events.listening) this.events.publish({ type: "request", ...r });
   }
 

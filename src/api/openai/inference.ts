@@ -63,11 +63,11 @@ async function parse(
   gw: Gateway,
   request: Request,
   pathAndQuery: string,
-): Promise<{ model: ModelConfig; parsed: Parsed }> {
+): Promise<{ model: ModelConfig; parsed: Parsed; bytes: Uint8Array }> {
   const bytes = await readBody(request, gw.config.server.maxBodyBytes);
   const type = request.headers.get("content-type") ?? "";
   if (type.startsWith("multipart/form-data")) {
-    return parseMultipart(gw, request, bytes, type, pathAndQuery);
+    return { ...(await parseMultipart(gw, request, bytes, type, pathAndQuery)), bytes };
   }
   const obj = parseJsonObject(bytes);
   const named = resolveModel(gw, obj.model);
@@ -87,7 +87,7 @@ async function parse(
     headers: request.headers,
     pathAndQuery,
   };
-  return { model, parsed };
+  return { model, parsed, bytes };
 }
 
 function nonEmpty(v: unknown): boolean {
@@ -158,9 +158,10 @@ export async function handleInference(req: InferenceRequest): Promise<Response> 
   let asks: Asks;
   let model: ModelConfig;
   let parsed: Parsed;
+  let bytes: Uint8Array;
   try {
     asks = admit(gw, request);
-    ({ model, parsed } = await parse(gw, request, req.pathAndQuery));
+    ({ model, parsed, bytes } = await parse(gw, request, req.pathAndQuery));
   } catch (err) {
     return openaiError(asQmError(err));
   }
@@ -178,6 +179,7 @@ export async function handleInference(req: InferenceRequest): Promise<Response> 
     log: req.log,
     placeholder: parsed.stream && STREAMING_PATHS.has(req.route),
     observer: watch ? new Observer(OPENAI_TOOL_CALLS) : null,
+    body: bytes,
     parsed,
     send,
   });

@@ -124,9 +124,16 @@ export interface ModelStatusJson {
   last_error: string | null;
   /**
    * The load in progress (null when not loading): ms so far, ms it is expected to take (the
-   * median of the model's last loads; null before its first) and the fraction done.
+   * median of the model's last loads; null before its first), the fraction done (the larger of
+   * the time's and the log stage's; null when neither is known) and the stage.
    */
-  load: { elapsed_ms: number; expected_ms: number | null; progress: number | null } | null;
+  load: {
+    elapsed_ms: number;
+    expected_ms: number | null;
+    progress: number | null;
+    /** The stage the model's log shows (llama-server: `"loading tensors"`, …), or null. */
+    stage: string | null;
+  } | null;
   /** How long the model's last load took, in ms; null if it never loaded. */
   last_load_ms: number | null;
 }

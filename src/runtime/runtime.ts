@@ -141,7 +141,7 @@ export class Runtime implements Effects, Gateway {
       gpu: this.gpu,
       makeProcess:
         opts.makeProcess ??
-        modelProcesses(config, opts.log, (id, line) => this.logHub.publish(id, line)),
+        modelProcesses(config, opts.log, (id, line) => this.modelLine(id, line)),
     });
     for (const model of Object.values(config.models)) this.runner.add(model);
     this.waiters = new Waiters({
@@ -211,6 +211,12 @@ export class Runtime implements Effects, Gateway {
       foreignBaselineGb: this.gpu.foreignBaselineGb,
       loadTimes: this.loadTimes,
     });
+  }
+
+  /** Each output line of model `id`: to its live followers, and to its load's stages. */
+  modelLine(id: string, line: string): void {
+    this.logHub.publish(id, line);
+    this.loadTimes.line(id, line);
   }
 
   loadProgress(id: string): LoadProgress | null {

@@ -72,6 +72,8 @@ export class Runtime implements Effects, Gateway {
   readonly captures: CaptureStore | null;
   /** Something reads the records: the activity log, or metrics that a listener serves. */
   readonly recording: boolean;
+  /** A listener serves `/metrics`: only then are requests counted. */
+  private readonly metricsServed: boolean;
   private closing = false;
   /** Memory limits in force: the static budgets, tightened by the live GPU ceiling. */
   readonly budget: LiveBudget;
@@ -101,8 +103,8 @@ export class Runtime implements Effects, Gateway {
         ? new CaptureStore(act.captureBytes, act.captureTotalBytes)
         : null;
     this.activity = new ActivityLog(act.enabled ? act.size : 0, this.captures);
-    this.recording =
-      act.enabled || config.server.metricsListen !== "" || config.server.metricsOnApi;
+    this.metricsServed = config.server.metricsListen !== "" || config.server.metricsOnApi;
+    this.recording = act.enabled || this.metricsServed;
     this.metrics = new QmMetrics({
       status: () => this.status(),
       gpuReadingAgeS: () => (this.gpu.last ? (timers.now() - this.gpu.lastAt) / 1000 : null),
@@ -288,8 +290,7 @@ export class Runtime implements Effects, Gateway {
   }
 
   record(r: RequestRecord, capture: Capture | null = null): void {
-    const served = this.config.server;
-    if (served.metricsListen !== "" || served.metricsOnApi) this.metrics.request(r);
+    if (this.metricsServed) this.metrics.request(r);
     if (!this.config.activity.enabled) return;
     r.id = this.activity.push(r, capture);
     if (this.events.listening) this.events.publish({ type: "request", ...r });

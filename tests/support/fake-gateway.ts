@@ -38,6 +38,8 @@ export interface FakeLease extends Lease {
 
 export interface FakeGw extends Gateway {
   shuttingDown: boolean;
+  /** Whether records are built (the runtime's: an activity log or a metrics listener). */
+  recording: boolean;
   /** Every release of every lease, in order. */
   releases: (ServeOutcome | undefined)[];
   /** Every lease granted, in order. */

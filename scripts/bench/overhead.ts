@@ -8,6 +8,8 @@
  *
  * Run by bench.ts in a child process (it replaces the global `fetch`):
  *   bun scripts/bench/overhead.ts  → one JSON line on stdout
+ *   bun scripts/bench/overhead.ts --toml TEXT --c1  → the same, with TEXT added to the config,
+ *     measuring one client only (the observability section's in-process figure)
  */
 import { buildApp } from "../../src/api/app.ts";
 import { loadConfigText } from "../../src/config/index.ts";
@@ -29,8 +31,11 @@ export interface Overhead {
 }
 
 /** Runs this file in a child process and returns its report. */
-export function inProcessOverhead(): Overhead {
-  const run = Bun.spawnSync([process.execPath, import.meta.path], { stderr: "inherit" });
+export function inProcessOverhead(opts: { toml?: string; c1Only?: boolean } = {}): Overhead {
+  const argv = [process.execPath, import.meta.path];
+  if (opts.toml) argv.push("--toml", opts.toml);
+  if (opts.c1Only) argv.push("--c1");
+  const run = Bun.spawnSync(argv, { stderr: "inherit" });
   if (run.exitCode !== 0) throw new Error(`overhead run failed (exit ${run.exitCode})`);
   return JSON.parse(run.stdout.toString()) as Overhead;
 }
@@ -56,8 +61,9 @@ function standIn(model: ModelConfig): ModelServer {
   } as unknown as ModelServer;
 }
 
-async function measure(): Promise<Overhead> {
-  const cfg = loadConfigText(`[models.m]\ncmd = "x"\nproxy = "http://127.0.0.1:9"\n`, {
+async function measure(extraToml = "", c1Only = false): Promise<Overhead> {
+  const toml = `${extraToml}\n[models.m]\ncmd = "x"\nproxy = "http://127.0.0.1:9"\n`;
+  const cfg = loadConfigText(toml, {
     file: "bench.toml",
     env: {},
     isPortFree: () => true,
@@ -115,8 +121,16 @@ async function measure(): Promise<Overhead> {
     return Math.round(runs[Math.floor(RUNS / 2)]! * 100) / 100;
   };
   await qm();
+  const c1 = await perRequest(qm, 1);
+  if (c1Only)
+    return {
+      qm_us_per_req_c1: c1,
+      qm_us_per_req_c32: Number.NaN,
+      floor_us_per_req: Number.NaN,
+      method: "",
+    };
   return {
-    qm_us_per_req_c1: await perRequest(qm, 1),
+    qm_us_per_req_c1: c1,
     qm_us_per_req_c32: await perRequest(qm, 32),
     floor_us_per_req: await perRequest(floor, 32),
     method:
@@ -126,6 +140,8 @@ async function measure(): Promise<Overhead> {
 }
 
 if (import.meta.main) {
-  console.log(JSON.stringify(await measure()));
+  const at = process.argv.indexOf("--toml");
+  const toml = at > 0 ? (process.argv[at + 1] ?? "") : "";
+  console.log(JSON.stringify(await measure(toml, process.argv.includes("--c1"))));
   process.exit(0);
 }

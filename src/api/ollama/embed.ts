@@ -152,6 +152,8 @@ async function send(x: Exchange<Parsed>, call: Call): Promise<Response> {
     return ollamaError(err, headersOf(x));
   }
   const usage = isObject(json) && isObject(json.usage) ? json.usage : {};
+  // The answer is parsed here, not relayed: its figures are told to the record.
+  call.observer.figures.usage(usage);
   call.finish(true);
   return answer(x, call, out as number[][], num(usage.prompt_tokens) ?? 0);
 }

@@ -16,7 +16,7 @@ import { ActivityLog } from "../../src/api/metrics/activity.ts";
 import { scriptedBody, useFakeFetch } from "../support/fake-fetch.ts";
 import { type FakeGw, fakeGateway, modelToml } from "../support/fake-gateway.ts";
 import { type App, appOf, bodyOf, call, post } from "../support/in-process.ts";
-import { chunk, completion, sseResponse } from "../support/openai-answers.ts";
+import { chunk, completion, sseResponse, sseText } from "../support/openai-answers.ts";
 
 const up = useFakeFetch();
 const enc = new TextEncoder();
@@ -247,6 +247,25 @@ describe("through the routes", () => {
     expect(gw.records[0]!.answered).toBe(false);
     const one = await detail(app, gw.records[0]!.id);
     expect(one.capture.answer.text).toContain('"content":"a"');
+  });
+
+  test("a translated stream (Ollama NDJSON) is captured as the client got it, not as the upstream sent it", async () => {
+    const { gw, app } = setup();
+    up.answer = () =>
+      sseResponse(sseText([chunk({ role: "assistant", content: "Hi" }), chunk({}, "stop")]));
+    const res = await post(app, "/api/chat", {
+      model: "m",
+      messages: [{ role: "user", content: "hi" }],
+    });
+    const got = await res.text();
+    expect(got.split("\n").filter((l) => l !== "").length).toBeGreaterThan(1);
+    const one = await detail(app, gw.records[0]!.id);
+    expect(one.api).toBe("ollama");
+    expect(one.capture.answer).toEqual({
+      bytes: enc.encode(got).byteLength,
+      truncated: false,
+      text: got,
+    });
   });
 
   test("capture off keeps nothing: no store, capture null", async () => {

@@ -17,6 +17,8 @@ const SECRETS = new Set(["authorization", "x-api-key", "proxy-authorization", "c
 export const REDACTED = "[redacted]";
 
 const encoder = new TextEncoder();
+/** A body that is one JSON document (not NDJSON lines): qm holds it whole. */
+const WHOLE = /^application\/(?:[\w.+-]+\+)?json\b/i;
 const strict = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
 
 /** One captured body: at most the cap's bytes kept, all of them counted. */
@@ -64,26 +66,46 @@ export class Capture {
   }
 
   /**
-   * The client's response, with its body copied as the client reads it: each chunk is passed on
-   * first, then what fits is copied. The client leaving cancels the source as before.
+   * The client's response, with its body copied as the client reads it. A JSON answer is one
+   * document qm already holds whole (`forward` reads it whole; the translators build theirs):
+   * it is taken as it is. Any other body is read chunk by chunk as the client pulls: each chunk
+   * is handed on first, then what fits is copied; nothing is read ahead, and the client leaving
+   * cancels the source as before.
    */
-  tee(res: Response): Response {
+  tee(res: Response): Response | Promise<Response> {
     const source = res.body;
     if (source === null) return res;
     const part = new Part();
     this.answer = part;
+    const init = { status: res.status, statusText: res.statusText, headers: res.headers };
+    if (WHOLE.test(res.headers.get("content-type") ?? "")) {
+      return res.bytes().then((bytes) => {
+        this.add(part, bytes);
+        return new Response(bytes, init);
+      });
+    }
+    const reader = source.getReader();
     const capture = this;
-    const copy = new TransformStream<Uint8Array | string, Uint8Array | string>({
-      transform(chunk, controller) {
-        controller.enqueue(chunk);
-        capture.add(part, typeof chunk === "string" ? encoder.encode(chunk) : chunk);
+    const copy = new ReadableStream<Uint8Array>(
+      {
+        async pull(controller) {
+          const step = await reader.read();
+          if (step.done) {
+            controller.close();
+            return;
+          }
+          const chunk = step.value as Uint8Array | string;
+          const bytes = typeof chunk === "string" ? encoder.encode(chunk) : chunk;
+          controller.enqueue(bytes);
+          capture.add(part, bytes);
+        },
+        cancel(reason) {
+          return reader.cancel(reason);
+        },
       },
-    });
-    return new Response(source.pipeThrough(copy), {
-      status: res.status,
-      statusText: res.statusText,
-      headers: res.headers,
-    });
+      { highWaterMark: 0 },
+    );
+    return new Response(copy, init);
   }
 
   /** Its store forgot it. */

@@ -44,6 +44,9 @@ export interface SideFigures {
   others_cpu_pct: number;
   in_process_us_per_req_c1: number;
   in_process_us_per_req_c1_runs: number[];
+  /** CPU time per request in-process (what contention disturbs least). */
+  in_process_cpu_us_per_req_c1: number;
+  in_process_cpu_us_per_req_c1_runs: number[];
 }
 
 function toml(side: Side, listenPort: number, startPort: number): string {
@@ -132,13 +135,18 @@ export async function observabilityRuns(s: ObservabilitySetup) {
   }
   // The in-process figure: qm's own JavaScript per request, alternating the two configs.
   const inProcess = { on: [] as number[], off: [] as number[] };
+  const inProcessCpu = { on: [] as number[], off: [] as number[] };
   for (let r = 0; r < s.inProcessRuns; r++) {
     const order = r % 2 === 0 ? SIDES : [...SIDES].reverse();
     for (const side of order) {
       const extra = `[server]\n${SERVER[side]}\n[activity]\n${ACTIVITY[side]}\n`;
       const f = inProcessOverhead({ toml: extra, c1Only: true });
       inProcess[side].push(f.qm_us_per_req_c1);
-      log(`observability in-process ${side}: ${f.qm_us_per_req_c1} µs/req`);
+      inProcessCpu[side].push(f.qm_cpu_us_per_req_c1);
+      log(
+        `observability in-process ${side}: ${f.qm_us_per_req_c1} µs/req, ` +
+          `CPU ${f.qm_cpu_us_per_req_c1} µs/req`,
+      );
     }
   }
   const out = {} as Record<Side, SideFigures>;
@@ -154,6 +162,8 @@ export async function observabilityRuns(s: ObservabilitySetup) {
       others_cpu_pct: round(a.others.reduce((x, y) => x + y, 0) / a.others.length, 1),
       in_process_us_per_req_c1: round(percentile(inProcess[side], 50), 2),
       in_process_us_per_req_c1_runs: inProcess[side],
+      in_process_cpu_us_per_req_c1: round(percentile(inProcessCpu[side], 50), 2),
+      in_process_cpu_us_per_req_c1_runs: inProcessCpu[side],
     };
   }
   const { on, off } = out;
@@ -163,6 +173,10 @@ export async function observabilityRuns(s: ObservabilitySetup) {
     observability_p50_ratio: round(on.p50_ms_c1 / off.p50_ms_c1),
     observability_rps_ratio: round(on.rps_c32 / off.rps_c32),
     observability_cpu_ratio_c32: round(on.qm_cpu_us_per_req_c32 / off.qm_cpu_us_per_req_c32),
+    in_process_added_cpu_us_per_req: round(
+      on.in_process_cpu_us_per_req_c1 - off.in_process_cpu_us_per_req_c1,
+      2,
+    ),
     in_process_added_us_per_req: round(
       on.in_process_us_per_req_c1 - off.in_process_us_per_req_c1,
       2,

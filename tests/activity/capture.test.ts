@@ -74,6 +74,7 @@ describe("the request", () => {
         "proxy-Authorization": "Basic eA==",
         CoOkIe: "session=3",
         "X-Trace": "t-1",
+        ["__proto__"]: "p",
         "Content-Type": "application/json",
       }),
       enc.encode("{}"),
@@ -85,6 +86,7 @@ describe("the request", () => {
       "proxy-authorization": REDACTED,
       cookie: REDACTED,
       "x-trace": "t-1",
+      ["__proto__"]: "p",
       "content-type": "application/json",
     });
     const text = JSON.stringify(json);

@@ -29,7 +29,8 @@ class Part {
 }
 
 export class Capture {
-  readonly headers: Record<string, string> = {};
+  /** No prototype: a header named `__proto__` is kept like any other. */
+  readonly headers: Record<string, string> = Object.create(null);
   readonly body = new Part();
   /** Null until the client's response has a body. */
   answer: Part | null = null;

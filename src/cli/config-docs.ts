@@ -49,7 +49,7 @@ export const CONFIG_DOCS: Record<DocumentedSection, SectionDoc> = {
       },
       metrics_listen: {
         meaning:
-          '`host:port` of a listener that serves only `GET /metrics` (Prometheus text format), or `""` for none. It needs no API key: bind it where only the scraper can reach it. Its port is kept out of `${PORT}` allocation.',
+          '`host:port` of a listener that serves only `GET /metrics` (Prometheus text format), or `""` for none. It needs no API key: bind it where only the scraper can reach it. Its port is kept out of `${PORT}` allocation. Requests are counted in the metrics only when this or `metrics_on_api` is set.',
       },
       metrics_on_api: {
         meaning:

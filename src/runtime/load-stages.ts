@@ -4,7 +4,8 @@
  * `0.00.016.576 I srv    load_model: …` format and the older bare `func: …` one) sets a floor
  * under the load's progress. Floors only rise: a line of an earlier stage seen late changes
  * nothing. The tensor load is the long part: older builds print one `.` per percent of it
- * (llama.cpp's default progress callback), which moves the floor from 15% toward 80%; current
+ * (llama.cpp's default progress callback), which moves the floor from 15% toward 80% (they come
+ * as one line, ended at 100%, so in practice at once); current
  * llama-server reports that progress elsewhere, so its log jumps from the file being opened to
  * the context being made, and the time-based estimate (`load-times.ts`) fills the gap.
  *

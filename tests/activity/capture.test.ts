@@ -14,7 +14,7 @@ import type { RequestRecord } from "../../src/api/exchange/record.ts";
 import type { QmEvent } from "../../src/api/gateway.ts";
 import { ActivityLog } from "../../src/api/metrics/activity.ts";
 import { scriptedBody, useFakeFetch } from "../support/fake-fetch.ts";
-import { type FakeGw, fakeGateway, modelToml } from "../support/fake-gateway.ts";
+import { closeGate, type FakeGw, fakeGateway, modelToml } from "../support/fake-gateway.ts";
 import { type App, appOf, bodyOf, call, post } from "../support/in-process.ts";
 import { chunk, completion, sseResponse, sseText } from "../support/openai-answers.ts";
 
@@ -268,6 +268,20 @@ describe("through the routes", () => {
       truncated: false,
       text: got,
     });
+  });
+
+  test("behind the wait-status placeholder, the comments are in the captured answer too", async () => {
+    const { gw, app } = setup();
+    gw.states.m = "stopped";
+    const gate = closeGate(gw);
+    gw.onWaiting = gate.open;
+    up.answer = () => sseResponse(sseText([chunk({ content: "Ready" }, "stop")]));
+    const res = await post(app, "/v1/chat/completions", chat("hi", true));
+    const got = await res.text();
+    expect(got.startsWith(": qm-status: loading")).toBe(true);
+    const one = await detail(app, gw.records[0]!.id);
+    expect(one.swap).toBe(true);
+    expect(one.capture.answer.text).toBe(got);
   });
 
   test("capture off keeps nothing: no store, capture null", async () => {

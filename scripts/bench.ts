@@ -22,6 +22,12 @@
  * (h) The same for the Responses API: `/v1/responses` streamed (translated) against
  *     `/v1/chat/completions` (scripts/bench/responses.ts).
  * (i) One `/metrics` scrape with 50 models that served requests (scripts/bench/scrape.ts).
+ * (j) What watching requests costs: metrics + activity log on against both off, p50 latency at
+ *     1 client and throughput at 32, alternating rounds, and the in-process CPU per request
+ *     (scripts/bench/observability.ts).
+ *
+ * `bun run bench --section observability` runs (j) alone (with the machine figures and its
+ * targets): the one section that needs no other.
  *
  * qm runs as the compiled binary (`dist/qm serve`, rebuilt when older than src/) with a
  * generated config; every model upstream is started by qm itself.
@@ -32,6 +38,7 @@ import { join } from "node:path";
 import { anthropicRuns } from "./bench/anthropic.ts";
 import { matrixSolver } from "./bench/matrix.ts";
 import { type NonStreamTarget, nonStreamCells } from "./bench/nonstream.ts";
+import { observabilityRuns } from "./bench/observability.ts";
 import { ollamaRuns } from "./bench/ollama.ts";
 import { inProcessOverhead } from "./bench/overhead.ts";
 import { startListening, withCleanup } from "./bench/procs.ts";
@@ -54,6 +61,8 @@ const ANTHROPIC_STREAMS = 20;
 const ANTHROPIC_TOKENS = 1000;
 const ANTHROPIC_TOKEN_MS = 5;
 const ANTHROPIC_ROUNDS = 2;
+const OBSERVABILITY_ROUNDS = 4;
+const OBSERVABILITY_IN_PROCESS_RUNS = 3;
 
 const BARE = join(import.meta.dir, "bench/bare-forwarder.ts");
 const FLOOR = join(import.meta.dir, "bench/router-floor.ts");
@@ -73,7 +82,62 @@ function bareForwarder(name: string, upstream: string, script = BARE) {
   return startListening(name, argv, join(dir, `${name}.log`));
 }
 
+/** The sections `--section NAME` can run alone. */
+const ALONE = ["observability"] as const;
+
+function sectionArg(): (typeof ALONE)[number] | null {
+  const at = process.argv.indexOf("--section");
+  if (at < 0) return null;
+  const name = process.argv[at + 1] ?? "";
+  const found = ALONE.find((n) => n === name);
+  if (!found) throw new Error(`--section: one of ${ALONE.join(", ")}, got ${JSON.stringify(name)}`);
+  return found;
+}
+
+/** (j): metrics + activity on against off. */
+function observability(ours: () => number[]) {
+  return observabilityRuns({
+    dir,
+    ours,
+    warmupMs: WARMUP_MS,
+    roundMs: ROUND_MS,
+    rounds: OBSERVABILITY_ROUNDS,
+    inProcessRuns: OBSERVABILITY_IN_PROCESS_RUNS,
+  });
+}
+
+function observabilityTargets(j: Awaited<ReturnType<typeof observability>>) {
+  return {
+    observability_p50_ratio: target(j.observability_p50_ratio, "<=", 1.05),
+    observability_rps_ratio: target(j.observability_rps_ratio, ">=", 0.95),
+  };
+}
+
+/** `--section observability`: (j) alone. */
+async function observabilityAlone(): Promise<void> {
+  const loadStart = loadavg();
+  const stale = await ensureBuilt();
+  const j = await observability(() => [process.pid]);
+  const report = {
+    machine: {
+      cores: cpus().length,
+      bun: Bun.version,
+      platform: `${process.platform}-${process.arch}`,
+      qm_revision: revision(),
+      qm_binary_older_than_src: stale,
+      loadavg_start: loadStart,
+      loadavg_end: loadavg(),
+      others_cpu_pct_max: Math.max(j.on.others_cpu_pct, j.off.others_cpu_pct),
+      contended: Math.max(j.on.others_cpu_pct, j.off.others_cpu_pct) > 5,
+    },
+    observability: j,
+    targets: observabilityTargets(j),
+  };
+  process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
+}
+
 async function main(): Promise<void> {
+  if (sectionArg() === "observability") return observabilityAlone();
   const loadStart = loadavg();
   const stale = await ensureBuilt();
   const setup = {
@@ -167,6 +231,10 @@ async function main(): Promise<void> {
   log("metrics scrape");
   const scrape = metricsScrape();
 
+  // (j) What watching requests costs, on two qm processes of its own.
+  log("observability");
+  const j = await observability(() => [...oursA(), stream.pid, bareStream.proc.pid]);
+
   const others = [c1, c32, b]
     .flatMap((x) => [x.direct, x.bare, x.qm].map((y) => y.others_cpu_pct))
     .concat(e.passthrough.others_cpu_pct, e.translated.others_cpu_pct)
@@ -259,6 +327,7 @@ async function main(): Promise<void> {
     },
     in_process: f,
     metrics_scrape: scrape,
+    observability: j,
     matrix_solver: matrixSolver(),
     rss_mb: {
       idle,
@@ -279,6 +348,7 @@ async function main(): Promise<void> {
       ollama_cpu_ratio: target(g.cpu_ratio, "<=", 1.5),
       ollama_added_ms_p99: target(g.added_ms_p99_over_passthrough, "<=", 1),
       ...responsesTargets(h),
+      ...observabilityTargets(j),
     },
   };
   process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);

@@ -8,6 +8,8 @@
  *
  * Run by bench.ts in a child process (it replaces the global `fetch`):
  *   bun scripts/bench/overhead.ts  → one JSON line on stdout
+ *   bun scripts/bench/overhead.ts --toml TEXT --c1  → the same, with TEXT added to the config,
+ *     measuring one client only (the observability section's in-process figure)
  */
 import { buildApp } from "../../src/api/app.ts";
 import { loadConfigText } from "../../src/config/index.ts";
@@ -23,14 +25,22 @@ const RUNS = 5;
 /** The child's report. */
 export interface Overhead {
   qm_us_per_req_c1: number;
+  /**
+   * The same at 1 client as CPU time (user + system, `process.cpuUsage`): other work on the
+   * box stretches wall time far more than it does this.
+   */
+  qm_cpu_us_per_req_c1: number;
   qm_us_per_req_c32: number;
   floor_us_per_req: number;
   method: string;
 }
 
 /** Runs this file in a child process and returns its report. */
-export function inProcessOverhead(): Overhead {
-  const run = Bun.spawnSync([process.execPath, import.meta.path], { stderr: "inherit" });
+export function inProcessOverhead(opts: { toml?: string; c1Only?: boolean } = {}): Overhead {
+  const argv = [process.execPath, import.meta.path];
+  if (opts.toml) argv.push("--toml", opts.toml);
+  if (opts.c1Only) argv.push("--c1");
+  const run = Bun.spawnSync(argv, { stderr: "inherit" });
   if (run.exitCode !== 0) throw new Error(`overhead run failed (exit ${run.exitCode})`);
   return JSON.parse(run.stdout.toString()) as Overhead;
 }
@@ -56,8 +66,9 @@ function standIn(model: ModelConfig): ModelServer {
   } as unknown as ModelServer;
 }
 
-async function measure(): Promise<Overhead> {
-  const cfg = loadConfigText(`[models.m]\ncmd = "x"\nproxy = "http://127.0.0.1:9"\n`, {
+async function measure(extraToml = "", c1Only = false): Promise<Overhead> {
+  const toml = `${extraToml}\n[models.m]\ncmd = "x"\nproxy = "http://127.0.0.1:9"\n`;
+  const cfg = loadConfigText(toml, {
     file: "bench.toml",
     env: {},
     isPortFree: () => true,
@@ -96,8 +107,8 @@ async function measure(): Promise<Overhead> {
     await request().bytes();
     await new Response(answer, { headers: json }).arrayBuffer();
   };
-  /** Median µs per request over RUNS runs, after a warm-up. */
-  const perRequest = async (fn: () => Promise<void>, clients: number) => {
+  /** Median µs per request over RUNS runs, after a warm-up: wall time, and CPU time. */
+  const measured = async (fn: () => Promise<void>, clients: number) => {
     const go = () =>
       Promise.all(
         Array.from({ length: clients }, async () => {
@@ -106,17 +117,34 @@ async function measure(): Promise<Overhead> {
       );
     await go();
     const runs: number[] = [];
+    const cpu: number[] = [];
     for (let r = 0; r < RUNS; r++) {
       const t0 = performance.now();
+      const c0 = process.cpuUsage();
       await go();
+      const c = process.cpuUsage(c0);
       runs.push(((performance.now() - t0) * 1000) / REQUESTS);
+      cpu.push((c.user + c.system) / REQUESTS);
     }
-    runs.sort((a, b) => a - b);
-    return Math.round(runs[Math.floor(RUNS / 2)]! * 100) / 100;
+    const median = (xs: number[]) =>
+      Math.round(xs.sort((a, b) => a - b)[Math.floor(RUNS / 2)]! * 100) / 100;
+    return { wall: median(runs), cpu: median(cpu) };
   };
+  const perRequest = async (fn: () => Promise<void>, clients: number) =>
+    (await measured(fn, clients)).wall;
   await qm();
+  const c1 = await measured(qm, 1);
+  if (c1Only)
+    return {
+      qm_us_per_req_c1: c1.wall,
+      qm_cpu_us_per_req_c1: c1.cpu,
+      qm_us_per_req_c32: Number.NaN,
+      floor_us_per_req: Number.NaN,
+      method: "",
+    };
   return {
-    qm_us_per_req_c1: await perRequest(qm, 1),
+    qm_us_per_req_c1: c1.wall,
+    qm_cpu_us_per_req_c1: c1.cpu,
     qm_us_per_req_c32: await perRequest(qm, 32),
     floor_us_per_req: await perRequest(floor, 32),
     method:
@@ -126,6 +154,8 @@ async function measure(): Promise<Overhead> {
 }
 
 if (import.meta.main) {
-  console.log(JSON.stringify(await measure()));
+  const at = process.argv.indexOf("--toml");
+  const toml = at > 0 ? (process.argv[at + 1] ?? "") : "";
+  console.log(JSON.stringify(await measure(toml, process.argv.includes("--c1"))));
   process.exit(0);
 }

@@ -75,12 +75,17 @@ function cmd(words: string[], template: string): string {
   return `${words.map(shellQuote).join(" ")} ${template}`;
 }
 
-export function configToml(listenPort: number, startPort: number, s: QmSetup): string {
-  const bun = process.execPath;
-  const demo = cmd(
+/** `qm demo-upstream` answering non-streamed requests at once (16 tokens). */
+export function demoCmd(): string {
+  return cmd(
     [QM_BIN, "demo-upstream"],
     `--port \${PORT} --name \${MODEL_ID} --token-ms 0 --tokens 16`,
   );
+}
+
+export function configToml(listenPort: number, startPort: number, s: QmSetup): string {
+  const bun = process.execPath;
+  const demo = demoCmd();
   const stream = cmd(
     [bun, STAMP],
     `--port \${PORT} --name \${MODEL_ID} --tokens ${s.tokens} --token-ms ${s.tokenMs}`,
@@ -134,9 +139,20 @@ export async function startQm(dir: string, s: QmSetup): Promise<Qm> {
   // Model ports are fixed when qm reads its config; below the ephemeral range (32768+ on
   // Linux) no outgoing connection can take one of them later. qm skips any that are busy.
   const startPort = 20000 + Math.floor(Math.random() * 10000);
-  const configPath = join(dir, "quartermaster.toml");
-  await Bun.write(configPath, configToml(listenPort, startPort, s));
-  const proc = startPlain("qm", [QM_BIN, "serve", "-c", configPath], join(dir, "qm.log"));
+  return startQmWith(dir, "qm", listenPort, configToml(listenPort, startPort, s));
+}
+
+/** `dist/qm serve` on the config `toml` (listening on `listenPort`), once healthy. */
+export async function startQmWith(
+  dir: string,
+  name: string,
+  listenPort: number,
+  toml: string,
+): Promise<Qm> {
+  const configPath = join(dir, `${name}.toml`);
+  await Bun.write(configPath, toml);
+  const logFile = join(dir, `${name}.log`);
+  const proc = startPlain(name, [QM_BIN, "serve", "-c", configPath], logFile);
   const url = `http://127.0.0.1:${listenPort}`;
   const deadline = Date.now() + 15_000;
   while (Date.now() < deadline) {
@@ -147,7 +163,7 @@ export async function startQm(dir: string, s: QmSetup): Promise<Qm> {
     if (ok) return { pid: proc.pid, url };
     await Bun.sleep(20);
   }
-  throw new Error(`qm did not become healthy on ${url} (log: ${join(dir, "qm.log")})`);
+  throw new Error(`${name} did not become healthy on ${url} (log: ${logFile})`);
 }
 
 interface StatusModel {

@@ -58,6 +58,7 @@ async function measure(): Promise<Scrape> {
       for (const status of [200, 200, 200, 400, 502]) {
         n++;
         const r: RequestRecord = {
+          id: 0,
           time: Date.now(),
           model: `model-${i}`,
           api,

@@ -6,6 +6,7 @@ import { anthropicRoutes, isAnthropicPath } from "./anthropic/routes.ts";
 import { controlMethods, controlRoutes } from "./control/routes.ts";
 import { createEdge } from "./edge/gate.ts";
 import type { Gateway } from "./gateway.ts";
+import { requestRoute } from "./metrics/request-route.ts";
 import { activityRoutes, metricsRoutes } from "./metrics/routes.ts";
 import { ollamaError } from "./ollama/errors.ts";
 import { isOllamaPath, ollamaRoutes } from "./ollama/routes.ts";
@@ -18,6 +19,7 @@ export function buildRoutes(gw: Gateway, log: Logger) {
   return new Elysia()
     .use(controlRoutes(gw, log))
     .use(activityRoutes(gw))
+    .use(requestRoute(gw))
     .use(gw.config.server.metricsOnApi ? metricsRoutes(gw) : new Elysia())
     .use(openaiRoutes(gw, log))
     .use(anthropicRoutes(gw, { log }))

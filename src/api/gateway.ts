@@ -3,6 +3,7 @@ import type { Deadline } from "../proxy/deadline.ts";
 import type { LoadProgress } from "../proxy/wait-status.ts";
 import type { ModelState, ServeOutcome } from "../scheduler/types.ts";
 import type { Sweep } from "../shared/sweep.ts";
+import type { Capture, CaptureStore } from "./exchange/capture.ts";
 import type { RequestRecord } from "./exchange/record.ts";
 import type { ActivityLog } from "./metrics/activity.ts";
 import type { QmMetrics } from "./metrics/prometheus.ts";
@@ -82,9 +83,17 @@ export interface Gateway {
   reportAnswered(modelId: string): void;
   /**
    * A request for a model is over (the exchange's one record of it): the activity log, the
-   * metrics and `/api/events` all read it. Must be cheap and must not throw.
+   * metrics and `/api/events` all read it, and the log keeps its `capture`, if any. Must be
+   * cheap and must not throw.
    */
-  record(r: RequestRecord): void;
+  record(r: RequestRecord, capture?: Capture | null): void;
+  /**
+   * Something reads the records (the activity log, or the metrics on a listener): when false,
+   * none is built and no answer's figures are read.
+   */
+  readonly recording: boolean;
+  /** Where requests and answers are captured (`[activity] capture`), or null when off. */
+  readonly captures: CaptureStore | null;
   /** The latest finished requests (`GET /api/requests`). */
   readonly activity: ActivityLog;
   /** qm's Prometheus metrics (`GET /metrics`). */
@@ -115,9 +124,16 @@ export interface ModelStatusJson {
   last_error: string | null;
   /**
    * The load in progress (null when not loading): ms so far, ms it is expected to take (the
-   * median of the model's last loads; null before its first) and the fraction done.
+   * median of the model's last loads; null before its first), the fraction done (the larger of
+   * the time's and the log stage's; null when neither is known) and the stage.
    */
-  load: { elapsed_ms: number; expected_ms: number | null; progress: number | null } | null;
+  load: {
+    elapsed_ms: number;
+    expected_ms: number | null;
+    progress: number | null;
+    /** The stage the model's log shows (llama-server: `"loading tensors"`, …), or null. */
+    stage: string | null;
+  } | null;
   /** How long the model's last load took, in ms; null if it never loaded. */
   last_load_ms: number | null;
 }

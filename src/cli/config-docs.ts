@@ -49,7 +49,7 @@ export const CONFIG_DOCS: Record<DocumentedSection, SectionDoc> = {
       },
       metrics_listen: {
         meaning:
-          '`host:port` of a listener that serves only `GET /metrics` (Prometheus text format), or `""` for none. It needs no API key: bind it where only the scraper can reach it. Its port is kept out of `${PORT}` allocation.',
+          '`host:port` of a listener that serves only `GET /metrics` (Prometheus text format), or `""` for none. It needs no API key: bind it where only the scraper can reach it. Its port is kept out of `${PORT}` allocation. Requests are counted in the metrics only when this or `metrics_on_api` is set.',
       },
       metrics_on_api: {
         meaning:
@@ -132,9 +132,26 @@ export const CONFIG_DOCS: Record<DocumentedSection, SectionDoc> = {
     heading: "[activity]",
     about: "The activity log: the latest finished requests, for `GET /api/requests`.",
     keys: {
+      enabled: {
+        meaning:
+          "`false`: no activity log and no `request` events on `/api/events`; with neither `server.metrics_listen` nor `server.metrics_on_api` set either, no request's record is built at all.",
+      },
       size: {
         meaning:
-          "How many finished requests are kept (time, model, API, status, wait, duration, time to first token, token counts, finish reason; never prompt or answer text). The oldest is dropped first; `0` keeps none.",
+          "How many finished requests are kept (time, model, API, status, wait, duration, time to first token, token counts, finish reason; prompt and answer text only with `capture`). The oldest is dropped first; `0` keeps none.",
+      },
+      capture: {
+        meaning:
+          "`true`: each kept record also keeps its request (method, path, headers with `authorization`, `x-api-key`, `proxy-authorization` and `cookie` redacted, body) and the answer as the client got it, each cut at `capture_bytes`; served only by `GET /api/requests/{id}`, behind the API key. Prompts and answers are then held in qm's memory: leave it off where that matters.",
+      },
+      capture_bytes: {
+        meaning:
+          "With `capture`: the most bytes kept of each request body and of each answer (the rest is counted, not kept; cut at a UTF-8 character boundary).",
+        example: 65536,
+      },
+      capture_total_mb: {
+        meaning:
+          "With `capture`: the most all captures together may hold, in MB (MiB; fractions allowed); past it the oldest captures are dropped first, their records kept.",
       },
     },
   },

@@ -100,7 +100,13 @@ export function loadConfigText(text: string, opts: LoadOptions): Config {
       holdOn: scheduler.hold_on,
       maxQueue: scheduler.max_queue,
     },
-    activity: { size: file.activity.size },
+    activity: {
+      enabled: file.activity.enabled,
+      size: file.activity.size,
+      capture: file.activity.capture,
+      captureBytes: file.activity.capture_bytes,
+      captureTotalBytes: Math.round(file.activity.capture_total_mb * 1024 * 1024),
+    },
     resources: {
       vramBudgetGb: resources.vram_budget_gb,
       ramBudgetGb: resources.ram_budget_gb,

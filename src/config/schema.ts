@@ -68,8 +68,16 @@ export const SchedulerSchema = Type.Object(
 
 export const ActivitySchema = Type.Object(
   {
+    /** Off: no activity log and no `request` events. */
+    enabled: Type.Boolean({ default: true }),
     /** Finished requests kept for `GET /api/requests`; 0 = none. */
     size: Type.Integer({ minimum: 0, default: 1000 }),
+    /** Keep each request and its answer (redacted, truncated) for `GET /api/requests/{id}`. */
+    capture: Type.Boolean({ default: false }),
+    /** Bytes kept of each request body and each answer. */
+    capture_bytes: Type.Integer({ minimum: 0, default: 65536 }),
+    /** Bytes kept by all captures together, in MB. */
+    capture_total_mb: nonNegative(64),
   },
   closed,
 );

@@ -124,13 +124,26 @@ export interface PeerConfig {
   models: string[];
 }
 
+export interface ActivityConfig {
+  /** Off: no log and no `request` events. */
+  enabled: boolean;
+  /** How many finished requests the log keeps. */
+  size: number;
+  /** Each record keeps its request and answer (`GET /api/requests/{id}`). */
+  capture: boolean;
+  /** Bytes kept of each request body and of each answer. */
+  captureBytes: number;
+  /** Bytes kept by all captures together; the oldest go first. */
+  captureTotalBytes: number;
+}
+
 export interface Config {
   /** Path the config was read from ("" for inline text). */
   file: string;
   server: ServerConfig;
   scheduler: SchedulerConfig;
-  /** The activity log (`GET /api/requests`): how many finished requests it keeps. */
-  activity: { size: number };
+  /** The activity log (`GET /api/requests`). */
+  activity: ActivityConfig;
   resources: ResourcesConfig;
   router: { policy: "group" | "matrix" };
   /** Every group, the implicit default group (`DEFAULT_GROUP`) included when it has members. */

@@ -19,15 +19,30 @@ export interface LoadProgress {
   elapsedMs: number;
   /** The median of the model's last loads; null before its first. */
   expectedMs: number | null;
+  /**
+   * The fraction done (0–0.99): the larger of the time's and the model's log stage's, never
+   * going back; null when neither is known. Absent: elapsed / expected.
+   */
+  progress?: number | null;
+  /** The stage the model's log shows (`"loading tensors"`), or null. */
+  stage?: string | null;
 }
 
-/** `qm-status: loading 42% eta 7s`, or the seconds so far when no load was measured yet. */
+/**
+ * `qm-status: loading 42% eta 7s (loading tensors)`: the percentage, the time left when a load
+ * was measured before, the stage when the log shows one; only the seconds so far when neither
+ * is known (`qm-status: loading 3s`). Clients read `loading N%`.
+ */
 export function loadingStatus(p: LoadProgress): string {
-  const secs = Math.round(p.elapsedMs / 1000);
-  if (p.expectedMs === null || p.expectedMs <= 0) return `qm-status: loading ${secs}s`;
-  const pct = Math.min(99, Math.floor((p.elapsedMs / p.expectedMs) * 100));
-  const eta = Math.max(0, Math.ceil((p.expectedMs - p.elapsedMs) / 1000));
-  return `qm-status: loading ${pct}% eta ${eta}s`;
+  const timed = p.expectedMs !== null && p.expectedMs > 0;
+  const fraction =
+    p.progress !== undefined ? p.progress : timed ? p.elapsedMs / p.expectedMs! : null;
+  const stage = p.stage ? ` (${p.stage})` : "";
+  if (fraction === null) return `qm-status: loading ${Math.round(p.elapsedMs / 1000)}s${stage}`;
+  const pct = Math.min(99, Math.floor(fraction * 100));
+  if (!timed) return `qm-status: loading ${pct}%${stage}`;
+  const eta = Math.max(0, Math.ceil((p.expectedMs! - p.elapsedMs) / 1000));
+  return `qm-status: loading ${pct}% eta ${eta}s${stage}`;
 }
 
 export interface PlaceholderOptions {

@@ -3,19 +3,34 @@
  * of qm still knows), and the load in progress. While a model loads, `progress` gives the time
  * it has taken and the time it is expected to take (the median of its last loads), which
  * status, events and the wait-status comments show.
+ *
+ * The fraction done is the larger of the time's (elapsed / expected) and the floor the model's
+ * own log lines show (`load-stages.ts`, llama-server's stages); it never goes back during a
+ * load, and stays under 99% until the model is ready.
  */
 import { mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { dirname } from "node:path";
 import type { LoadProgress } from "../proxy/wait-status.ts";
+import { LoadStages } from "./load-stages.ts";
 
 export type { LoadProgress };
 
 /** Durations kept per model. */
 const KEPT = 5;
+/** Progress shown before the model is ready. */
+const MAX_PROGRESS = 0.99;
+
+/** One load in progress. */
+interface Load {
+  at: number;
+  stages: LoadStages;
+  /** The most progress reported so far: it never goes back. */
+  shown: number;
+}
 
 export class LoadTimes {
   private readonly history = new Map<string, number[]>();
-  private readonly started = new Map<string, number>();
+  private readonly started = new Map<string, Load>();
 
   /** `file`: where the history is kept across restarts (none: memory only). */
   constructor(
@@ -29,23 +44,34 @@ export class LoadTimes {
   /** A model's state changed: a load starts at `starting` and ends, measured, at `ready`. */
   state(id: string, state: string): void {
     if (state === "starting") {
-      this.started.set(id, this.now());
+      this.started.set(id, { at: this.now(), stages: new LoadStages(), shown: 0 });
       return;
     }
-    const at = this.started.get(id);
+    const load = this.started.get(id);
     this.started.delete(id);
-    if (state !== "ready" || at === undefined) return;
-    const took = Math.max(0, Math.round(this.now() - at));
+    if (state !== "ready" || load === undefined) return;
+    const took = Math.max(0, Math.round(this.now() - load.at));
     const list = [...(this.history.get(id) ?? []), took].slice(-KEPT);
     this.history.set(id, list);
     this.write();
   }
 
+  /** An output line of model `id`: while it loads, the stage it shows (llama-server's). */
+  line(id: string, line: string): void {
+    this.started.get(id)?.stages.line(line);
+  }
+
   /** The load of `id` in progress, or null when it is not loading. */
   progress(id: string): LoadProgress | null {
-    const at = this.started.get(id);
-    if (at === undefined) return null;
-    return { elapsedMs: Math.max(0, this.now() - at), expectedMs: this.expected(id) };
+    const load = this.started.get(id);
+    if (load === undefined) return null;
+    const elapsedMs = Math.max(0, this.now() - load.at);
+    const expectedMs = this.expected(id);
+    const { floor, stage } = load.stages;
+    const timed = expectedMs !== null && expectedMs > 0 ? elapsedMs / expectedMs : 0;
+    const known = stage !== null || (expectedMs !== null && expectedMs > 0);
+    load.shown = Math.min(MAX_PROGRESS, Math.max(load.shown, floor, timed));
+    return { elapsedMs, expectedMs, progress: known ? load.shown : null, stage };
   }
 
   /** The median of the last loads of `id`; null when it never loaded. */

@@ -1,3 +1,4 @@
+import { type Capture, CaptureStore } from "../api/exchange/capture.ts";
 import type { RequestRecord } from "../api/exchange/record.ts";
 import type {
   AcquireHooks,
@@ -68,6 +69,11 @@ export class Runtime implements Effects, Gateway {
   readonly calls = new Sweep<Deadline>();
   readonly activity: ActivityLog;
   readonly metrics: QmMetrics;
+  readonly captures: CaptureStore | null;
+  /** Something reads the records: the activity log, or metrics that a listener serves. */
+  readonly recording: boolean;
+  /** A listener serves `/metrics`: only then are requests counted. */
+  private readonly metricsServed: boolean;
   private closing = false;
   /** Memory limits in force: the static budgets, tightened by the live GPU ceiling. */
   readonly budget: LiveBudget;
@@ -91,7 +97,14 @@ export class Runtime implements Effects, Gateway {
       (err) => opts.log.warn(`cannot keep load times: ${err instanceof Error ? err.message : err}`),
     );
     this.budget = new LiveBudget(config.resources);
-    this.activity = new ActivityLog(config.activity.size);
+    const act = config.activity;
+    this.captures =
+      act.enabled && act.capture && act.size > 0
+        ? new CaptureStore(act.captureBytes, act.captureTotalBytes)
+        : null;
+    this.activity = new ActivityLog(act.enabled ? act.size : 0, this.captures);
+    this.metricsServed = config.server.metricsListen !== "" || config.server.metricsOnApi;
+    this.recording = act.enabled || this.metricsServed;
     this.metrics = new QmMetrics({
       status: () => this.status(),
       gpuReadingAgeS: () => (this.gpu.last ? (timers.now() - this.gpu.lastAt) / 1000 : null),
@@ -134,7 +147,7 @@ export class Runtime implements Effects, Gateway {
       gpu: this.gpu,
       makeProcess:
         opts.makeProcess ??
-        modelProcesses(config, opts.log, (id, line) => this.logHub.publish(id, line)),
+        modelProcesses(config, opts.log, (id, line) => this.modelLine(id, line)),
     });
     for (const model of Object.values(config.models)) this.runner.add(model);
     this.waiters = new Waiters({
@@ -217,6 +230,12 @@ export class Runtime implements Effects, Gateway {
       .map((m) => ({ model: m.id, url: `${m.proxy}/metrics` }));
   }
 
+  /** Each output line of model `id`: to its live followers, and to its load's stages. */
+  modelLine(id: string, line: string): void {
+    this.logHub.publish(id, line);
+    this.loadTimes.line(id, line);
+  }
+
   loadProgress(id: string): LoadProgress | null {
     return this.loadTimes.progress(id);
   }
@@ -285,9 +304,10 @@ export class Runtime implements Effects, Gateway {
     this.stalls.answered(id);
   }
 
-  record(r: RequestRecord): void {
-    this.activity.push(r);
-    this.metrics.request(r);
+  record(r: RequestRecord, capture: Capture | null = null): void {
+    if (this.metricsServed) this.metrics.request(r);
+    if (!this.config.activity.enabled) return;
+    r.id = this.activity.push(r, capture);
     if (this.events.listening) this.events.publish({ type: "request", ...r });
   }
 

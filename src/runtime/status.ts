@@ -6,15 +6,19 @@ import { VERSION } from "../version.ts";
 import type { LiveBudget } from "./live-budget.ts";
 import type { LoadTimes } from "./load-times.ts";
 
-/** A load in progress: how long so far, how long it is expected to take, and the fraction. */
+/**
+ * A load in progress: how long so far, how long it is expected to take, the fraction (time's or
+ * the log stage's, the larger) and the stage the model's log shows.
+ */
 function loadJson(times: LoadTimes, id: string) {
   const p = times.progress(id);
   if (!p) return null;
-  const expected = p.expectedMs;
+  const progress = p.progress ?? null;
   return {
     elapsed_ms: Math.round(p.elapsedMs),
-    expected_ms: expected,
-    progress: expected ? Math.min(0.99, Math.round((p.elapsedMs / expected) * 100) / 100) : null,
+    expected_ms: p.expectedMs,
+    progress: progress === null ? null : Math.min(0.99, Math.round(progress * 100) / 100),
+    stage: p.stage ?? null,
   };
 }
 

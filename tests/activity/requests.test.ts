@@ -17,8 +17,9 @@ import { completion } from "../support/openai-answers.ts";
 
 const up = useFakeFetch();
 
-function rec(model: string, time: number): RequestRecord {
+function rec(model: string, time: number, id = 0): RequestRecord {
   return {
+    id,
     time,
     model,
     api: "openai",
@@ -48,6 +49,7 @@ describe("the ring", () => {
   test("every field comes back as it went in, nulls and flags included", () => {
     const log = new ActivityLog(2);
     const full: RequestRecord = {
+      id: 1,
       time: 1764600000123,
       model: "m",
       api: "anthropic",
@@ -64,7 +66,7 @@ describe("the ring", () => {
     };
     log.push(full);
     log.push(rec("n", 2));
-    expect(log.list()).toEqual([rec("n", 2), full]);
+    expect(log.list()).toEqual([rec("n", 2, 2), full]);
   });
 
   test("size 0 keeps nothing", () => {
@@ -126,6 +128,6 @@ describe("the runtime keeps and publishes each record", () => {
     rt.record(rec("m", 2));
     off();
     expect(rt.activity.list().map((r) => r.time)).toEqual([2, 1]);
-    expect(events).toEqual([{ type: "request", ...rec("m", 2) }]);
+    expect(events).toEqual([{ type: "request", ...rec("m", 2, 2) }]);
   });
 });

@@ -20,11 +20,11 @@ test("the table shows a load's progress in the state column", () => {
     status([
       model("a", {
         state: "starting",
-        load: { elapsed_ms: 4200, expected_ms: 10_000, progress: 0.42 },
+        load: { elapsed_ms: 4200, expected_ms: 10_000, progress: 0.42, stage: null },
       }),
       model("b", {
         state: "starting",
-        load: { elapsed_ms: 3400, expected_ms: null, progress: null },
+        load: { elapsed_ms: 3400, expected_ms: null, progress: null, stage: null },
       }),
       model("c", { state: "ready" }),
     ]),

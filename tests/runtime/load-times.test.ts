@@ -23,7 +23,12 @@ test("a load is measured from starting to ready; progress while it runs; the med
   expect(t.progress("m")).toBeNull();
   t.state("m", "starting");
   now += 500;
-  expect(t.progress("m")).toEqual({ elapsedMs: 500, expectedMs: null });
+  expect(t.progress("m")).toEqual({
+    elapsedMs: 500,
+    expectedMs: null,
+    progress: null,
+    stage: null,
+  });
   now += 1500;
   t.state("m", "ready");
   expect([t.progress("m"), t.last("m"), t.expected("m")]).toEqual([null, 2000, 2000]);
@@ -40,7 +45,7 @@ test("a load is measured from starting to ready; progress while it runs; the med
   expect(t.expected("m")).toBe(100);
   t.state("m", "starting");
   now += 50;
-  expect(t.progress("m")).toEqual({ elapsedMs: 50, expectedMs: 100 });
+  expect(t.progress("m")).toEqual({ elapsedMs: 50, expectedMs: 100, progress: 0.5, stage: null });
 });
 
 test("kept across restarts in its file; a broken file starts afresh; a write failure is reported", () => {

@@ -5,6 +5,7 @@
  * routes' calls (unload, leases, events) are recorded and answered from plain fields.
  */
 
+import { type Capture, CaptureStore } from "../../src/api/exchange/capture.ts";
 import type { RequestRecord } from "../../src/api/exchange/record.ts";
 import type {
   AcquireHooks,
@@ -37,6 +38,8 @@ export interface FakeLease extends Lease {
 
 export interface FakeGw extends Gateway {
   shuttingDown: boolean;
+  /** Whether records are built (the runtime's: an activity log or a metrics listener). */
+  recording: boolean;
   /** Every release of every lease, in order. */
   releases: (ServeOutcome | undefined)[];
   /** Every lease granted, in order. */
@@ -126,6 +129,8 @@ function statusOf(cfg: Config, gw: FakeGw): StatusJson {
 
 export function fakeGateway(toml: string, timers?: Timers): FakeGw {
   const cfg: Config = config(toml);
+  const act = cfg.activity;
+  const captures = act.capture ? new CaptureStore(act.captureBytes, act.captureTotalBytes) : null;
   let nextLease = 1;
   const lease = (model: ModelConfig): FakeLease => {
     const releases: (ServeOutcome | undefined)[] = [];
@@ -183,11 +188,13 @@ export function fakeGateway(toml: string, timers?: Timers): FakeGw {
     leaseCalls: [],
     listeners: new Set(),
     records: [],
-    activity: new ActivityLog(cfg.activity.size),
+    captures,
+    recording: true,
+    activity: new ActivityLog(cfg.activity.size, captures),
     metrics: new QmMetrics({ status: () => gw.status() }),
-    record(r: RequestRecord) {
+    record(r: RequestRecord, capture?: Capture | null) {
       gw.records.push(r);
-      gw.activity.push(r);
+      r.id = gw.activity.push(r, capture ?? null);
       gw.metrics.request(r);
       gw.hub.publish({ type: "request", ...r });
     },

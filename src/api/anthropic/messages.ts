@@ -83,6 +83,7 @@ export async function handleMessages(ctx: AnthropicRequest): Promise<Response> {
     placeholder: oai.stream === true,
     // The translator parses the answer anyway: it tells the observer how it ended.
     observer: new Observer(null),
+    body: parsed.bytes,
     parsed: { ctx, oai, profile: profileFromCommand(model.argv), prompt, shape },
     send: sendTranslated,
   });

@@ -104,6 +104,7 @@ export function nativeExchange(
     log: ctx.opts.log,
     placeholder: body.stream === true,
     observer: new Observer(ANTHROPIC_TOOL_USE),
+    body: parsed.bytes,
     parsed: {
       body: encoder.encode(JSON.stringify(payload)),
       pathAndQuery: `/v1/messages${q >= 0 ? request.url.slice(q) : ""}`,

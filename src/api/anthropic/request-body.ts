@@ -12,6 +12,8 @@ import { checkWire } from "./wire.ts";
 export interface ParsedRequest<T> {
   model: ModelConfig;
   body: T;
+  /** The body as the client sent it. */
+  bytes: Uint8Array;
 }
 
 export async function readRequest<T>(
@@ -24,5 +26,5 @@ export async function readRequest<T>(
   const problem = checkWire(schema, json);
   if (problem) throw badRequest(problem);
   const model = await resolveModel(gw, (json as { model: unknown }).model, "model: ");
-  return { model, body: json as T };
+  return { model, body: json as T, bytes };
 }

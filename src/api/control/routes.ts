@@ -15,6 +15,7 @@ import { readBody } from "../request/body.ts";
 const CONTROL_PATHS: [RegExp, string][] = [
   [/^\/(?:|health|ready|running|api\/status|api\/events|api\/requests)$/, "GET"],
   [/^\/api\/models\/[^/]+\/logs$/, "GET"],
+  [/^\/api\/requests\/[^/]+$/, "GET"],
   [/^\/api\/models\/(?:unload|[^/]+\/(?:load|unload|lease))$/, "POST"],
   [/^\/api\/models\/[^/]+\/lease\/[^/]+$/, "POST, DELETE"],
 ];

@@ -13,6 +13,7 @@ import type { RelayEnd } from "../../proxy/relay.ts";
 import { QmError } from "../../shared/errors.ts";
 import type { Logger } from "../../shared/log.ts";
 import type { Gateway, Lease } from "../gateway.ts";
+import type { Capture } from "./capture.ts";
 import { Observer } from "./observer.ts";
 import type { ApiName, RequestRecord } from "./record.ts";
 
@@ -26,6 +27,9 @@ export interface CallOptions {
   observer?: Observer | null | undefined;
   /** The API the request came in on, for its record (`openai` if absent). */
   api?: { readonly name: ApiName } | undefined;
+  /** The client's request and the body read from it, for a capture. */
+  request?: Request | undefined;
+  body?: Uint8Array | null | undefined;
 }
 
 export class Call implements UpstreamCall, DeadlineReport {
@@ -50,6 +54,8 @@ export class Call implements UpstreamCall, DeadlineReport {
   /** The client's HTTP status, once its response is made; 0 before. */
   private status = 0;
   private streamed = false;
+  /** What is captured of the request and its answer (`[activity] capture`); null when off. */
+  readonly capture: Capture | null = null;
 
   constructor(
     private readonly gw: Gateway,
@@ -60,6 +66,10 @@ export class Call implements UpstreamCall, DeadlineReport {
   ) {
     this.modelId = model.id;
     this.observer = opts.observer ?? new Observer(null);
+    // Nobody reads the record: the answer's figures are never looked for.
+    if (!gw.recording) this.observer.figuresOff();
+    const store = gw.captures;
+    if (store !== null && opts.request) this.capture = store.begin(opts.request, opts.body);
     this.api = opts.api?.name ?? "openai";
     this.deadline = Deadline.forModel(model, {
       report: opts.mayIdle ? undefined : this,
@@ -114,9 +124,11 @@ export class Call implements UpstreamCall, DeadlineReport {
   }
 
   private report(): void {
+    if (!this.gw.recording) return;
     const f = this.observer.figures;
     const first = this.deadline.firstReadAt;
     const record: RequestRecord = {
+      id: 0,
       time: this.arrived,
       model: this.modelId,
       api: this.api,
@@ -135,7 +147,7 @@ export class Call implements UpstreamCall, DeadlineReport {
       finish_reason: f.finishReason,
     };
     try {
-      this.gw.record(record);
+      this.gw.record(record, this.capture);
     } catch (error) {
       // What watches requests must never break one.
       this.log.error(`recording a request of "${this.modelId}": ${String(error)}`);

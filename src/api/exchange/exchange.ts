@@ -50,6 +50,8 @@ export interface Exchange<T> {
   mayIdle?: boolean | undefined;
   /** What the API parsed from the request. */
   parsed: T;
+  /** The request body as the client sent it, for a capture (`[activity] capture`). */
+  body?: Uint8Array | null | undefined;
   /**
    * Sends the request to the granted model and resolves with the client's response. It ends
    * `call` (`call.finish`) when the answer is over; when it throws, the exchange ends it.
@@ -81,7 +83,10 @@ export async function runExchange<T>(x: Exchange<T>): Promise<Response> {
   noIdleTimeout(x.request);
   const call = new Call(gw, model, x.request.signal, x.log, x);
   call.loaded = gw.modelState(model.id) === "ready";
-  if (x.placeholder && !call.loaded && model.sendLoadingState) return waitStatus(x, call);
+  if (x.placeholder && !call.loaded && model.sendLoadingState) {
+    const placeholder = waitStatus(x, call);
+    return call.capture ? call.capture.tee(placeholder) : placeholder;
+  }
   let res: Response;
   try {
     call.granted(await gw.acquire(model, call.signal, x.asks));
@@ -93,7 +98,7 @@ export async function runExchange<T>(x: Exchange<T>): Promise<Response> {
     res = x.api.error(asQmError(err), headers);
   }
   call.responded(res.status, res.body !== null && isStream(res.headers.get("content-type")));
-  return res;
+  return call.capture ? call.capture.tee(res) : res;
 }
 
 /** An answer whose body is a stream of events or lines (SSE, NDJSON), not one document. */

@@ -14,8 +14,11 @@ export class Observer implements ChunkObserver {
   private toolEnd = false;
   /** What the answer said of itself; a translator fills it in (`figures.chunk`) as it parses. */
   readonly figures = new AnswerFigures();
-  /** Made on the first relayed chunk: a translated answer never needs one. */
-  private answer: AnswerScan | null = null;
+  /**
+   * Made on the first relayed chunk (a translated answer never needs one); null for good when
+   * nobody reads the figures (`figuresOff`).
+   */
+  private answer: AnswerScan | null | undefined;
 
   /** `toolEnd`: the byte pattern of a tool-call ending in this API's answers, if it is watched. */
   constructor(toolEnd: EndPattern | null) {
@@ -24,8 +27,13 @@ export class Observer implements ChunkObserver {
 
   chunk(chunk: Uint8Array): void {
     this.scan?.feed(chunk);
-    this.answer ??= new AnswerScan(this.figures);
-    this.answer.feed(chunk);
+    if (this.answer === undefined) this.answer = new AnswerScan(this.figures);
+    this.answer?.feed(chunk);
+  }
+
+  /** Nothing reads the answer's figures: its bytes are not scanned for them. */
+  figuresOff(): void {
+    this.answer = null;
   }
 
   /** A translator that parsed the answer says how it ended. */

@@ -1,13 +1,19 @@
 /**
  * One finished request for a model, as the exchange saw it: what the activity log keeps, what
- * metrics count and what `/api/events` publishes as `event: request`. No prompt or answer text.
- * Field names are the wire's (`GET /api/requests`).
+ * metrics count and what `/api/events` publishes as `event: request`. No prompt or answer text
+ * (with `[activity] capture` the log keeps those beside it: `capture.ts`). Field names are the
+ * wire's (`GET /api/requests`).
  */
 
 /** Which API a request came in on. */
 export type ApiName = "openai" | "anthropic" | "responses" | "ollama" | "upstream" | "load";
 
 export interface RequestRecord {
+  /**
+   * The request's number in its gateway (1, 2, …; `GET /api/requests/{id}`), given by the
+   * activity log when it keeps the record; 0 before.
+   */
+  id: number;
   /** Wall-clock epoch ms at which the request came in. */
   time: number;
   model: string;

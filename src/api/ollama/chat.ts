@@ -87,9 +87,11 @@ export async function handleGenerate(
   let asks: Asks;
   let ask: OllamaAsk;
   let model: ModelConfig;
+  let bytes: Uint8Array;
   try {
     asks = admit(gw, request);
-    const body = parseJsonObject(await readBody(request, gw.config.server.maxBodyBytes));
+    bytes = await readBody(request, gw.config.server.maxBodyBytes);
+    const body = parseJsonObject(bytes);
     const base = await ollamaModel(gw, modelName(body));
     const profile = profileFromCommand(base.argv);
     const upstreamModel = base.useModelName || base.id;
@@ -108,6 +110,7 @@ export async function handleGenerate(
     log,
     // The translator parses the answer anyway: it tells the observer how it ended.
     observer: new Observer(null),
+    body: bytes,
     parsed: { kind, ask, clock, timing: { start, granted: start, sent: start } },
     send: ask.loadOnly ? loaded : send,
   });

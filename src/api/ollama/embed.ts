@@ -57,9 +57,11 @@ export async function handleEmbed(
   let asks: Asks;
   let model: ModelConfig;
   let parsed: Parsed;
+  let bytes: Uint8Array;
   try {
     asks = admit(gw, request);
-    const body = parseJsonObject(await readBody(request, gw.config.server.maxBodyBytes));
+    bytes = await readBody(request, gw.config.server.maxBodyBytes);
+    const body = parseJsonObject(bytes);
     const name = modelName(body);
     model = await ollamaModel(gw, name);
     const inputs = inputsOf(body, route);
@@ -79,7 +81,17 @@ export async function handleEmbed(
   } catch (err) {
     return ollamaError(asQmError(err));
   }
-  return runExchange<Parsed>({ gw, request, model, asks, api: OLLAMA, log, parsed, send });
+  return runExchange<Parsed>({
+    gw,
+    request,
+    model,
+    asks,
+    api: OLLAMA,
+    log,
+    body: bytes,
+    parsed,
+    send,
+  });
 }
 
 function answer(x: Exchange<Parsed>, call: Call, vectors: number[][], promptTokens: number) {
@@ -140,6 +152,8 @@ async function send(x: Exchange<Parsed>, call: Call): Promise<Response> {
     return ollamaError(err, headersOf(x));
   }
   const usage = isObject(json) && isObject(json.usage) ? json.usage : {};
+  // The answer is parsed here, not relayed: its figures are told to the record.
+  call.observer.figures.usage(usage);
   call.finish(true);
   return answer(x, call, out as number[][], num(usage.prompt_tokens) ?? 0);
 }

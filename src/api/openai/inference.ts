@@ -67,11 +67,11 @@ async function parse(
   request: Request,
   pathAndQuery: string,
   route: string,
-): Promise<{ model: ModelConfig; parsed: Parsed }> {
+): Promise<{ model: ModelConfig; parsed: Parsed; bytes: Uint8Array }> {
   const bytes = await readBody(request, gw.config.server.maxBodyBytes);
   const type = request.headers.get("content-type") ?? "";
   if (type.startsWith("multipart/form-data")) {
-    return parseMultipart(gw, request, bytes, type, pathAndQuery);
+    return { ...(await parseMultipart(gw, request, bytes, type, pathAndQuery)), bytes };
   }
   const obj = parseJsonObject(bytes);
   const named = resolveModel(gw, obj.model);
@@ -97,7 +97,7 @@ async function parse(
     pathAndQuery,
     stripUsage: usage !== "as-is",
   };
-  return { model, parsed };
+  return { model, parsed, bytes };
 }
 
 /**
@@ -219,9 +219,10 @@ export async function handleInference(req: InferenceRequest): Promise<Response> 
   let asks: Asks;
   let model: ModelConfig;
   let parsed: Parsed;
+  let bytes: Uint8Array;
   try {
     asks = admit(gw, request);
-    ({ model, parsed } = await parse(gw, request, req.pathAndQuery, req.route));
+    ({ model, parsed, bytes } = await parse(gw, request, req.pathAndQuery, req.route));
   } catch (err) {
     return openaiError(asQmError(err));
   }
@@ -239,6 +240,7 @@ export async function handleInference(req: InferenceRequest): Promise<Response> 
     log: req.log,
     placeholder: parsed.stream && STREAMING_PATHS.has(req.route),
     observer: watch ? new Observer(OPENAI_TOOL_CALLS) : null,
+    body: bytes,
     parsed,
     send,
   });

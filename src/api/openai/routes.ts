@@ -138,6 +138,7 @@ async function upstream(gw: Gateway, request: Request, log: Logger): Promise<Res
     log,
     // A GET through /upstream (a model's web UI, an event stream) may idle for long.
     mayIdle: bodiless,
+    body,
     parsed: { pathAndQuery: `/${parts.slice(used).join("/")}${url.search}`, body },
     send: sendRaw,
   });

@@ -71,6 +71,7 @@ export function nativeExchange(
     log,
     placeholder: body.stream === true,
     observer: new Observer(RESPONSES_FUNCTION_CALL),
+    body: bytes,
     parsed: {
       body: rewritten,
       pathAndQuery: `/v1/responses${q >= 0 ? request.url.slice(q) : ""}`,

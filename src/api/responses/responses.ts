@@ -114,9 +114,10 @@ export async function handleResponses(
   let asks: Asks;
   let parsed: Parsed;
   let model: Awaited<ReturnType<typeof resolveModel>>;
+  let bytes: Uint8Array;
   try {
     asks = admit(gw, request);
-    const bytes = await readBody(request, gw.config.server.maxBodyBytes);
+    bytes = await readBody(request, gw.config.server.maxBodyBytes);
     const body = parseJsonObject(bytes);
     model = await resolveModel(gw, body.model);
     if (model.responsesNative) {
@@ -166,6 +167,7 @@ export async function handleResponses(
     placeholder: parsed.chat.stream === true,
     // The translator parses the answer anyway: it tells the observer how it ended.
     observer: new Observer(null),
+    body: bytes,
     parsed,
     send,
   });

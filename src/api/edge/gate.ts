@@ -6,6 +6,7 @@
  */
 import { QmError } from "../../shared/errors.ts";
 import type { Logger } from "../../shared/log.ts";
+import { UI_ASSET_PATHS } from "../../ui/paths.ts";
 import { anthropicError } from "../anthropic/errors.ts";
 import { isAnthropicPath } from "../anthropic/routes.ts";
 import type { Gateway } from "../gateway.ts";
@@ -29,8 +30,13 @@ type Handler = (request: Request, path: string) => Response | Promise<Response>;
 
 /** Methods any route may use; TRACE, CONNECT and inventions get 405 here. */
 const METHODS = new Set(["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]);
-/** The one path open without a key: load balancers probe it. */
-const OPEN_PATH = "/health";
+/**
+ * Paths open without a key: `/health` (load balancers probe it) and the dashboard's static
+ * files, which hold no data (the page asks for the key and sends it on every data call).
+ */
+function isOpenPath(path: string): boolean {
+  return path === "/health" || UI_ASSET_PATHS.has(path);
+}
 /**
  * Elysia finds the path at the first `/` from index 11 of the URL, which assumes a host of at
  * least four characters after `http://`. A shorter one (`Host: qm`) would make it route a
@@ -89,7 +95,7 @@ export function createEdge(gw: Gateway, route: Handler, opts: EdgeOptions) {
     if (declared !== null && Number(declared) > limit) {
       return render(tooLarge(limit));
     }
-    if (keys.size > 0 && path !== OPEN_PATH) {
+    if (keys.size > 0 && !isOpenPath(path)) {
       const key = presentedKey(request.headers);
       if (!key || !keys.has(key)) {
         return withCors(

@@ -1,0 +1,189 @@
+/** The Models page: every model's state and figures, with load / unload. */
+import { useState } from "preact/hooks";
+import { HttpError, post } from "../api.ts";
+import { count, duration, gb, ms, NONE, remaining } from "../format.ts";
+import { hrefOf } from "../hooks.ts";
+import { type Dash, loadFraction } from "../state.ts";
+import type { ModelStatus } from "../wire.ts";
+import { Progress, StateBadge, VramBar } from "./bits.tsx";
+
+interface Props {
+  dash: Dash;
+  now: number;
+  /** Something worth reading again now (after a load or unload was asked for). */
+  refresh(): void;
+}
+
+export function ModelsPage({ dash, now, refresh }: Props) {
+  const [pending, setPending] = useState<Record<string, string>>({});
+  const [message, setMessage] = useState<{ text: string; error: boolean } | null>(null);
+  const status = dash.status;
+  if (!status) return <p class="muted">Reading qm's status…</p>;
+
+  const act = async (m: ModelStatus, what: "load" | "unload") => {
+    let path = `/api/models/${encodeURIComponent(m.id)}/${what}`;
+    if (what === "unload" && m.leases > 0) {
+      const ok = confirm(
+        `${m.id} holds ${m.leases} lease${m.leases === 1 ? "" : "s"}. Unload it anyway and revoke ${m.leases === 1 ? "it" : "them"}?`,
+      );
+      if (!ok) return;
+      path += "?force=true";
+    }
+    setPending((p) => ({ ...p, [m.id]: what }));
+    setMessage(null);
+    try {
+      await post(path);
+      setMessage({ text: `${m.id}: ${what === "load" ? "loaded" : "unloading"}`, error: false });
+    } catch (err) {
+      if (err instanceof HttpError && err.status === 409 && !path.includes("force")) {
+        // A lease came after the table was drawn: qm names it; ask before revoking.
+        if (confirm(`${err.message}\n\nUnload anyway and revoke the leases?`)) {
+          try {
+            await post(`${path}?force=true`);
+          } catch (again) {
+            setMessage({ text: `${m.id}: ${String((again as Error).message)}`, error: true });
+          }
+        }
+      } else {
+        setMessage({ text: `${m.id}: ${String((err as Error).message)}`, error: true });
+      }
+    } finally {
+      setPending(({ [m.id]: _, ...rest }) => rest);
+      refresh();
+    }
+  };
+
+  return (
+    <section aria-label="Models">
+      <VramBar status={status} />
+      <div class="summary">
+        <span>
+          queued <b class="num">{status.queue.depth}</b>
+        </span>
+        {status.swaps.map((s) => (
+          <span key={s.target}>
+            swapping to <b>{s.target}</b>
+            {s.evict.length > 0 && ` (evicting ${s.evict.join(", ")})`}, {s.waiters} waiting
+          </span>
+        ))}
+      </div>
+      <output class={message?.error ? "note error" : "note"}>{message?.text ?? ""}</output>
+      <div class="table-wrap">
+        <table class="models">
+          <thead>
+            <tr>
+              <th scope="col">Model</th>
+              <th scope="col">State</th>
+              <th scope="col" class="num">
+                In flight
+              </th>
+              <th scope="col" class="num">
+                Queued
+              </th>
+              <th scope="col" class="num">
+                Leases
+              </th>
+              <th scope="col">Hold</th>
+              <th scope="col" class="num">
+                VRAM est.
+              </th>
+              <th scope="col">Load</th>
+              <th scope="col">Idle unload</th>
+              <th scope="col">Actions</th>
+            </tr>
+          </thead>
+          <tbody>
+            {status.models.map((m) => (
+              <ModelRow
+                key={m.id}
+                m={m}
+                fraction={loadFraction(dash, m, now)}
+                now={now}
+                pending={pending[m.id] ?? null}
+                act={act}
+              />
+            ))}
+          </tbody>
+        </table>
+      </div>
+    </section>
+  );
+}
+
+function ModelRow(props: {
+  m: ModelStatus;
+  fraction: number | null;
+  now: number;
+  pending: string | null;
+  act(m: ModelStatus, what: "load" | "unload"): void;
+}) {
+  const { m, fraction, now, pending, act } = props;
+  const hold = remaining(m.held_until_ms, now);
+  const unloadIn = remaining(m.unload_at_ms, now);
+  const loaded = m.state === "ready" || m.state === "starting";
+  return (
+    <tr data-model={m.id} data-state={m.state}>
+      <th scope="row">
+        <span class="model-id">{m.id}</span>
+        {m.aliases.length > 0 && <span class="aliases">{m.aliases.join(", ")}</span>}
+        {m.last_error && (
+          <span class="row-error" title={m.last_error}>
+            {m.last_error}
+          </span>
+        )}
+      </th>
+      <td>
+        <StateBadge state={m.state} />
+      </td>
+      <td class="num">{count(m.inflight)}</td>
+      <td class="num">{count(m.queued)}</td>
+      <td class="num">{count(m.leases)}</td>
+      <td class="num" data-cell="hold">
+        {hold === null ? NONE : duration(hold)}
+      </td>
+      <td class="num">{m.est_vram_gb > 0 ? gb(m.est_vram_gb) : NONE}</td>
+      <td data-cell="load">
+        {m.state === "starting" ? (
+          <Progress value={fraction} label={`loading ${m.id}`} />
+        ) : m.last_load_ms !== null ? (
+          <span class="muted num">last {ms(m.last_load_ms)}</span>
+        ) : (
+          NONE
+        )}
+      </td>
+      <td class="num">
+        {m.keep_alive_ms === -1
+          ? "never"
+          : unloadIn !== null
+            ? `in ${duration(unloadIn)}`
+            : m.ttl_s > 0
+              ? `${duration(m.ttl_s * 1000)} idle`
+              : NONE}
+      </td>
+      <td class="actions">
+        <button
+          type="button"
+          disabled={pending !== null || loaded}
+          onClick={() => act(m, "load")}
+          aria-label={`Load ${m.id}`}
+        >
+          {pending === "load" ? "Loading…" : "Load"}
+        </button>
+        <button
+          type="button"
+          disabled={pending !== null || m.state === "stopped"}
+          onClick={() => act(m, "unload")}
+          aria-label={`Unload ${m.id}`}
+        >
+          Unload
+        </button>
+        <a href={hrefOf("logs", m.id)} aria-label={`Logs of ${m.id}`}>
+          Logs
+        </a>
+        <a href={hrefOf("playground", m.id)} aria-label={`Chat with ${m.id}`}>
+          Chat
+        </a>
+      </td>
+    </tr>
+  );
+}

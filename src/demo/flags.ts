@@ -44,6 +44,10 @@ export interface DemoOptions {
   stallAfterTokens?: number;
   /** Streams end broken instead of with their usual tail (see `BAD_SSE`). */
   badSse?: BadSse;
+  /** Answers are a short Markdown document (a heading, a list, a code block) instead. */
+  markdown?: true;
+  /** Each inference request prints one line to stdout (a model's log that moves). */
+  logRequests?: true;
 }
 
 /**
@@ -96,6 +100,8 @@ Options:
                            after the headers and half the body)
   --bad-sse KIND           streams end broken: no-done (no data: [DONE]), mid-event (cut in
                            the middle of an event), not-json (a data: line that is not JSON)
+  --markdown               answers are a short Markdown document (heading, list, code)
+  --log-requests           print one line to stdout per inference request
   --crash-at-start         print an error to stderr and exit 1 before listening
   --crash-after-tokens N   exit 1 mid-response after N tokens
   --exit-after-ms N        exit 1 by itself N ms after start (a crash of a ready model)
@@ -146,6 +152,13 @@ const BOOL_FLAGS: Record<string, BoolKey> = {
   "--tool-calls": "toolCalls",
 };
 
+/** Switches whose option is absent unless given. */
+const OPTIONAL_BOOL_FLAGS: Record<string, "hangBeforeHeaders" | "markdown" | "logRequests"> = {
+  "--hang-before-headers": "hangBeforeHeaders",
+  "--markdown": "markdown",
+  "--log-requests": "logRequests",
+};
+
 export function parseDemoFlags(argv: readonly string[]): DemoFlagsResult {
   const options: DemoOptions = { ...DEFAULT_DEMO_OPTIONS };
   for (let i = 0; i < argv.length; i++) {
@@ -161,9 +174,10 @@ export function parseDemoFlags(argv: readonly string[]): DemoFlagsResult {
       options[boolKey] = true;
       continue;
     }
-    if (flag === "--hang-before-headers") {
+    const optional = OPTIONAL_BOOL_FLAGS[flag];
+    if (optional !== undefined) {
       if (inline !== undefined) return { kind: "error", message: `${flag} takes no value` };
-      options.hangBeforeHeaders = true;
+      options[optional] = true;
       continue;
     }
     if (flag === "--bad-sse") {

@@ -1,0 +1,239 @@
+/**
+ * The dashboard in a real browser: Debian's Chromium driven by playwright-core against the
+ * compiled `dist/qm` (the bundle as the binary embeds it), with demo models and an API key.
+ * One browser and one page for the file; every wait is on a condition, none on a clock.
+ * Screenshots go to tests/ui/__shots__/ (git-ignored). Without Chromium the tests skip.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { existsSync, mkdirSync } from "node:fs";
+import { join } from "node:path";
+import { type Browser, chromium, type Page } from "playwright-core";
+import type { StatusJson } from "../../src/api/gateway.ts";
+import { serve, until } from "../support/e2e.ts";
+import type { QmServer } from "../support/qm-process.ts";
+
+const CHROMIUM = process.env.QM_CHROMIUM ?? "/usr/bin/chromium";
+const HAVE_CHROMIUM = existsSync(CHROMIUM);
+if (!HAVE_CHROMIUM) {
+  console.warn(`tests/ui/browser.test.ts: skipped, no Chromium at ${CHROMIUM} (set QM_CHROMIUM)`);
+}
+
+const KEY = "ui-test-key";
+const SHOTS = join(import.meta.dir, "__shots__");
+const STEP_MS = 20_000;
+
+// `chat` loads in 1.2 s and thinks before it answers in Markdown; `slow` loads in 2.5 s and
+// streams for a long time (long enough to be stopped). One group that swaps nothing: both
+// may be resident, so one's load does not evict the other.
+const CONFIG = `[server]
+api_keys = ["${KEY}"]
+
+[groups.pair]
+members = ["chat", "slow"]
+swap = false
+
+[models.chat]
+cmd = "\${demo} --load-delay-ms 1200 --token-ms 15 --tokens 24 --reasoning 6 --markdown --log-requests"
+
+[models.slow]
+cmd = "\${demo} --load-delay-ms 2500 --token-ms 20 --tokens 3000 --log-requests"
+`;
+
+let qm: QmServer;
+let browser: Browser;
+let page: Page;
+const pageErrors: string[] = [];
+
+const api = (path: string, init: RequestInit = {}) =>
+  fetch(`${qm.url}${path}`, {
+    ...init,
+    headers: { authorization: `Bearer ${KEY}`, ...(init.headers as Record<string, string>) },
+  });
+const statusOf = async () => (await (await api("/api/status")).json()) as StatusJson;
+const model = (s: StatusJson, id: string) => s.models.find((m) => m.id === id)!;
+const shot = (name: string) =>
+  page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: true });
+const row = (id: string) => page.locator(`tr[data-model="${id}"]`);
+
+describe.skipIf(!HAVE_CHROMIUM)("the dashboard in Chromium", () => {
+  beforeAll(async () => {
+    mkdirSync(SHOTS, { recursive: true });
+    [qm, browser] = await Promise.all([
+      serve(CONFIG),
+      chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox"] }),
+    ]);
+    page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+    page.setDefaultTimeout(10_000);
+    page.on("pageerror", (e) => pageErrors.push(`pageerror: ${e.message}`));
+    // A CSP violation or a failed script is a console error; the key prompt's 401s are not.
+    page.on("console", (m) => {
+      if (m.type() === "error" && !m.text().includes("status of 401")) {
+        pageErrors.push(`console: ${m.text()}`);
+      }
+    });
+  }, 30_000);
+
+  afterAll(async () => {
+    await browser?.close();
+    await qm?.stop();
+  });
+
+  test(
+    "asks for the key, says when it is wrong, then lists the models",
+    async () => {
+      await page.goto(`${qm.url}/ui`);
+      expect(new URL(page.url()).pathname).toBe("/ui/");
+      const field = page.getByLabel("API key");
+      await field.waitFor();
+      await field.fill("wrong");
+      await page.getByRole("button", { name: "Unlock" }).click();
+      await page.getByRole("alert").filter({ hasText: "refused that key" }).waitFor();
+      await shot("01-key-wrong");
+      await field.fill(KEY);
+      await page.getByRole("button", { name: "Unlock" }).click();
+      await row("chat").waitFor();
+      await row("slow").waitFor();
+      expect(await row("chat").getAttribute("data-state")).toBe("stopped");
+      expect(await page.evaluate(() => sessionStorage.getItem("qm.api-key"))).toBe(KEY);
+      await page.getByText("live", { exact: true }).waitFor();
+      await shot("02-models");
+    },
+    STEP_MS,
+  );
+
+  test(
+    "Load shows the load in progress, then ready, live (no reload)",
+    async () => {
+      await page.getByRole("button", { name: "Load slow", exact: true }).click();
+      await page.locator('tr[data-model="slow"][data-state="starting"]').waitFor();
+      await row("slow").locator("progress").waitFor();
+      await shot("03-loading");
+      await page.locator('tr[data-model="slow"][data-state="ready"]').waitFor();
+      // The status read that the state change set off brings the load's duration.
+      await row("slow")
+        .locator('[data-cell="load"]', { hasText: /^last \d/ })
+        .waitFor();
+      expect(model(await statusOf(), "slow").state).toBe("ready");
+    },
+    STEP_MS,
+  );
+
+  test(
+    "the playground shows the wait, the reasoning apart and the answer as Markdown",
+    async () => {
+      await page.getByRole("tab", { name: "Playground" }).click();
+      await page.locator("#message").waitFor();
+      await page.getByLabel("Model").selectOption("chat");
+      await page.locator("#message").fill("Hello there");
+      await page.getByRole("button", { name: "Send" }).click();
+      // `chat` is not loaded: the stream's wait-status comments show while it loads.
+      await page.locator("output.wait", { hasText: /loading/ }).waitFor();
+      await shot("04-playground-waiting");
+      const answer = page.locator(".turn.assistant").last();
+      await answer.locator(".markdown h2").waitFor();
+      await answer.locator(".meta", { hasText: "finish: stop" }).waitFor();
+      expect(await answer.locator(".markdown h2").innerText()).toBe("chat");
+      expect(await answer.locator(".markdown li").count()).toBe(2);
+      expect(await answer.locator(".markdown pre code").innerText()).toContain("console.log");
+      const reasoning = answer.locator("details.reasoning");
+      expect(await reasoning.getAttribute("open")).toBeNull();
+      await reasoning.locator("summary").click();
+      expect(await reasoning.innerText()).toContain("Let me think");
+      // Reasoning is not part of the answer.
+      expect(await answer.locator(".markdown").innerText()).not.toContain("Let me think");
+      expect(await page.locator("output.wait").innerText()).toBe("");
+      await shot("05-playground-answer");
+    },
+    STEP_MS,
+  );
+
+  test(
+    "Stop aborts the stream mid-way and the model's in-flight count returns to 0",
+    async () => {
+      await page.getByLabel("Model").selectOption("slow");
+      await page.locator("#message").fill("Tell me a long story");
+      await page.getByRole("button", { name: "Send" }).click();
+      const answer = page.locator(".turn.assistant").last();
+      await answer.locator(".markdown p").waitFor();
+      await until(statusOf, (s) => model(s, "slow").inflight === 1);
+      await page.getByRole("button", { name: "Stop" }).click();
+      await answer.locator(".meta", { hasText: "finish: stopped" }).waitFor();
+      await until(statusOf, (s) => model(s, "slow").inflight === 0);
+      await page.getByRole("button", { name: "Send" }).waitFor();
+      await shot("06-playground-stopped");
+    },
+    STEP_MS,
+  );
+
+  test(
+    "the activity page lists the requests with their figures",
+    async () => {
+      await page.getByRole("tab", { name: "Activity" }).click();
+      const rows = page.locator("table.activity tbody tr");
+      await rows.filter({ hasText: "slow" }).filter({ hasText: "openai" }).first().waitFor();
+      const chat = rows.filter({ hasText: "chat" }).filter({ hasText: "openai" }).first();
+      const cells = await chat.locator("td").allInnerTexts();
+      // Time, model, API, status, wait, TTFT, duration, in, out, tok/s, finish, swap.
+      expect(cells.slice(1, 4)).toEqual(["chat", "openai", "200"]);
+      expect(cells[4]).toMatch(/\d/); // waited for its load
+      expect(cells[5]).toMatch(/\d/); // TTFT
+      expect(cells[8]).toBe("30"); // 24 answer + 6 reasoning tokens
+      expect(cells[10]).toBe("stop");
+      expect(cells[11]).toBe("yes");
+      await shot("07-activity");
+      await page.getByRole("tab", { name: "Performance" }).click();
+      await page.locator("tbody th", { hasText: "chat" }).waitFor();
+      await shot("08-performance");
+    },
+    STEP_MS,
+  );
+
+  test(
+    "the logs page follows a model's output live",
+    async () => {
+      await page.goto(`${qm.url}/ui/#/logs/chat`);
+      const logs = page.locator("pre.logs");
+      await logs.filter({ hasText: "POST /v1/chat/completions" }).waitFor();
+      const before = ((await logs.innerText()).match(/POST \/v1\/chat/g) ?? []).length;
+      const res = await api("/v1/chat/completions", {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ model: "chat", messages: [{ role: "user", content: "hi" }] }),
+      });
+      expect(res.status).toBe(200);
+      await page.waitForFunction(
+        (n) =>
+          (document.querySelector("pre.logs")?.textContent?.match(/POST \/v1\/chat/g) ?? [])
+            .length > n,
+        before,
+      );
+      await shot("09-logs");
+    },
+    STEP_MS,
+  );
+
+  test(
+    "unloading a leased model asks first, then forces it",
+    async () => {
+      const lease = await api("/api/models/slow/lease", { method: "POST" });
+      expect(lease.status).toBe(200);
+      await page.getByRole("tab", { name: "Models" }).click();
+      await until(statusOf, (s) => model(s, "slow").leases === 1);
+      await row("slow").locator("td", { hasText: /^1$/ }).first().waitFor();
+      const asked = page.waitForEvent("dialog").then(async (d) => {
+        const text = d.message();
+        await d.accept();
+        return text;
+      });
+      await page.getByRole("button", { name: "Unload slow", exact: true }).click();
+      expect(await asked).toContain("slow holds 1 lease");
+      await page.locator('tr[data-model="slow"][data-state="stopped"]').waitFor();
+      expect(model(await statusOf(), "slow").leases).toBe(0);
+      await page.getByRole("tab", { name: "Hardware" }).click();
+      await page.getByRole("heading", { name: "VRAM" }).waitFor();
+      await shot("10-hardware");
+      expect(pageErrors).toEqual([]);
+    },
+    STEP_MS,
+  );
+});

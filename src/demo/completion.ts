@@ -36,7 +36,11 @@ function markdownTokens(name: string, count: number): TokenTable {
     '- first point\n- second point\n\n```js\nconsole.log("hi");\n```\n\n';
   const pieces = doc.match(/\s*\S+/g) ?? [];
   const text: string[] = [];
-  for (let i = 0; i < count; i++) text.push(pieces[i % pieces.length] as string);
+  for (let i = 0; i < count; i++) {
+    const piece = pieces[i % pieces.length] as string;
+    // A repeat starts a new block, as the document did.
+    text.push(i > 0 && i % pieces.length === 0 ? `\n\n${piece}` : piece);
+  }
   return { text, json: text.map((t) => JSON.stringify(t)) };
 }
 

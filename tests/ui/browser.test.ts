@@ -10,6 +10,7 @@ import { join } from "node:path";
 import { type Browser, chromium, type Page } from "playwright-core";
 import type { StatusJson } from "../../src/api/gateway.ts";
 import { serve, until } from "../support/e2e.ts";
+import { fakeSmi } from "../support/fake-smi.ts";
 import type { QmServer } from "../support/qm-process.ts";
 
 const CHROMIUM = process.env.QM_CHROMIUM ?? "/usr/bin/chromium";
@@ -25,18 +26,29 @@ const STEP_MS = 20_000;
 // `chat` loads in 1.2 s and thinks before it answers in Markdown; `slow` loads in 2.5 s and
 // streams for a long time (long enough to be stopped). One group that swaps nothing: both
 // may be resident, so one's load does not evict the other.
+// A fake nvidia-smi says other programs use 3 GiB of the card: the VRAM bar shows them.
+const gpu = fakeSmi();
+gpu.card({}, 3072);
+
 const CONFIG = `[server]
 api_keys = ["${KEY}"]
+
+[resources]
+vram_budget_gb = 20
+gpu_probe = "${gpu.smi}"
+gpu_probe_interval_ms = 500
 
 [groups.pair]
 members = ["chat", "slow"]
 swap = false
 
 [models.chat]
-cmd = "\${demo} --load-delay-ms 1200 --token-ms 15 --tokens 24 --reasoning 6 --markdown --log-requests"
+cmd = "\${demo} --load-delay-ms 1200 --token-ms 15 --tokens 17 --reasoning 6 --markdown --log-requests"
+est_vram_gb = 6
 
 [models.slow]
 cmd = "\${demo} --load-delay-ms 2500 --token-ms 20 --tokens 3000 --log-requests"
+est_vram_gb = 8.5
 `;
 
 let qm: QmServer;
@@ -177,7 +189,7 @@ describe.skipIf(!HAVE_CHROMIUM)("the dashboard in Chromium", () => {
       expect(cells.slice(1, 4)).toEqual(["chat", "openai", "200"]);
       expect(cells[4]).toMatch(/\d/); // waited for its load
       expect(cells[5]).toMatch(/\d/); // TTFT
-      expect(cells[8]).toBe("30"); // 24 answer + 6 reasoning tokens
+      expect(cells[8]).toBe("23"); // 17 answer + 6 reasoning tokens
       expect(cells[10]).toBe("stop");
       expect(cells[11]).toBe("yes");
       await shot("07-activity");
@@ -229,8 +241,19 @@ describe.skipIf(!HAVE_CHROMIUM)("the dashboard in Chromium", () => {
       expect(await asked).toContain("slow holds 1 lease");
       await page.locator('tr[data-model="slow"][data-state="stopped"]').waitFor();
       expect(model(await statusOf(), "slow").leases).toBe(0);
+      // qm trusts a reading that lists its own processes: the card now shows chat's.
+      const chatPid = model(await statusOf(), "chat").pid!;
+      gpu.card({ [chatPid]: 6144 }, 3072);
+      await until(statusOf, (s) => s.resources.gpu !== null, 5000);
       await page.getByRole("tab", { name: "Hardware" }).click();
       await page.getByRole("heading", { name: "VRAM" }).waitFor();
+      // The picture: chat's estimate loaded, other programs' 3 GB, the budget and the ceiling.
+      const legend = page.locator(".vram .legend");
+      await legend.filter({ hasText: "other programs 3 GB" }).waitFor();
+      expect(await legend.innerText()).toContain("qm's models 6 GB");
+      expect(await legend.innerText()).toContain("budget 20 GB");
+      await page.getByRole("rowheader", { name: "other programs", exact: true }).waitFor();
+      await shot("10-hardware");
       await shot("10-hardware");
       expect(pageErrors).toEqual([]);
     },

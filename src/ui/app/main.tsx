@@ -117,6 +117,11 @@ function App() {
     };
   }, [phase.kind, askKey]);
 
+  // A page opened again shows what is true now (leases and in-flight requests send no event).
+  useEffect(() => {
+    refetch.current();
+  }, [tab]);
+
   const isBusy = busy(dash.status);
   useEffect(() => {
     if (phase.kind !== "ready") return;

@@ -112,6 +112,13 @@ export function loadFraction(d: Dash, m: ModelStatus, now: number): number | nul
   return Math.min(0.99, Math.max(0, elapsed / m.load.expected_ms));
 }
 
+/** How long a model's load has run at `now`, ms; null when it is not loading. */
+export function loadElapsed(d: Dash, m: ModelStatus, now: number): number | null {
+  if (!m.load) return null;
+  const start = d.loadStart[m.id];
+  return start === undefined ? m.load.elapsed_ms : Math.max(0, now - start);
+}
+
 /** Anything that changes by itself in the next seconds (loads, queues, holds, requests). */
 export function busy(s: Status | null): boolean {
   return !!s?.models.some(

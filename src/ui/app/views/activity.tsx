@@ -65,16 +65,13 @@ export function ActivityPage({ requests }: { requests: RequestRecord[] }) {
             </thead>
             <tbody>
               {rows.map((r, i) => (
-                <tr
-                  key={`${r.time}-${r.model}-${i}`}
-                  class={r.status >= 400 || !r.answered ? "failed" : ""}
-                >
+                <tr key={`${r.time}-${r.model}-${i}`} class={failed(r) ? "failed" : ""}>
                   <td class="num">{clock(r.time)}</td>
                   <td>{r.model}</td>
                   <td>{r.api}</td>
                   <td class="num">
                     {r.status}
-                    {r.answered ? "" : " ✗"}
+                    {failed(r) && r.status < 400 && <abbr title="not answered in full"> ✗</abbr>}
                   </td>
                   <td class="num">{ms(r.wait_ms)}</td>
                   <td class="num">{ms(r.ttft_ms)}</td>
@@ -92,4 +89,9 @@ export function ActivityPage({ requests }: { requests: RequestRecord[] }) {
       )}
     </section>
   );
+}
+
+/** An error status, or an answer cut short (a load has no answer to cut). */
+function failed(r: RequestRecord): boolean {
+  return r.status >= 400 || (!r.answered && r.api !== "load");
 }

@@ -6,11 +6,17 @@ export function StateBadge({ state }: { state: ModelState }) {
   return <span class={`badge state-${state}`}>{state}</span>;
 }
 
-export function Progress({ value, label }: { value: number | null; label: string }) {
+/** A bar for a fraction, or an indeterminate one (null) with `text` beside it. */
+export function Progress(props: {
+  value: number | null;
+  label: string;
+  text?: string | undefined;
+}) {
+  const { value, label, text } = props;
   return (
     <span class="progress-wrap">
       <progress class="progress" max={1} value={value ?? undefined} aria-label={label} />
-      <span class="num">{value === null ? "…" : percent(value)}</span>
+      <span class="num">{text ?? (value === null ? "…" : percent(value))}</span>
     </span>
   );
 }
@@ -54,8 +60,10 @@ export function VramBar({ status, detailed }: { status: Status; detailed?: boole
     );
   }
   const pct = (v: number) => `${Math.min(100, (v / scale) * 100)}%`;
+  // From the same model list as the segments (an event may have moved it since the status).
+  const used = loaded.reduce((n, m) => n + m.est_vram_gb, 0);
   const summary =
-    `VRAM: ${gb(r.vram_used_gb)} estimated for qm's models` +
+    `VRAM: ${gb(used)} estimated for qm's models` +
     (gpu ? `, ${gb(gpu.foreign_gb)} used by other programs, of ${gb(gpu.total_gb)}` : "") +
     `; ceiling ${gb(r.vram_ceiling_gb)}, budget ${gb(r.vram_budget_gb)}`;
   return (
@@ -78,7 +86,7 @@ export function VramBar({ status, detailed }: { status: Status; detailed?: boole
       </div>
       <figcaption class="legend">
         <span>
-          <i class="key seg-model" /> qm's models <b class="num">{gb(r.vram_used_gb)}</b>
+          <i class="key seg-model" /> qm's models <b class="num">{gb(used)}</b>
         </span>
         {gpu && (
           <span>
@@ -97,11 +105,13 @@ export function VramBar({ status, detailed }: { status: Status; detailed?: boole
           <i class="key mark-budget" /> budget <b class="num">{gb(r.vram_budget_gb)}</b>
         </span>
         {detailed &&
-          segments.map((s) => (
-            <span key={s.label}>
-              {s.label} <b class="num">{gb(s.gb)}</b>
-            </span>
-          ))}
+          segments
+            .filter((s) => s.kind !== "foreign")
+            .map((s) => (
+              <span key={s.label}>
+                {s.label} <b class="num">{gb(s.gb)}</b>
+              </span>
+            ))}
       </figcaption>
     </figure>
   );

@@ -3,7 +3,7 @@ import { useState } from "preact/hooks";
 import { HttpError, post } from "../api.ts";
 import { count, duration, gb, ms, NONE, remaining } from "../format.ts";
 import { hrefOf } from "../hooks.ts";
-import { type Dash, loadFraction } from "../state.ts";
+import { type Dash, loadElapsed, loadFraction } from "../state.ts";
 import type { ModelStatus } from "../wire.ts";
 import { Progress, StateBadge, VramBar } from "./bits.tsx";
 
@@ -83,12 +83,16 @@ export function ModelsPage({ dash, now, refresh }: Props) {
               <th scope="col" class="num">
                 Leases
               </th>
-              <th scope="col">Hold</th>
+              <th scope="col" class="num">
+                Hold
+              </th>
               <th scope="col" class="num">
                 VRAM est.
               </th>
               <th scope="col">Load</th>
-              <th scope="col">Idle unload</th>
+              <th scope="col" class="num">
+                Idle unload
+              </th>
               <th scope="col">Actions</th>
             </tr>
           </thead>
@@ -98,6 +102,7 @@ export function ModelsPage({ dash, now, refresh }: Props) {
                 key={m.id}
                 m={m}
                 fraction={loadFraction(dash, m, now)}
+                elapsed={loadElapsed(dash, m, now)}
                 now={now}
                 pending={pending[m.id] ?? null}
                 act={act}
@@ -113,11 +118,13 @@ export function ModelsPage({ dash, now, refresh }: Props) {
 function ModelRow(props: {
   m: ModelStatus;
   fraction: number | null;
+  /** How long its load has run, ms (null when not loading). */
+  elapsed: number | null;
   now: number;
   pending: string | null;
   act(m: ModelStatus, what: "load" | "unload"): void;
 }) {
-  const { m, fraction, now, pending, act } = props;
+  const { m, fraction, elapsed, now, pending, act } = props;
   const hold = remaining(m.held_until_ms, now);
   const unloadIn = remaining(m.unload_at_ms, now);
   const loaded = m.state === "ready" || m.state === "starting";
@@ -144,7 +151,11 @@ function ModelRow(props: {
       <td class="num">{m.est_vram_gb > 0 ? gb(m.est_vram_gb) : NONE}</td>
       <td data-cell="load">
         {m.state === "starting" ? (
-          <Progress value={fraction} label={`loading ${m.id}`} />
+          <Progress
+            value={fraction}
+            label={`loading ${m.id}`}
+            text={fraction === null ? `${duration(elapsed ?? 0)} so far` : undefined}
+          />
         ) : m.last_load_ms !== null ? (
           <span class="muted num">last {ms(m.last_load_ms)}</span>
         ) : (
@@ -171,7 +182,7 @@ function ModelRow(props: {
         </button>
         <button
           type="button"
-          disabled={pending !== null || m.state === "stopped"}
+          disabled={pending === "unload" || m.state === "stopped"}
           onClick={() => act(m, "unload")}
           aria-label={`Unload ${m.id}`}
         >

@@ -213,12 +213,9 @@ describe.skipIf(!HAVE_CHROMIUM)("the dashboard in Chromium", () => {
         body: JSON.stringify({ model: "chat", messages: [{ role: "user", content: "hi" }] }),
       });
       expect(res.status).toBe(200);
-      await page.waitForFunction(
-        (n) =>
-          (document.querySelector("pre.logs")?.textContent?.match(/POST \/v1\/chat/g) ?? [])
-            .length > n,
-        before,
-      );
+      // One more request line than before, with no reload (the page has no DOM types here).
+      const more = new RegExp(`(?:POST /v1/chat/completions[^]*){${before + 1}}`);
+      await logs.filter({ hasText: more }).waitFor();
       await shot("09-logs");
     },
     STEP_MS,

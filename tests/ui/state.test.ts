@@ -18,6 +18,7 @@ const model = (id: string, over: Partial<ModelStatus> = {}): ModelStatus => ({
   inflight: 0,
   leases: 0,
   queued: 0,
+  queue_positions: [],
   held_until_ms: null,
   est_vram_gb: 4,
   est_ram_gb: 0,

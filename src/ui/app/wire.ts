@@ -11,6 +11,8 @@ export interface ModelStatus {
   inflight: number;
   leases: number;
   queued: number;
+  /** Places in the waiting line (1 = next) of its queued requests. */
+  queue_positions: number[];
   held_until_ms: number | null;
   est_vram_gb: number;
   est_ram_gb: number;

@@ -143,7 +143,15 @@ function ModelRow(props: {
         <StateBadge state={m.state} />
       </td>
       <td class="num">{count(m.inflight)}</td>
-      <td class="num">{count(m.queued)}</td>
+      <td class="num" data-cell="queued">
+        {count(m.queued)}
+        {m.queue_positions.length > 0 && (
+          <span class="muted" title="places in qm's waiting line (1 = next)">
+            {" "}
+            (#{m.queue_positions.join(", #")})
+          </span>
+        )}
+      </td>
       <td class="num">{count(m.leases)}</td>
       <td class="num" data-cell="hold">
         {hold === null ? NONE : duration(hold)}

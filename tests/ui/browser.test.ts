@@ -256,4 +256,35 @@ describe.skipIf(!HAVE_CHROMIUM)("the dashboard in Chromium", () => {
     },
     STEP_MS,
   );
+
+  test(
+    "a second load shows its progress against the last one's time",
+    async () => {
+      await page.getByRole("tab", { name: "Models" }).click();
+      await page.getByRole("button", { name: "Load slow", exact: true }).click();
+      // It ticks in the page between status reads: past 0%, below 100%.
+      await row("slow")
+        .locator('[data-cell="load"]', { hasText: /^[1-9]\d?%$/ })
+        .waitFor();
+      await shot("11-second-load");
+      await page.locator('tr[data-model="slow"][data-state="ready"]').waitFor();
+    },
+    STEP_MS,
+  );
+
+  test(
+    "dark and narrow",
+    async () => {
+      await page.emulateMedia({ colorScheme: "dark" });
+      await page.setViewportSize({ width: 420, height: 800 });
+      await row("slow").waitFor();
+      await shot("12-dark-narrow");
+      await page.getByRole("tab", { name: "Playground" }).click();
+      await shot("13-dark-playground");
+      const bg = await page.evaluate("getComputedStyle(document.body).backgroundColor");
+      expect(bg).toBe("rgb(21, 23, 26)");
+      expect(pageErrors).toEqual([]);
+    },
+    STEP_MS,
+  );
 });

@@ -39,12 +39,15 @@ gpu_probe = "${gpu.smi}"
 gpu_probe_interval_ms = 500
 
 [groups.pair]
-members = ["chat", "slow"]
+members = ["chat", "slow", "tools"]
 swap = false
 
 [models.chat]
 cmd = "\${demo} --load-delay-ms 1200 --token-ms 15 --tokens 17 --reasoning 6 --markdown --log-requests"
 est_vram_gb = 6
+
+[models.tools]
+cmd = "\${demo} --token-ms 0 --tokens 3 --tool-calls"
 
 [models.slow]
 cmd = "\${demo} --load-delay-ms 2500 --token-ms 20 --tokens 3000 --log-requests"
@@ -273,14 +276,47 @@ describe.skipIf(!HAVE_CHROMIUM)("the dashboard in Chromium", () => {
   );
 
   test(
+    "a hold after a tool call counts down live; the tabs answer the arrow keys",
+    async () => {
+      const res = await api("/v1/chat/completions", {
+        method: "POST",
+        headers: { "content-type": "application/json", "x-qm-hold-ms": "60000" },
+        // A request that offers tools and gets a tool call back earns its model a hold.
+        body: JSON.stringify({
+          model: "tools",
+          messages: [{ role: "user", content: "weather?" }],
+          tools: [{ type: "function", function: { name: "get_weather", parameters: {} } }],
+        }),
+      });
+      expect(
+        ((await res.json()) as { choices: { finish_reason: string }[] }).choices[0]!.finish_reason,
+      ).toBe("tool_calls");
+      const hold = row("tools").locator('[data-cell="hold"]');
+      await hold.filter({ hasText: /^[1-5]?\ds$|^1m 00s$/ }).waitFor();
+      const first = await hold.innerText();
+      // Ticking in the page, from the status' hold end: the next second shows less.
+      await hold.filter({ hasText: new RegExp(`^(?!${first}$)`) }).waitFor();
+      await shot("12-hold");
+      const tab = page.getByRole("tab", { name: "Models" });
+      await tab.focus();
+      await page.keyboard.press("ArrowRight");
+      await page.getByRole("tab", { name: "Activity", selected: true }).waitFor();
+      expect(await page.evaluate("document.activeElement.id")).toBe("tab-activity");
+      await page.keyboard.press("ArrowLeft");
+      await page.getByRole("tab", { name: "Models", selected: true }).waitFor();
+    },
+    STEP_MS,
+  );
+
+  test(
     "dark and narrow",
     async () => {
       await page.emulateMedia({ colorScheme: "dark" });
       await page.setViewportSize({ width: 420, height: 800 });
       await row("slow").waitFor();
-      await shot("12-dark-narrow");
+      await shot("13-dark-narrow");
       await page.getByRole("tab", { name: "Playground" }).click();
-      await shot("13-dark-playground");
+      await shot("14-dark-playground");
       const bg = await page.evaluate("getComputedStyle(document.body).backgroundColor");
       expect(bg).toBe("rgb(21, 23, 26)");
       expect(pageErrors).toEqual([]);

@@ -4,7 +4,7 @@
  */
 import { describe, expect, test } from "bun:test";
 import { gunzipSync } from "node:zlib";
-import { UI_CSP } from "../../src/ui/routes.ts";
+import { UI_CSP, uiSizes } from "../../src/ui/routes.ts";
 import { fakeGateway } from "../support/fake-gateway.ts";
 import { appOf, bodyOf, call } from "../support/in-process.ts";
 
@@ -110,5 +110,12 @@ describe("/ui/", () => {
       "sec-fetch-site": "cross-site",
     });
     expect(cross.status).toBe(403);
+  });
+
+  test("the app stays small: under 200 KB, 80 KB gzipped (src/ui/design.md has the figures)", () => {
+    const sizes = uiSizes();
+    expect(sizes["/ui/app.js"]!.bytes).toBeLessThan(200_000);
+    expect(sizes["/ui/app.js"]!.gzip).toBeLessThan(80_000);
+    expect(sizes["/ui/app.css"]!.gzip).toBeLessThan(8_000);
   });
 });

@@ -1,12 +1,6 @@
 import { describe, expect, test } from "bun:test";
-import {
-  answerTurn,
-  applyChunk,
-  errorOfBody,
-  messagesOf,
-  type Turn,
-  userTurn,
-} from "../../src/ui/app/chat.ts";
+import { answerTurn, applyChunk, messagesOf, type Turn, userTurn } from "../../src/ui/app/chat.ts";
+import { errorOfBody } from "../../src/ui/app/errors.ts";
 
 const chunk = (delta: Record<string, unknown>, finish: string | null = null) =>
   JSON.stringify({

@@ -4,18 +4,11 @@
  * not 2xx become an `HttpError` with the message of qm's error envelope. Paths are resolved
  * against the page's parent (`/ui/` → `/`), so qm behind a path prefix still works.
  */
-import { errorOfBody } from "./chat.ts";
+import { errorOfBody, HttpError } from "./errors.ts";
+
+export { HttpError };
 
 const KEY = "qm.api-key";
-
-export class HttpError extends Error {
-  constructor(
-    readonly status: number,
-    message: string,
-  ) {
-    super(message);
-  }
-}
 
 export function apiKey(): string | null {
   try {
@@ -74,4 +67,18 @@ export async function getJson<T>(path: string, signal?: AbortSignal): Promise<T>
 export async function post(path: string): Promise<unknown> {
   const res = await call(path, { method: "POST" });
   return res.json();
+}
+
+/** Opens a GET event stream of qm's API; throws `HttpError` unless it answers 2xx. */
+export async function openSse(
+  path: string,
+  signal: AbortSignal,
+  headers: Record<string, string> = {},
+): Promise<Response> {
+  const res = await fetch(apiUrl(path), {
+    headers: authHeaders({ accept: "text/event-stream", ...headers }),
+    signal,
+  });
+  if (!res.ok) throw new HttpError(res.status, errorOfBody(res.status, await res.text()));
+  return res;
 }

@@ -4,6 +4,7 @@
  * their thinking as `reasoning_content` (llama.cpp, vLLM) or `reasoning` (some others); it is
  * kept apart from the answer. Pure.
  */
+import { errorText } from "./errors.ts";
 export interface Turn {
   role: "user" | "assistant";
   content: string;
@@ -63,29 +64,6 @@ export function applyChunk(t: Turn, data: string): Turn | "done" {
   }
   if (typeof choice.finish_reason === "string") next = { ...next, finish: choice.finish_reason };
   return next;
-}
-
-/**
- * The message of an error body in any of qm's envelopes: OpenAI's and Anthropic's
- * `{"error":{"message"}}`, Ollama's `{"error":"…"}`. Null when there is none.
- */
-export function errorText(body: unknown): string | null {
-  if (!isObject(body)) return null;
-  const e = body.error;
-  if (typeof e === "string") return e;
-  if (isObject(e) && typeof e.message === "string") return e.message;
-  return null;
-}
-
-/** `errorText` of a response body as text (which may not be JSON at all). */
-export function errorOfBody(status: number, text: string): string {
-  try {
-    const m = errorText(JSON.parse(text));
-    if (m) return m;
-  } catch {
-    // not JSON: the status says it all
-  }
-  return `HTTP ${status}${text ? `: ${text.slice(0, 200)}` : ""}`;
 }
 
 function isObject(v: unknown): v is Record<string, unknown> {

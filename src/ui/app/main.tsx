@@ -5,7 +5,7 @@
  */
 import { render } from "preact";
 import { useCallback, useEffect, useRef, useState } from "preact/hooks";
-import { apiKey, getJson, HttpError, setApiKey } from "./api.ts";
+import { apiKey, getJson, HttpError, openSse, setApiKey } from "./api.ts";
 import { duration } from "./format.ts";
 import { hrefOf, useNow, useRoute } from "./hooks.ts";
 import { follow } from "./sse.ts";
@@ -92,9 +92,14 @@ function App() {
     getJson<{ requests: RequestRecord[] }>("/api/requests?limit=500")
       .then((r) => setDash((d) => withRequests(d, r.requests)))
       .catch(() => {});
-    const stop = follow("/api/events", {
-      headers: (): Record<string, string> =>
+    // Each connection after the first says which event it saw last, to get the ones it missed.
+    const open = (signal: AbortSignal) =>
+      openSse(
+        "/api/events",
+        signal,
         lastId.current > 0 ? { "last-event-id": String(lastId.current) } : {},
+      );
+    const stop = follow(open, {
       onOpen: () => setLive(true),
       onDrop: () => setLive(false),
       onUnauthorized: () => askKey("qm no longer takes this key."),

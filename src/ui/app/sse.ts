@@ -1,17 +1,18 @@
 /**
  * Server-sent events over `fetch` (EventSource cannot send an Authorization header): the body
- * is fed to eventsource-parser, which hands over events and comments (qm's wait status).
+ * is fed to eventsource-parser, which hands over events and comments (qm's wait status), and
+ * `follow` keeps an endless stream open across drops. No page globals: the stream is opened by
+ * the caller, and the pause between tries can be replaced (tests/ui/sse.test.ts).
  */
 import { createParser, type EventSourceMessage } from "eventsource-parser";
-import { apiUrl, authHeaders, HttpError } from "./api.ts";
-import { errorOfBody } from "./chat.ts";
+import { HttpError } from "./errors.ts";
 
 export interface SseHandlers {
   event(e: EventSourceMessage): void;
   comment?(text: string): void;
 }
 
-/** Reads a stream's events until it ends (or `signal` aborts: the read rejects). */
+/** Reads a stream's events until it ends (or its request aborts: the read rejects). */
 export async function readSse(res: Response, on: SseHandlers): Promise<void> {
   if (!res.body) return;
   const parser = createParser({
@@ -30,23 +31,7 @@ export async function readSse(res: Response, on: SseHandlers): Promise<void> {
   }
 }
 
-/** Opens a GET event stream of qm's API; throws `HttpError` unless it answers 2xx. */
-export async function openSse(
-  path: string,
-  signal: AbortSignal,
-  headers: Record<string, string> = {},
-): Promise<Response> {
-  const res = await fetch(apiUrl(path), {
-    headers: authHeaders({ accept: "text/event-stream", ...headers }),
-    signal,
-  });
-  if (!res.ok) throw new HttpError(res.status, errorOfBody(res.status, await res.text()));
-  return res;
-}
-
 export interface Follow {
-  /** Headers for each (re)connection: `Last-Event-ID` for the events stream. */
-  headers?(): Record<string, string>;
   handlers: SseHandlers;
   onOpen?(): void;
   onDrop?(error: unknown): void;
@@ -54,18 +39,29 @@ export interface Follow {
   onUnauthorized?(): void;
 }
 
+/** The pauses between tries: 1 s, doubling to 15 s; back to 1 s once a connection opens. */
+export const FIRST_PAUSE_MS = 1000;
+export const MAX_PAUSE_MS = 15_000;
+
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
 /**
- * Follows an endless stream, reconnecting after a drop with a growing pause (1 s doubling to
- * 15 s; back to 1 s once a connection opens). Returns the function that stops it.
+ * Follows an endless stream: `open` makes each connection (its headers may change between
+ * them: `Last-Event-ID`), and a drop or a failure is followed by a pause and a new try. Returns
+ * the function that stops it (the connection open then is aborted).
  */
-export function follow(path: string, f: Follow): () => void {
+export function follow(
+  open: (signal: AbortSignal) => Promise<Response>,
+  f: Follow,
+  pause: (ms: number) => Promise<void> = sleep,
+): () => void {
   const ctrl = new AbortController();
-  let pause = 1000;
+  let wait = FIRST_PAUSE_MS;
   void (async () => {
     while (!ctrl.signal.aborted) {
       try {
-        const res = await openSse(path, ctrl.signal, f.headers?.() ?? {});
-        pause = 1000;
+        const res = await open(ctrl.signal);
+        wait = FIRST_PAUSE_MS;
         f.onOpen?.();
         await readSse(res, f.handlers);
         if (!ctrl.signal.aborted) f.onDrop?.(null);
@@ -77,8 +73,9 @@ export function follow(path: string, f: Follow): () => void {
         }
         f.onDrop?.(err);
       }
-      await new Promise((r) => setTimeout(r, pause));
-      pause = Math.min(15_000, pause * 2);
+      if (ctrl.signal.aborted) return;
+      await pause(wait);
+      wait = Math.min(MAX_PAUSE_MS, wait * 2);
     }
   })();
   return () => ctrl.abort();

@@ -2,7 +2,7 @@
  * The wait-status comments qm sends on a stream whose model is not ready (docs/api.md, "The
  * wait-status stream"): `: qm-status: waiting N`, `: qm-status: loading`,
  * `: qm-status: loading 42% eta 7s`, `: qm-status: loading 12s`. An SSE parser hands over a
- * comment's text after the colon (WHATWG HTML §9.2.6), usually with its leading space. Pure.
+ * comment's text after the colon (WHATWG HTML §9.2.6), with or without the space after it. Pure.
  */
 export type WaitStatus =
   | { kind: "waiting"; position: number }

@@ -1,5 +1,6 @@
 /** The Logs page: one model's output, live (`/api/models/{id}/logs?follow=1`). */
 import { useEffect, useRef, useState } from "preact/hooks";
+import { openSse } from "../api.ts";
 import { hrefOf } from "../hooks.ts";
 import { follow } from "../sse.ts";
 import type { Status } from "../wire.ts";
@@ -19,7 +20,8 @@ export function LogsPage({ status, model }: { status: Status | null; model: stri
     if (!id) return;
     setLines([]);
     // Each (re)connection sends the kept lines again: start over on open.
-    return follow(`/api/models/${encodeURIComponent(id)}/logs?follow=1`, {
+    const path = `/api/models/${encodeURIComponent(id)}/logs?follow=1`;
+    return follow((signal) => openSse(path, signal), {
       onOpen: () => {
         setLines([]);
         setLive(true);

@@ -5,7 +5,8 @@
  */
 import { useEffect, useRef, useState } from "preact/hooks";
 import { apiUrl, authHeaders, getJson } from "../api.ts";
-import { answerTurn, applyChunk, errorOfBody, messagesOf, type Turn, userTurn } from "../chat.ts";
+import { answerTurn, applyChunk, messagesOf, type Turn, userTurn } from "../chat.ts";
+import { errorOfBody } from "../errors.ts";
 import { hrefOf } from "../hooks.ts";
 import { renderMarkdown } from "../markdown.ts";
 import { readSse } from "../sse.ts";

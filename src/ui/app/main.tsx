@@ -7,7 +7,7 @@ import { render } from "preact";
 import { useCallback, useEffect, useRef, useState } from "preact/hooks";
 import { apiKey, getJson, HttpError, openSse, setApiKey } from "./api.ts";
 import { duration } from "./format.ts";
-import { hrefOf, useNow, useRoute } from "./hooks.ts";
+import { hrefOf, useRoute } from "./hooks.ts";
 import { follow } from "./sse.ts";
 import { applyEvent, busy, type Dash, EMPTY, withRequests, withStatus } from "./state.ts";
 import { ActivityPage } from "./views/activity.tsx";
@@ -41,11 +41,15 @@ function App() {
   const [phase, setPhase] = useState<Phase>({ kind: "booting" });
   const [fatal, setFatal] = useState<string | null>(null);
   const [dash, setDash] = useState<Dash>(EMPTY);
+  // The state as last changed, read synchronously by the event handler (which must know at
+  // once whether an event asks for a status read); every change goes through `change`.
+  const current = useRef<Dash>(EMPTY);
+  const change = useCallback((f: (d: Dash) => Dash) => {
+    current.current = f(current.current);
+    setDash(current.current);
+  }, []);
   const [live, setLive] = useState(false);
-  const lastId = useRef(0);
-  lastId.current = dash.lastEventId;
   const route = useRoute();
-  const now = useNow(1000);
   const tab: Tab = TABS.some(([t]) => t === route[0]) ? (route[0] as Tab) : "models";
 
   const askKey = useCallback((error: string | null) => {
@@ -56,7 +60,7 @@ function App() {
   const boot = useCallback(async () => {
     try {
       const status = await getJson<Status>("/api/status");
-      setDash((d) => withStatus(d, status, Date.now()));
+      change((d) => withStatus(d, status, Date.now()));
       setFatal(null);
       setPhase({ kind: "ready" });
     } catch (err) {
@@ -67,7 +71,7 @@ function App() {
         setTimeout(() => void boot(), 3000);
       }
     }
-  }, [askKey]);
+  }, [askKey, change]);
 
   useEffect(() => {
     void boot();
@@ -81,7 +85,7 @@ function App() {
       timer = null;
       try {
         const status = await getJson<Status>("/api/status");
-        setDash((d) => withStatus(d, status, Date.now()));
+        change((d) => withStatus(d, status, Date.now()));
       } catch (err) {
         if (err instanceof HttpError && err.status === 401) askKey("qm no longer takes this key.");
       }
@@ -90,14 +94,16 @@ function App() {
       if (timer === null) timer = setTimeout(read, REFETCH_DEBOUNCE_MS);
     };
     getJson<{ requests: RequestRecord[] }>("/api/requests?limit=500")
-      .then((r) => setDash((d) => withRequests(d, r.requests)))
+      .then((r) => change((d) => withRequests(d, r.requests)))
       .catch(() => {});
     // Each connection after the first says which event it saw last, to get the ones it missed.
     const open = (signal: AbortSignal) =>
       openSse(
         "/api/events",
         signal,
-        lastId.current > 0 ? { "last-event-id": String(lastId.current) } : {},
+        current.current.lastEventId > 0
+          ? { "last-event-id": String(current.current.lastEventId) }
+          : {},
       );
     const stop = follow(open, {
       onOpen: () => setLive(true),
@@ -105,13 +111,9 @@ function App() {
       onUnauthorized: () => askKey("qm no longer takes this key."),
       handlers: {
         event: (e) => {
-          let again = false;
-          setDash((d) => {
-            const r = applyEvent(d, e, Date.now());
-            again = r.refetch;
-            return r.dash;
-          });
-          if (again) refetch.current();
+          const r = applyEvent(current.current, e, Date.now());
+          change(() => r.dash);
+          if (r.refetch) refetch.current();
         },
       },
     });
@@ -120,7 +122,7 @@ function App() {
       if (timer !== null) clearTimeout(timer);
       refetch.current = () => {};
     };
-  }, [phase.kind, askKey]);
+  }, [phase.kind, askKey, change]);
 
   // A page opened again shows what is true now (leases and in-flight requests send no event).
   useEffect(() => {
@@ -178,9 +180,7 @@ function App() {
       <Tabs current={tab} />
       <main>
         <div id="panel" role="tabpanel" aria-labelledby={`tab-${tab}`}>
-          {tab === "models" && (
-            <ModelsPage dash={dash} now={now} refresh={() => refetch.current()} />
-          )}
+          {tab === "models" && <ModelsPage dash={dash} refresh={() => refetch.current()} />}
           {tab === "activity" && <ActivityPage requests={dash.requests} />}
           {tab === "logs" && <LogsPage status={s} model={route[1] ?? null} />}
           {tab === "performance" && <PerformancePage requests={dash.requests} />}

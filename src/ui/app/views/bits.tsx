@@ -95,6 +95,11 @@ export function VramBar({ status, detailed }: { status: Status; detailed?: boole
         )}
         {gpu && (
           <span>
+            qm's processes (measured) <b class="num">{gb(gpu.ours_gb)}</b>
+          </span>
+        )}
+        {gpu && (
+          <span>
             used (GPU) <b class="num">{gb(gpu.used_gb)}</b> of <b class="num">{gb(gpu.total_gb)}</b>
           </span>
         )}

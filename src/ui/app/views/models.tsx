@@ -2,19 +2,20 @@
 import { useState } from "preact/hooks";
 import { HttpError, post } from "../api.ts";
 import { count, duration, gb, ms, NONE, remaining } from "../format.ts";
-import { hrefOf } from "../hooks.ts";
+import { hrefOf, useNow } from "../hooks.ts";
 import { type Dash, loadElapsed, loadFraction } from "../state.ts";
 import type { ModelStatus } from "../wire.ts";
 import { Progress, StateBadge, VramBar } from "./bits.tsx";
 
 interface Props {
   dash: Dash;
-  now: number;
   /** Something worth reading again now (after a load or unload was asked for). */
   refresh(): void;
 }
 
-export function ModelsPage({ dash, now, refresh }: Props) {
+export function ModelsPage({ dash, refresh }: Props) {
+  // Countdowns and load bars tick here only, not the whole app.
+  const now = useNow(1000);
   const [pending, setPending] = useState<Record<string, string>>({});
   const [message, setMessage] = useState<{ text: string; error: boolean } | null>(null);
   const status = dash.status;

@@ -3,7 +3,7 @@
  * hold after its answers (`X-QM-Hold-Ms: 0`: a person typing is not an agent loop) and honours
  * other models' holds for a minute at most (`X-QM-Patience-Ms: 60000`).
  */
-import { useEffect, useRef, useState } from "preact/hooks";
+import { useEffect, useMemo, useRef, useState } from "preact/hooks";
 import { apiUrl, authHeaders, getJson } from "../api.ts";
 import { answerTurn, applyChunk, messagesOf, type Turn, userTurn } from "../chat.ts";
 import { errorOfBody } from "../errors.ts";
@@ -165,6 +165,11 @@ export function PlaygroundPage({ model }: { model: string | null }) {
 }
 
 function TurnView({ turn }: { turn: Turn }) {
+  // Rendered again only when the text changed (a streaming answer), not on every render.
+  const html = useMemo(
+    () => (turn.role === "assistant" ? renderMarkdown(turn.content) : ""),
+    [turn.role, turn.content],
+  );
   if (turn.role === "user") {
     return (
       <div class="turn user">
@@ -186,7 +191,7 @@ function TurnView({ turn }: { turn: Turn }) {
         <div
           class="text markdown"
           // markdown-it with html off: the model's text is escaped, never markup (markdown.ts).
-          dangerouslySetInnerHTML={{ __html: renderMarkdown(turn.content) }}
+          dangerouslySetInnerHTML={{ __html: html }}
         />
       )}
       {turn.error && (

@@ -310,7 +310,7 @@ describe.skipIf(!HAVE_CHROMIUM)("the dashboard in Chromium", () => {
   );
 
   test(
-    "the playground shows an API error from its envelope; Clear empties the conversation",
+    "the playground shows an API error from its envelope; Clear empties the conversation; options apply",
     async () => {
       await page.goto(`${qm.url}/ui/#/playground/no-such-model`);
       await page.locator("#message").fill("anyone?");
@@ -321,6 +321,14 @@ describe.skipIf(!HAVE_CHROMIUM)("the dashboard in Chromium", () => {
       await page.getByRole("button", { name: "Clear conversation" }).click();
       await page.getByText("Send a message to start.").waitFor();
       expect(await page.locator(".turn").count()).toBe(0);
+      // Options go into the request: max tokens cuts the answer (finish "length").
+      await page.getByLabel("Model").selectOption("chat");
+      await page.locator("summary", { hasText: "Options" }).click();
+      await page.getByLabel("System prompt").fill("Be brief.");
+      await page.getByLabel("Max tokens").fill("5");
+      await page.locator("#message").fill("Short, please");
+      await page.getByRole("button", { name: "Send" }).click();
+      await page.locator(".turn.assistant .meta", { hasText: "finish: length" }).waitFor();
       await page.getByRole("tab", { name: "Models" }).click();
     },
     STEP_MS,

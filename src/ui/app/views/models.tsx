@@ -133,7 +133,17 @@ function ModelRow(props: {
     <tr data-model={m.id} data-state={m.state}>
       <th scope="row">
         <span class="model-id">{m.id}</span>
-        {m.aliases.length > 0 && <span class="aliases">{m.aliases.join(", ")}</span>}
+        <span class="aliases">
+          {[
+            m.group,
+            m.port !== null ? `:${m.port}` : null,
+            m.pid !== null ? `pid ${m.pid}` : null,
+            m.concurrency_limit > 0 ? `${m.concurrency_limit} at a time` : null,
+            ...m.aliases,
+          ]
+            .filter((x) => x !== null)
+            .join(" · ")}
+        </span>
         {m.last_error && (
           <span class="row-error" title={m.last_error}>
             {m.last_error}

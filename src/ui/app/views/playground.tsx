@@ -17,6 +17,9 @@ export function PlaygroundPage({ model }: { model: string | null }) {
   const [listError, setListError] = useState<string | null>(null);
   const [turns, setTurns] = useState<Turn[]>([]);
   const [draft, setDraft] = useState("");
+  const [system, setSystem] = useState("");
+  const [temperature, setTemperature] = useState("");
+  const [maxTokens, setMaxTokens] = useState("");
   const [wait, setWait] = useState<string | null>(null);
   const [running, setRunning] = useState<AbortController | null>(null);
   const end = useRef<HTMLDivElement>(null);
@@ -54,7 +57,12 @@ export function PlaygroundPage({ model }: { model: string | null }) {
           model: chosen,
           stream: true,
           stream_options: { include_usage: true },
-          messages: messagesOf(history),
+          messages: [
+            ...(system.trim() ? [{ role: "system", content: system.trim() }] : []),
+            ...messagesOf(history),
+          ],
+          ...numberField("temperature", temperature),
+          ...numberField("max_tokens", maxTokens),
         }),
         signal: ctrl.signal,
       });
@@ -119,6 +127,39 @@ export function PlaygroundPage({ model }: { model: string | null }) {
           </span>
         )}
       </div>
+      <details class="options">
+        <summary>Options</summary>
+        <div class="options-grid">
+          <label for="system">System prompt</label>
+          <textarea
+            id="system"
+            rows={2}
+            value={system}
+            onInput={(e) => setSystem(e.currentTarget.value)}
+          />
+          <label for="temperature">Temperature</label>
+          <input
+            id="temperature"
+            type="number"
+            min="0"
+            max="2"
+            step="0.1"
+            placeholder="model default"
+            value={temperature}
+            onInput={(e) => setTemperature(e.currentTarget.value)}
+          />
+          <label for="max-tokens">Max tokens</label>
+          <input
+            id="max-tokens"
+            type="number"
+            min="1"
+            step="1"
+            placeholder="model default"
+            value={maxTokens}
+            onInput={(e) => setMaxTokens(e.currentTarget.value)}
+          />
+        </div>
+      </details>
       <div class="chat" aria-live="polite">
         {turns.length === 0 && <p class="muted">Send a message to start.</p>}
         {turns.map((t, i) => (
@@ -207,4 +248,10 @@ function TurnView({ turn }: { turn: Turn }) {
       )}
     </div>
   );
+}
+
+/** `{name: N}` when the field holds a number, else nothing (the model's default applies). */
+function numberField(name: string, value: string): Record<string, number> {
+  const n = value.trim() === "" ? Number.NaN : Number(value);
+  return Number.isFinite(n) ? { [name]: n } : {};
 }

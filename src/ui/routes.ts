@@ -61,24 +61,37 @@ export function uiSizes(): Record<string, { bytes: number; gzip: number }> {
 
 function serve(path: string, request: Request): Response {
   const a = assetsOnce()[path]!;
+  const gzip = /\bgzip\b/.test(request.headers.get("accept-encoding") ?? "");
+  // The gzipped bytes are another representation, so they carry their own ETag (RFC 9110
+  // §8.8.3); Vary says the choice depends on Accept-Encoding.
+  const etag = gzip ? `${a.etag.slice(0, -1)}-gz"` : a.etag;
   const headers = new Headers({
     "content-type": a.type,
     // Revalidate every time: the names carry no version, and a 304 is cheap.
     "cache-control": "no-cache",
-    etag: a.etag,
+    etag,
     vary: "Accept-Encoding",
     "content-security-policy": UI_CSP,
     "x-content-type-options": "nosniff",
     "referrer-policy": "no-referrer",
   });
-  if (request.headers.get("if-none-match") === a.etag) {
+  if (matches(request.headers.get("if-none-match"), etag)) {
     return new Response(null, { status: 304, headers });
   }
-  if (/\bgzip\b/.test(request.headers.get("accept-encoding") ?? "")) {
-    headers.set("content-encoding", "gzip");
-    return new Response(a.gzip, { headers });
-  }
-  return new Response(a.body, { headers });
+  if (gzip) headers.set("content-encoding", "gzip");
+  return new Response(gzip ? a.gzip : a.body, { headers });
+}
+
+/**
+ * If-None-Match: `*` or a list of entity tags, compared weakly (RFC 9110 §13.1.2: a `W/`
+ * prefix does not matter).
+ */
+function matches(header: string | null, etag: string): boolean {
+  if (header === null) return false;
+  return header
+    .split(",")
+    .map((t) => t.trim().replace(/^W\//, ""))
+    .some((t) => t === "*" || t === etag);
 }
 
 export function uiRoutes() {

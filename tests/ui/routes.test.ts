@@ -57,12 +57,27 @@ describe("/ui/", () => {
     expect(css.headers.get("etag")).not.toBe(etag);
   });
 
-  test("a matching If-None-Match is a 304 without a body", async () => {
+  test("a matching If-None-Match is a 304 without a body (a list, weak tags, *)", async () => {
     const etag = (await get("/ui/app.js")).headers.get("etag")!;
     const res = await get("/ui/app.js", { "if-none-match": etag });
     expect(res.status).toBe(304);
+    expect(res.headers.get("etag")).toBe(etag);
     expect(await res.text()).toBe("");
     expect((await get("/ui/app.js", { "if-none-match": '"other"' })).status).toBe(200);
+    expect((await get("/ui/app.js", { "if-none-match": `"other", W/${etag}` })).status).toBe(304);
+    expect((await get("/ui/app.js", { "if-none-match": "*" })).status).toBe(304);
+  });
+
+  test("the gzipped bytes have their own ETag: one representation's tag never validates the other", async () => {
+    const plain = (await get("/ui/app.js")).headers.get("etag")!;
+    const packed = await get("/ui/app.js", { "accept-encoding": "gzip" });
+    const gzTag = packed.headers.get("etag")!;
+    expect(gzTag).not.toBe(plain);
+    const again = await get("/ui/app.js", { "accept-encoding": "gzip", "if-none-match": gzTag });
+    expect(again.status).toBe(304);
+    const other = await get("/ui/app.js", { "accept-encoding": "gzip", "if-none-match": plain });
+    expect(other.status).toBe(200);
+    expect(other.headers.get("content-encoding")).toBe("gzip");
   });
 
   test("gzip when the browser takes it, the same bytes once unpacked", async () => {

@@ -102,6 +102,12 @@ describe("/ui/", () => {
     expect(res.status).toBe(404);
     expect((await bodyOf(res)).error.code).toBe("not_found");
     expect((await get("/ui/app.js/", { authorization: "Bearer secret" })).status).toBe(404);
+    expect((await get("/ui//app.js", { authorization: "Bearer secret" })).status).toBe(404);
+    // Other methods are no route either (and, not being open paths, need the key first).
+    expect((await call(app, "POST", "/ui/app.js", "x")).status).toBe(401);
+    const post = await call(app, "POST", "/ui/", "x", { authorization: "Bearer secret" });
+    expect(post.status).toBe(404);
+    expect((await bodyOf(post)).error.message).toBe("no route for POST /ui/");
   });
 
   test("the data stays behind the key; the page's own fetches pass the Origin check", async () => {

@@ -31,11 +31,14 @@ type Handler = (request: Request, path: string) => Response | Promise<Response>;
 /** Methods any route may use; TRACE, CONNECT and inventions get 405 here. */
 const METHODS = new Set(["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]);
 /**
- * Paths open without a key: `/health` (load balancers probe it) and the dashboard's static
- * files, which hold no data (the page asks for the key and sends it on every data call).
+ * Paths open without a key: `/health` (load balancers probe it) and, to GET and HEAD, the
+ * dashboard's static files, which hold no data (the page asks for the key and sends it on
+ * every data call).
  */
-function isOpenPath(path: string): boolean {
-  return path === "/health" || UI_ASSET_PATHS.has(path);
+function isOpenPath(path: string, method: string): boolean {
+  return (
+    path === "/health" || ((method === "GET" || method === "HEAD") && UI_ASSET_PATHS.has(path))
+  );
 }
 /**
  * Elysia finds the path at the first `/` from index 11 of the URL, which assumes a host of at
@@ -95,7 +98,7 @@ export function createEdge(gw: Gateway, route: Handler, opts: EdgeOptions) {
     if (declared !== null && Number(declared) > limit) {
       return render(tooLarge(limit));
     }
-    if (keys.size > 0 && !isOpenPath(path)) {
+    if (keys.size > 0 && !isOpenPath(path, method)) {
       const key = presentedKey(request.headers);
       if (!key || !keys.has(key)) {
         return withCors(

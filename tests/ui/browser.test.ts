@@ -52,6 +52,7 @@ cmd = "\${demo} --token-ms 0 --tokens 3 --tool-calls"
 [models.slow]
 cmd = "\${demo} --load-delay-ms 2500 --token-ms 20 --tokens 3000 --log-requests"
 est_vram_gb = 8.5
+concurrency_limit = 1
 `;
 
 let qm: QmServer;
@@ -182,6 +183,47 @@ describe.skipIf(!HAVE_CHROMIUM)("the dashboard in Chromium", () => {
   );
 
   test(
+    "a request behind another waits, and the Models page shows its place in line",
+    async () => {
+      // The test's own long stream takes slow's one slot.
+      const ahead = new AbortController();
+      const first = await api("/v1/chat/completions", {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({
+          model: "slow",
+          stream: true,
+          messages: [{ role: "user", content: "x" }],
+        }),
+        signal: ahead.signal,
+      });
+      expect(first.status).toBe(200);
+      await until(statusOf, (s) => model(s, "slow").inflight === 1);
+      await page.locator("#message").fill("Me next");
+      await page.getByRole("button", { name: "Send" }).click();
+      // A ready model's queue sends no wait status (that is for loads): the page says what
+      // it waits for, and the Models page says where the request stands.
+      await page.locator("output.wait", { hasText: "waiting for slow…" }).waitFor();
+      await shot("07-playground-queued");
+      await page.getByRole("tab", { name: "Models" }).click();
+      await row("slow").locator('[data-cell="queued"]', { hasText: "1 (#1)" }).waitFor();
+      // The one ahead leaves: the playground's turn comes, and Stop ends it.
+      ahead.abort();
+      await first.body?.cancel().catch(() => {});
+      await page.getByRole("tab", { name: "Playground" }).click();
+      const answer = page.locator(".turn.assistant").last();
+      await answer.locator(".markdown p").waitFor();
+      await page.getByRole("button", { name: "Stop" }).click();
+      await answer.locator(".meta", { hasText: "finish: stopped" }).waitFor();
+      await until(
+        statusOf,
+        (s) => model(s, "slow").inflight === 0 && model(s, "slow").queued === 0,
+      );
+    },
+    STEP_MS,
+  );
+
+  test(
     "the activity page lists the requests with their figures",
     async () => {
       await page.getByRole("tab", { name: "Activity" }).click();
@@ -196,10 +238,10 @@ describe.skipIf(!HAVE_CHROMIUM)("the dashboard in Chromium", () => {
       expect(cells[8]).toBe("23"); // 17 answer + 6 reasoning tokens
       expect(cells[10]).toBe("stop");
       expect(cells[11]).toBe("yes");
-      await shot("07-activity");
+      await shot("08-activity");
       await page.getByRole("tab", { name: "Performance" }).click();
       await page.locator("tbody th", { hasText: "chat" }).waitFor();
-      await shot("08-performance");
+      await shot("09-performance");
     },
     STEP_MS,
   );
@@ -220,7 +262,7 @@ describe.skipIf(!HAVE_CHROMIUM)("the dashboard in Chromium", () => {
       // One more request line than before, with no reload (the page has no DOM types here).
       const more = new RegExp(`(?:POST /v1/chat/completions[^]*){${before + 1}}`);
       await logs.filter({ hasText: more }).waitFor();
-      await shot("09-logs");
+      await shot("10-logs");
     },
     STEP_MS,
   );
@@ -254,8 +296,8 @@ describe.skipIf(!HAVE_CHROMIUM)("the dashboard in Chromium", () => {
       expect(await legend.innerText()).toContain("qm's models 6 GB");
       expect(await legend.innerText()).toContain("budget 20 GB");
       await page.getByRole("rowheader", { name: "other programs", exact: true }).waitFor();
-      await shot("10-hardware");
-      await shot("10-hardware");
+      await shot("11-hardware");
+      await shot("11-hardware");
       expect(pageErrors).toEqual([]);
     },
     STEP_MS,
@@ -270,7 +312,7 @@ describe.skipIf(!HAVE_CHROMIUM)("the dashboard in Chromium", () => {
       await row("slow")
         .locator('[data-cell="load"]', { hasText: /^[1-9]\d?%$/ })
         .waitFor();
-      await shot("11-second-load");
+      await shot("12-second-load");
       await page.locator('tr[data-model="slow"][data-state="ready"]').waitFor();
     },
     STEP_MS,
@@ -297,7 +339,7 @@ describe.skipIf(!HAVE_CHROMIUM)("the dashboard in Chromium", () => {
       const first = await hold.innerText();
       // Ticking in the page, from the status' hold end: the next second shows less.
       await hold.filter({ hasText: new RegExp(`^(?!${first}$)`) }).waitFor();
-      await shot("12-hold");
+      await shot("13-hold");
       const tab = page.getByRole("tab", { name: "Models" });
       await tab.focus();
       await page.keyboard.press("ArrowRight");
@@ -340,9 +382,9 @@ describe.skipIf(!HAVE_CHROMIUM)("the dashboard in Chromium", () => {
       await page.emulateMedia({ colorScheme: "dark" });
       await page.setViewportSize({ width: 420, height: 800 });
       await row("slow").waitFor();
-      await shot("13-dark-narrow");
+      await shot("14-dark-narrow");
       await page.getByRole("tab", { name: "Playground" }).click();
-      await shot("14-dark-playground");
+      await shot("15-dark-playground");
       const bg = await page.evaluate("getComputedStyle(document.body).backgroundColor");
       expect(bg).toBe("rgb(21, 23, 26)");
       expect(pageErrors).toEqual([]);

@@ -44,6 +44,9 @@ export function PlaygroundPage({ model }: { model: string | null }) {
     const ctrl = new AbortController();
     setDraft("");
     setRunning(ctrl);
+    // Until the first byte: a ready model that is busy keeps its queue silent (no wait-status
+    // stream: that is for models that must load), so say at least what is awaited.
+    setWait(`waiting for ${chosen}…`);
     show();
     try {
       const res = await fetch(apiUrl("/v1/chat/completions"), {

@@ -56,6 +56,17 @@ try {
   );
   check(text.includes("data: [DONE]"), "streamed chat reaches [DONE]");
 
+  // The dashboard is built into the binary: the page and its script come from dist/qm itself.
+  const page = await fetch(`${qm.url}/ui/`);
+  const script = await fetch(`${qm.url}/ui/app.js`);
+  check(
+    page.status === 200 &&
+      (await page.text()).includes("./app.js") &&
+      script.status === 200 &&
+      (await script.text()).length > 10_000,
+    "the dashboard is served at /ui/",
+  );
+
   const status = await run(["status", "--url", qm.url]);
   check(
     status.code === 0 && /demo-chat\s+ready/.test(status.out),

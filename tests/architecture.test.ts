@@ -6,7 +6,7 @@ const SRC = resolve(import.meta.dir, "../src");
 
 function files(dir: string): string[] {
   return readdirSync(join(SRC, dir), { withFileTypes: true }).flatMap((e) =>
-    e.isDirectory() ? files(join(dir, e.name)) : e.name.endsWith(".ts") ? [join(dir, e.name)] : [],
+    e.isDirectory() ? files(join(dir, e.name)) : /\.tsx?$/.test(e.name) ? [join(dir, e.name)] : [],
   );
 }
 
@@ -58,6 +58,18 @@ describe("architecture", () => {
       proxy: ["api", "runtime", "cli", "scheduler"],
       gpu: ["api", "runtime", "cli", "scheduler", "process", "proxy"],
       api: ["runtime", "cli"],
+      ui: [
+        "shared",
+        "config",
+        "scheduler",
+        "policy",
+        "process",
+        "proxy",
+        "gpu",
+        "api",
+        "runtime",
+        "cli",
+      ],
       runtime: ["cli"],
     };
     for (const [layer, banned] of Object.entries(above)) {
@@ -72,5 +84,35 @@ describe("architecture", () => {
         }
       }
     }
+  });
+
+  test("the dashboard's browser code imports only itself and its three libraries", () => {
+    // It is bundled for browsers (src/ui/bundle.ts): a server module pulled in would ship to
+    // every page, or fail to build. The server side of src/ui (routes, bundle) stays out of it.
+    const libraries = new Set(["preact", "preact/hooks", "markdown-it", "eventsource-parser"]);
+    for (const file of files("ui/app")) {
+      for (const spec of imports(file)) {
+        const ok = spec.startsWith("./") || spec.startsWith("../") || libraries.has(spec);
+        const inside =
+          !spec.startsWith(".") ||
+          resolve(SRC, join(file, "..", spec)).startsWith(join(SRC, "ui/app"));
+        expect({ file, spec, ok: ok && inside }).toEqual({ file, spec, ok: true });
+      }
+    }
+  });
+
+  test("only the API layer mounts the dashboard, through its routes and the edge's open paths", () => {
+    const users = ["api", "runtime", "cli", "proxy", "process", "gpu", "config", "shared"].flatMap(
+      (layer) =>
+        files(layer).flatMap((file) =>
+          imports(file)
+            .filter((spec) => /(^|\/)ui\//.test(spec))
+            .map((spec) => `${file} → ${spec}`),
+        ),
+    );
+    expect(users.sort()).toEqual([
+      "api/app.ts → ../ui/routes.ts",
+      "api/edge/gate.ts → ../../ui/paths.ts",
+    ]);
   });
 });

@@ -1,6 +1,7 @@
 import { Elysia } from "elysia";
 import { QmError } from "../shared/errors.ts";
 import type { Logger } from "../shared/log.ts";
+import { uiRoutes } from "../ui/routes.ts";
 import { anthropicError } from "./anthropic/errors.ts";
 import { anthropicRoutes, isAnthropicPath } from "./anthropic/routes.ts";
 import { controlMethods, controlRoutes } from "./control/routes.ts";
@@ -25,6 +26,7 @@ export function buildRoutes(gw: Gateway, log: Logger) {
     .use(anthropicRoutes(gw, { log }))
     .use(ollamaRoutes(gw, Date.now, log))
     .use(responsesRoutes(gw, log))
+    .use(uiRoutes())
     .onError(({ code, request, error }) => {
       const path = new URL(request.url).pathname;
       const render = isAnthropicPath(path)

@@ -106,6 +106,11 @@ export interface ModelStatusJson {
   inflight: number;
   leases: number;
   queued: number;
+  /**
+   * The places in qm's waiting line (1 = next) of the model's queued requests, front first;
+   * requests waiting for its load in progress are counted in `queued` but have no place.
+   */
+  queue_positions: number[];
   /** Wall-clock epoch ms until which the model is held, or null. */
   held_until_ms: number | null;
   est_vram_gb: number;

@@ -14,12 +14,32 @@ export interface TokenTable {
   json: string[];
 }
 
-export function buildTokens(name: string, count: number): TokenTable {
+export function buildTokens(name: string, count: number, markdown = false): TokenTable {
+  if (markdown) return markdownTokens(name, count);
   const words = `Hello! I am ${name}, a demo model served by quartermaster.`.split(" ");
   const text: string[] = [];
   for (let i = 0; i < count; i++) {
     const word = words[i % words.length] as string;
     text.push(i === 0 ? word : ` ${word}`);
+  }
+  return { text, json: text.map((t) => JSON.stringify(t)) };
+}
+
+/**
+ * `--markdown`: a small Markdown document (heading, emphasis, a list, a fenced code block), cut
+ * into tokens that each carry the whitespace before a word, line breaks included; repeated
+ * when more tokens are asked for.
+ */
+function markdownTokens(name: string, count: number): TokenTable {
+  const doc =
+    `## ${name}\n\nA **demo** answer, served by *quartermaster*:\n\n` +
+    '- first point\n- second point\n\n```js\nconsole.log("hi");\n```\n\n';
+  const pieces = doc.match(/\s*\S+/g) ?? [];
+  const text: string[] = [];
+  for (let i = 0; i < count; i++) {
+    const piece = pieces[i % pieces.length] as string;
+    // A repeat starts a new block, as the document did.
+    text.push(i > 0 && i % pieces.length === 0 ? `\n\n${piece}` : piece);
   }
   return { text, json: text.map((t) => JSON.stringify(t)) };
 }

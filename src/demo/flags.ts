@@ -46,6 +46,10 @@ export interface DemoOptions {
   badSse?: BadSse;
   /** `GET /metrics` answers llama-server-like Prometheus metrics (else 501, as llama-server). */
   metrics?: true;
+  /** Answers are a short Markdown document (a heading, a list, a code block) instead. */
+  markdown?: true;
+  /** Each inference request prints one line to stdout (a model's log that moves). */
+  logRequests?: true;
 }
 
 /**
@@ -100,6 +104,8 @@ Options:
                            the middle of an event), not-json (a data: line that is not JSON)
   --metrics                GET /metrics answers Prometheus metrics (llamacpp: counter, gauge
                            and histogram), as llama-server --metrics does
+  --markdown               answers are a short Markdown document (heading, list, code)
+  --log-requests           print one line to stdout per inference request
   --crash-at-start         print an error to stderr and exit 1 before listening
   --crash-after-tokens N   exit 1 mid-response after N tokens
   --exit-after-ms N        exit 1 by itself N ms after start (a crash of a ready model)
@@ -150,6 +156,13 @@ const BOOL_FLAGS: Record<string, BoolKey> = {
   "--tool-calls": "toolCalls",
 };
 
+/** Switches whose option is absent unless given. */
+const OPTIONAL_BOOL_FLAGS: Record<string, "hangBeforeHeaders" | "markdown" | "logRequests"> = {
+  "--hang-before-headers": "hangBeforeHeaders",
+  "--markdown": "markdown",
+  "--log-requests": "logRequests",
+};
+
 export function parseDemoFlags(argv: readonly string[]): DemoFlagsResult {
   const options: DemoOptions = { ...DEFAULT_DEMO_OPTIONS };
   for (let i = 0; i < argv.length; i++) {
@@ -165,9 +178,10 @@ export function parseDemoFlags(argv: readonly string[]): DemoFlagsResult {
       options[boolKey] = true;
       continue;
     }
-    if (flag === "--hang-before-headers") {
+    const optional = OPTIONAL_BOOL_FLAGS[flag];
+    if (optional !== undefined) {
       if (inline !== undefined) return { kind: "error", message: `${flag} takes no value` };
-      options.hangBeforeHeaders = true;
+      options[optional] = true;
       continue;
     }
     if (flag === "--metrics") {

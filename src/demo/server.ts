@@ -38,7 +38,7 @@ export function startDemoServer(options: DemoOptions, hooks: DemoServerHooks): D
   let counter = 0;
   const ctx: DemoContext = {
     options,
-    table: buildTokens(options.name, options.tokens),
+    table: buildTokens(options.name, options.tokens, options.markdown === true),
     crash: hooks.crash,
     nextId: () => ++counter,
   };
@@ -81,6 +81,7 @@ export function startDemoServer(options: DemoOptions, hooks: DemoServerHooks): D
     const handler = INFERENCE[path];
     if (handler === undefined) return openAiError(404, `no route ${method} ${path}`);
     if (method !== "POST") return notAllowed(method, path);
+    if (options.logRequests) process.stdout.write(`${method} ${path}\n`);
     if (options.failStatus !== null) return openAiError(options.failStatus, failMessage);
     if (!loaded()) return openAiError(503, "Loading model", "unavailable_error");
     // A slow generation must not be cut by Bun's per-connection idle timer.

@@ -217,6 +217,7 @@ export class Runtime implements Effects, Gateway {
       toEpoch,
       budget: this.budget,
       leasesOf: (id) => this.leases.count(id),
+      positionsOf: (id) => this.waiters.positionsOf(id),
       gpu: this.gpu.last,
       foreignBaselineGb: this.gpu.foreignBaselineGb,
       loadTimes: this.loadTimes,

@@ -32,6 +32,8 @@ export interface StatusInputs {
   toEpoch: (clockMs: number) => number;
   budget: LiveBudget;
   leasesOf: (id: string) => number;
+  /** The places in the waiting line of a model's queued requests, front first. */
+  positionsOf: (id: string) => number[];
   gpu: GpuReading | null;
   foreignBaselineGb: number | null;
   loadTimes: LoadTimes;
@@ -53,6 +55,7 @@ export function buildStatus(inputs: StatusInputs): StatusJson {
       inflight: s.inflight,
       leases: leasesOf(s.id),
       queued: s.queued,
+      queue_positions: inputs.positionsOf(s.id),
       held_until_ms: s.heldUntil === null ? null : toEpoch(s.heldUntil),
       est_vram_gb: m.estVramGb,
       est_ram_gb: m.estRamGb,

@@ -29,6 +29,8 @@ interface Pending {
   signal: AbortSignal;
   hooks: AcquireHooks;
   askedAt: number;
+  /** Its place in the waiting line, as last reported (0: not in the line). */
+  position: number;
   resolve(lease: Lease): void;
   reject(err: QmError): void;
   detach(): void;
@@ -56,6 +58,7 @@ export class Waiters {
         signal,
         hooks,
         askedAt: this.deps.clock.now(),
+        position: 0,
         resolve,
         reject,
         detach: () => {},
@@ -106,7 +109,19 @@ export class Waiters {
 
   /** `Effects.position`: a queued request's place in line (0: it left the queue). */
   position(requestId: number, position: number): void {
-    this.pending.get(requestId)?.hooks.onPosition?.(position);
+    const p = this.pending.get(requestId);
+    if (!p) return;
+    p.position = position;
+    p.hooks.onPosition?.(position);
+  }
+
+  /** The places in the waiting line of the requests for `modelId`, front first (status). */
+  positionsOf(modelId: string): number[] {
+    const at: number[] = [];
+    for (const p of this.pending.values()) {
+      if (p.position > 0 && p.model.id === modelId) at.push(p.position);
+    }
+    return at.sort((a, b) => a - b);
   }
 
   /** `Effects.loading`: the swap this request waits for has started. */

@@ -67,6 +67,17 @@ describe("parseDemoFlags", () => {
     });
   });
 
+  test("the dashboard's flags: Markdown answers, a log line per request", () => {
+    expect(parseDemoFlags(["--markdown", "--log-requests"])).toEqual({
+      kind: "run",
+      options: { ...DEFAULT_DEMO_OPTIONS, markdown: true, logRequests: true },
+    });
+    expect(parseDemoFlags(["--markdown=yes"])).toEqual({
+      kind: "error",
+      message: "--markdown takes no value",
+    });
+  });
+
   test("help", () => {
     expect(parseDemoFlags(["--port", "1", "--help"])).toEqual({ kind: "help" });
     expect(parseDemoFlags(["-h"])).toEqual({ kind: "help" });

@@ -34,6 +34,18 @@ function post(s: DemoServer, path: string, body: unknown): Promise<Response> {
 
 const chat = { model: "alias-x", messages: [{ role: "user", content: "hi" }] };
 
+describe("--markdown", () => {
+  test("answers are a Markdown document, its line breaks kept across tokens", async () => {
+    const s = demo({ markdown: true, tokens: 16 });
+    const body = (await (await post(s, "/v1/chat/completions", chat)).json()) as {
+      choices: { message: { content: string } }[];
+    };
+    const text = body.choices[0]!.message.content;
+    expect(text.startsWith("## demo-1\n\nA **demo** answer")).toBe(true);
+    expect(text).toContain("\n- first point\n- second point");
+  });
+});
+
 describe("health and models", () => {
   test("/health is 503 while loading, then 200", async () => {
     const s = demo({ loadDelayMs: 150 });

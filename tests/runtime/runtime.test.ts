@@ -102,11 +102,13 @@ describe("requests", () => {
     await settle();
     expect(heard).toEqual({ 2: [1], 3: [2] });
     expect(t.rt.status().queue.depth).toBe(2);
+    expect(t.status("a")).toMatchObject({ queued: 2, queue_positions: [1, 2] });
     first.release();
     await settle();
     expect(second.value).toBeDefined();
     expect(third.done).toBe(false);
     expect(heard).toEqual({ 2: [1], 3: [2, 1] });
+    expect(t.status("a")).toMatchObject({ queued: 1, queue_positions: [1] });
     second.value?.release();
     await settle();
     expect(third.value).toBeDefined();

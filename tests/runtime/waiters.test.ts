@@ -128,6 +128,31 @@ describe("waiters", () => {
     expect(heard).toEqual(["position 2", "position 1", "position 0", "loading"]);
   });
 
+  test("status reads each model's places in the line, front first, until they leave it", async () => {
+    const t = setup();
+    const gone = new AbortController();
+    const signal = new AbortController().signal;
+    const first = t.waiters.acquire(model("a"), signal);
+    void t.waiters.acquire(model("b"), signal);
+    const leaves = t.waiters.acquire(model("a"), gone.signal);
+    void t.waiters.acquire(model("a"), signal);
+    expect(t.waiters.positionsOf("a")).toEqual([]);
+    t.waiters.position(4, 3);
+    t.waiters.position(1, 1);
+    t.waiters.position(2, 2);
+    t.waiters.position(3, 4);
+    expect(t.waiters.positionsOf("a")).toEqual([1, 3, 4]);
+    expect(t.waiters.positionsOf("b")).toEqual([2]);
+    // Out of the line to load (0), granted, or gone: no place.
+    t.waiters.position(4, 0);
+    t.waiters.grant(1);
+    await first;
+    gone.abort();
+    expect(await leaves.catch((e: QmError) => e.code)).toBe("cancelled");
+    expect(t.waiters.positionsOf("a")).toEqual([]);
+    expect(t.waiters.positionsOf("b")).toEqual([2]);
+  });
+
   test("each acquire is its own request", () => {
     const t = setup();
     const signal = new AbortController().signal;

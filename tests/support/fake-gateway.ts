@@ -93,6 +93,7 @@ function statusOf(cfg: Config, gw: FakeGw): StatusJson {
     inflight: 0,
     leases: 0,
     queued: 0,
+    queue_positions: [],
     held_until_ms: null,
     est_vram_gb: m.estVramGb,
     est_ram_gb: m.estRamGb,

@@ -6,6 +6,7 @@
  */
 import { QmError } from "../../shared/errors.ts";
 import type { Logger } from "../../shared/log.ts";
+import { UI_ASSET_PATHS } from "../../ui/paths.ts";
 import { anthropicError } from "../anthropic/errors.ts";
 import { isAnthropicPath } from "../anthropic/routes.ts";
 import type { Gateway } from "../gateway.ts";
@@ -30,10 +31,19 @@ type Handler = (request: Request, path: string) => Response | Promise<Response>;
 /** Methods any route may use; TRACE, CONNECT and inventions get 405 here. */
 const METHODS = new Set(["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]);
 /**
- * The paths open without a key: load balancers and orchestrators (kubelet, systemd) probe them
- * and send none. Exact paths only; neither answer says more than up / ready or not.
+ * Paths open without a key: `/health` and `/ready` (load balancers and orchestrators — kubelet,
+ * systemd — probe them and send none; neither answer says more than up / ready or not) and, to
+ * GET and HEAD, the dashboard's static files, which hold no data (the page asks for the key and
+ * sends it on every data call). Exact paths only.
  */
-const OPEN_PATHS: ReadonlySet<string> = new Set(["/health", "/ready"]);
+const PROBE_PATHS: ReadonlySet<string> = new Set(["/health", "/ready"]);
+
+function isOpenPath(path: string, method: string): boolean {
+  return (
+    PROBE_PATHS.has(path) || ((method === "GET" || method === "HEAD") && UI_ASSET_PATHS.has(path))
+  );
+}
+
 /**
  * Elysia finds the path at the first `/` from index 11 of the URL, which assumes a host of at
  * least four characters after `http://`. A shorter one (`Host: qm`) would make it route a
@@ -92,7 +102,7 @@ export function createEdge(gw: Gateway, route: Handler, opts: EdgeOptions) {
     if (declared !== null && Number(declared) > limit) {
       return render(tooLarge(limit));
     }
-    if (keys.size > 0 && !OPEN_PATHS.has(path)) {
+    if (keys.size > 0 && !isOpenPath(path, method)) {
       const key = presentedKey(request.headers);
       if (!key || !keys.has(key)) {
         return withCors(

@@ -1,0 +1,73 @@
+/**
+ * What the dashboard reads of qm's API, as the page sees it. Kept apart from the server's types
+ * (this folder compiles for browsers, without Bun's); tests/ui/wire.test.ts checks that the
+ * server's `StatusJson` and `RequestRecord` still fit these.
+ */
+export type ModelState = "stopped" | "starting" | "ready" | "stopping" | "failed";
+
+export interface ModelStatus {
+  id: string;
+  state: ModelState;
+  inflight: number;
+  leases: number;
+  queued: number;
+  /** Places in the waiting line (1 = next) of its queued requests. */
+  queue_positions: number[];
+  held_until_ms: number | null;
+  est_vram_gb: number;
+  est_ram_gb: number;
+  pid: number | null;
+  port: number | null;
+  aliases: string[];
+  group: string;
+  ttl_s: number;
+  keep_alive_ms: number | null;
+  unload_at_ms: number | null;
+  concurrency_limit: number;
+  unlisted: boolean;
+  last_error: string | null;
+  load: { elapsed_ms: number; expected_ms: number | null; progress: number | null } | null;
+  last_load_ms: number | null;
+}
+
+export interface GpuReading {
+  total_gb: number;
+  used_gb: number;
+  free_gb: number;
+  ours_gb: number;
+  foreign_gb: number;
+  foreign_baseline_gb: number | null;
+}
+
+export interface Status {
+  version: string;
+  uptime_s: number;
+  models: ModelStatus[];
+  queue: { depth: number };
+  swaps: { target: string; evict: string[]; waiters: number }[];
+  resources: {
+    vram_budget_gb: number;
+    vram_ceiling_gb: number;
+    vram_used_gb: number;
+    ram_budget_gb: number;
+    ram_used_gb: number;
+    probe: string;
+    gpu: GpuReading | null;
+  };
+}
+
+export interface RequestRecord {
+  time: number;
+  model: string;
+  api: string;
+  status: number;
+  answered: boolean;
+  wait_ms: number | null;
+  swap: boolean;
+  duration_ms: number;
+  ttft_ms: number | null;
+  prompt_tokens: number | null;
+  completion_tokens: number | null;
+  cached_tokens: number | null;
+  finish_reason: string | null;
+}

@@ -31,7 +31,7 @@ function walk(lines: string[]): [string, number][] {
 
 describe("stages off llama-server's log", () => {
   test("at its default verbosity: opened, vocabulary, context, slots, loaded, listening", () => {
-    const seen = walk(fixture("llama-server-start.log"));
+    const seen = walk(fixture("llama-server-start.txt"));
     expect(seen.map(([stage]) => stage)).toEqual([
       "opening the model",
       "reading the vocabulary",
@@ -44,7 +44,7 @@ describe("stages off llama-server's log", () => {
   });
 
   test("at -lv 4: every stage in load order, the floor rising at each", () => {
-    const seen = walk(fixture("llama-server-start-lv4.log"));
+    const seen = walk(fixture("llama-server-start-lv4.txt"));
     expect(seen.map(([stage]) => stage)).toEqual([
       "opening the model",
       "fitting to memory",

@@ -1,7 +1,8 @@
 /**
  * Security suite. With `api_keys = ["k"]`: every route, without a key, through request-target
  * tricks (fragments, dot segments, escapes, absolute-form, case, `//`) and odd Host headers;
- * any probe that gets at something other than `/health` is a bypass. Without keys: DNS
+ * any probe that gets at something other than the open paths (`/health`, `/ready`, the
+ * dashboard's static files) is a bypass. Without keys: DNS
  * rebinding (a foreign Host on a loopback listener) and cross-site requests (a foreign Origin,
  * `text/plain` so no preflight) must be refused (403), and no CORS header may let a foreign
  * page read an answer.
@@ -41,7 +42,12 @@ const LEASE_ID = "{lease}";
 /** Every route qm serves, with the method it answers (`{lease}` is a live lease id). */
 export const ROUTES: [string, string, string?][] = [
   ["GET", "/health"],
+  ["GET", "/ready"],
+  ["GET", "/ui/"],
+  ["GET", "/ui/app.js"],
   ["GET", "/api/status"],
+  ["GET", "/api/requests"],
+  ["GET", "/api/requests/1"],
   ["GET", "/api/events"],
   ["GET", "/running"],
   ["GET", "/v1/models"],
@@ -83,7 +89,16 @@ const TRICKS: [string, (p: string) => string][] = [
   ["escaped", (p) => p.replace(/[a-z]/, (c) => `%${c.charCodeAt(0).toString(16)}`)],
   ["absolute", (p) => `http://x${p}`],
   ["absolute-health#P", (p) => `http://x/health#${p}`],
+  ["ready#P", (p) => `/ready#${p}`],
+  ["ready/..P", (p) => `/ready/..${p}`],
+  ["ui/..P", (p) => `/ui/..${p}`],
+  ["ui/%2e%2eP", (p) => `/ui/%2e%2e${p}`],
+  ["ui/app.js?P", (p) => `/ui/app.js?${p}`],
+  ["ui/app.js#P", (p) => `/ui/app.js#${p}`],
 ];
+
+/** The paths open without a key: their own answers are no bypass. */
+const OPEN_PATHS = new Set(["/health", "/ready", "/ui/", "/ui/app.js"]);
 
 const HOSTS = (port: number): (string | null)[] => [
   `127.0.0.1:${port}`,
@@ -119,6 +134,9 @@ function jsonData(text: string): boolean {
 }
 
 const HEALTH = /^\{"status":"(ok|shutting down)"\}$/;
+const READY = /^\{"ready":(true|false)(,"reason":"[^"]*")?\}$/;
+/** The dashboard's static files: the page, its script and style (no data in them). */
+const STATIC = /^(text\/html|text\/css|text\/javascript|application\/javascript)\b/;
 
 /**
  * Got at something: a 2xx other than /health's own answer, a response a model produced
@@ -127,7 +145,12 @@ const HEALTH = /^\{"status":"(ok|shutting down)"\}$/;
 function gotThrough(r: RawResponse): boolean {
   if (r.noResponse) return false;
   if (r.headers.has("x-qm-model")) return true;
-  if (r.status >= 200 && r.status < 300) return !HEALTH.test(r.body.trim());
+  if (r.status >= 200 && r.status < 300) {
+    const body = r.body.trim();
+    return (
+      !HEALTH.test(body) && !READY.test(body) && !STATIC.test(r.headers.get("content-type") ?? "")
+    );
+  }
   if ([400, 401, 403, 404, 405, 413, 414, 431].includes(r.status)) return false;
   return jsonData(r.body);
 }
@@ -207,7 +230,7 @@ export async function authProbes(qm: Qm, book: Book): Promise<void> {
         book.note(
           route,
           `${what} ${method} ${t} Host:${host ?? "(none)"}`,
-          path !== "/health" && gotThrough(r),
+          !OPEN_PATHS.has(path) && gotThrough(r),
           r,
         );
       };

@@ -57,7 +57,7 @@ export const CONFIG_DOCS: Record<DocumentedSection, SectionDoc> = {
       },
       api_keys: {
         meaning:
-          "When non-empty, every route but `GET /health` needs one of these keys, as `Authorization: Bearer KEY` or `x-api-key: KEY`; otherwise 401. Keys are never sent on to a model.",
+          "When non-empty, every route but `GET /health`, `GET /ready` and the dashboard's static files (`/ui/`, which asks for the key) needs one of these keys, as `Authorization: Bearer KEY` or `x-api-key: KEY`; otherwise 401. Keys are never sent on to a model.",
         example: ["sk-local"],
       },
       start_port: {

@@ -68,13 +68,16 @@ export class GroupPolicy implements EvictionPolicy {
           unknownIsFree: true,
         });
         if (fit.kind === "cannot") return { ok: false, reason: fit.reason };
-        if (fit.kind === "fits") return { ok: true, evict: [...strangers, ...fit.evict] };
+        if (fit.kind === "fits") {
+          return { ok: true, evict: [...strangers, ...fit.evict], budget: fit.evict };
+        }
       }
       return { ok: true, evict: [...strangers, ...this.staticEviction(own, cpu)] };
     }
 
     const gpu = residents.filter((r) => !inRam(r));
     let evict: string[];
+    let budget: string[] = [];
     const vramLimit = this.budget.vramGb();
     const fit =
       vramLimit > 0
@@ -91,6 +94,7 @@ export class GroupPolicy implements EvictionPolicy {
         : ({ kind: "unknown" } as const);
     if (fit.kind === "cannot") return { ok: false, reason: fit.reason };
     evict = fit.kind === "fits" ? fit.evict : this.staticEviction(own, gpu);
+    if (fit.kind === "fits") budget = fit.evict;
 
     if (ramLimit > 0 && model.estRamGb > 0) {
       const gone = new Set(evict);
@@ -105,9 +109,12 @@ export class GroupPolicy implements EvictionPolicy {
         unknownIsFree: true,
       });
       if (ram.kind === "cannot") return { ok: false, reason: ram.reason };
-      if (ram.kind === "fits") evict = [...evict, ...ram.evict];
+      if (ram.kind === "fits") {
+        evict = [...evict, ...ram.evict];
+        budget = [...budget, ...ram.evict];
+      }
     }
-    return { ok: true, evict: [...strangers, ...evict] };
+    return { ok: true, evict: [...strangers, ...evict], budget };
   }
 
   private staticEviction(own: GroupConfig, residents: readonly Resident[]): string[] {

@@ -3,7 +3,14 @@
  * stop? It is pure — no logging, no mutation, no clock — because the scheduler asks it once per
  * request and again for every queued request on every drain.
  */
-export type Eviction = { ok: true; evict: string[] } | { ok: false; reason: string };
+export type Eviction =
+  | {
+      ok: true;
+      evict: string[];
+      /** The part of `evict` stopped to fit a VRAM or RAM budget (the rest: group rules). */
+      budget?: string[];
+    }
+  | { ok: false; reason: string };
 
 export interface EvictionPolicy {
   /**

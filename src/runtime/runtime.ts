@@ -331,7 +331,13 @@ export class Runtime implements Effects, Gateway {
   }
 
   startSwap(swap: Swap): void {
-    this.metrics.swapStarted(swap.id, swap.target, swap.evict, this.opts.clock.now());
+    this.metrics.swapStarted(
+      swap.id,
+      swap.target,
+      swap.evict,
+      swap.budget ?? [],
+      this.opts.clock.now(),
+    );
     this.runner.startSwap(swap);
   }
 

@@ -38,7 +38,7 @@ export type Decision =
   | { kind: "grant" }
   | ({ kind: "queue" } & QueueReason)
   | { kind: "fail"; error: QmError }
-  | { kind: "swap"; evict: string[] };
+  | { kind: "swap"; evict: string[]; budget: string[] };
 
 /** Steps 2–6 of the decision tree (design.md) for one request. Pure: it only reads `view`. */
 export function decide(req: DecideRequest, view: DecideView): Decision {
@@ -67,7 +67,7 @@ export function decide(req: DecideRequest, view: DecideView): Decision {
     return { kind: "queue", why: "held", evict };
   }
   // 6. start the swap.
-  return { kind: "swap", evict };
+  return { kind: "swap", evict, budget: plan.budget ?? [] };
 }
 
 function queue(why: "aborting" | "unavailable" | "full" | "stopping" | "collision"): Decision {

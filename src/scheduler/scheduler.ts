@@ -217,7 +217,7 @@ export class Scheduler {
         return true;
       case "swap":
         this.holds.preempting(d.evict);
-        this.swaps.begin(q.spec.model, d.evict, q);
+        this.swaps.begin(q.spec.model, d.evict, q, d.budget);
         return true;
       case "queue":
         return false;

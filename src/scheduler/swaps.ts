@@ -33,8 +33,11 @@ export class SwapBook {
     private readonly effects: SwapEffects,
   ) {}
 
-  /** Step 6: stop `evict`, start `target`; `first` is its first waiter. */
-  begin(target: string, evict: string[], first: Queued): void {
+  /**
+   * Step 6: stop `evict`, start `target`; `first` is its first waiter. `budget`: the part of
+   * `evict` stopped to fit a memory budget (for the metrics' eviction reasons).
+   */
+  begin(target: string, evict: string[], first: Queued, budget: readonly string[] = []): void {
     const swap: ActiveSwap = {
       id: this.nextSwapId++,
       target,
@@ -47,7 +50,7 @@ export class SwapBook {
     this.models.setState(target, "starting");
     this.models.touch(target);
     this.effects.loading(first.spec.id, target);
-    this.effects.startSwap({ id: swap.id, target, evict: [...evict] });
+    this.effects.startSwap({ id: swap.id, target, evict: [...evict], budget: [...budget] });
   }
 
   /** Step 2: `q` waits for the swap bringing its model in. */

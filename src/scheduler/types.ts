@@ -23,6 +23,8 @@ export interface Swap {
   id: number;
   target: string;
   evict: string[];
+  /** The part of `evict` stopped to fit a memory budget (the rest: the groups' swap rules). */
+  budget?: string[];
 }
 
 export type SwapResult = { ok: true } | { ok: false; error: QmError };

@@ -184,11 +184,11 @@ function status(over: Partial<StatusJson["resources"]> = {}): StatusJson {
 describe("the runtime's side", () => {
   test("swaps by result with their load time; evictions by reason; load failures", async () => {
     const metrics = new QmMetrics({ status: () => status() });
-    metrics.swapStarted(1, "big", ["small", "tiny"], 1000);
+    metrics.swapStarted(1, "big", ["small", "tiny", "mid"], ["mid"], 1000);
     metrics.swapEnded(1, "ok", 13_500);
-    metrics.swapStarted(2, "big", [], 20_000);
+    metrics.swapStarted(2, "big", [], [], 20_000);
     metrics.swapEnded(2, "failed", 21_000);
-    metrics.swapStarted(3, "big", [], 30_000);
+    metrics.swapStarted(3, "big", [], [], 30_000);
     metrics.swapEnded(3, "aborted", 31_000);
     metrics.swapEnded(99, "ok", 40_000); // unknown swap: nothing
     metrics.stopped(["small"], "ttl");
@@ -202,15 +202,15 @@ describe("the runtime's side", () => {
     expect(sample(text, "qm_load_failures_total", { model: "big" })).toBe(1);
     expect(sample(text, "qm_evictions_total", { model: "small", reason: "swap" })).toBe(1);
     expect(sample(text, "qm_evictions_total", { model: "small", reason: "ttl" })).toBe(1);
-    expect(sample(text, "qm_evictions_total", { model: "tiny", reason: "memory_pressure" })).toBe(
-      1,
-    );
+    expect(sample(text, "qm_evictions_total", { model: "mid", reason: "budget" })).toBe(1);
+    expect(sample(text, "qm_evictions_total", { model: "mid", reason: "swap" })).toBeNull();
+    expect(sample(text, "qm_evictions_total", { model: "tiny", reason: "shed" })).toBe(1);
   });
 
   test("stop reasons fold into a few label values", () => {
     expect(
       ["ttl", "unload", "keep_alive 0", "GPU memory pressure", "whatever"].map(stopReason),
-    ).toEqual(["ttl", "unload", "keep_alive", "memory_pressure", "other"]);
+    ).toEqual(["ttl", "unload", "keep_alive", "shed", "other"]);
   });
 
   test("memory in bytes; the GPU's figures only while a reading is known", async () => {

@@ -46,7 +46,8 @@ test("swaps, their load time, failures and evictions; state and in-flight gauges
   expect(text).toContain('qm_model_inflight{model="a"} 1');
   a.value!.release();
 
-  // "b" does not fit beside "a": "a" is evicted for it, and b's load fails.
+  // "b" does not fit beside "a" in the 12 GB budget: "a" is evicted for it (a `budget`
+  // eviction), and b's load fails.
   const b = acquire("b");
   await settle();
   fakes.of("a").stopped();
@@ -55,7 +56,7 @@ test("swaps, their load time, failures and evictions; state and in-flight gauges
   await settle();
   expect(b.error).toBeDefined();
   text = await rt.metrics.text();
-  expect(text).toContain('qm_evictions_total{model="a",reason="swap"} 1');
+  expect(text).toContain('qm_evictions_total{model="a",reason="budget"} 1');
   expect(text).toContain('qm_swaps_total{model="b",result="failed"} 1');
   expect(text).toContain('qm_load_failures_total{model="b"} 1');
   expect(text).toContain('qm_model_state{model="b",state="failed"} 1');

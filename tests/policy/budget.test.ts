@@ -17,22 +17,26 @@ describe("VRAM budget", () => {
   const p = new GroupPolicy(config(BASE));
 
   test("a target that fits beside the residents evicts nothing (no swap-group rule)", () => {
-    expect(p.evictionFor("c", ["a", "b"])).toEqual({ ok: true, evict: [] });
+    expect(p.evictionFor("c", ["a", "b"])).toEqual({ ok: true, evict: [], budget: [] });
   });
 
   test("otherwise least-recently-used residents go until it fits, and no more", () => {
     const cfg = config(
       `[resources]\nvram_budget_gb = 20\n${model("a", 8)}${model("b", 8)}${model("c", 8)}`,
     );
-    expect(new GroupPolicy(cfg).evictionFor("c", ["b", "a"])).toEqual({ ok: true, evict: ["b"] });
+    expect(new GroupPolicy(cfg).evictionFor("c", ["b", "a"])).toEqual({
+      ok: true,
+      evict: ["b"],
+      budget: ["b"],
+    });
   });
 
   test("an unknown target estimate falls back to the static group policy", () => {
-    expect(p.evictionFor("unk", ["a", "b"])).toEqual({ ok: true, evict: ["a", "b"] });
+    expect(p.evictionFor("unk", ["a", "b"])).toEqual({ ok: true, evict: ["a", "b"], budget: [] });
   });
 
   test("an unknown resident is always evicted", () => {
-    expect(p.evictionFor("a", ["unk", "b"])).toEqual({ ok: true, evict: ["unk"] });
+    expect(p.evictionFor("a", ["unk", "b"])).toEqual({ ok: true, evict: ["unk"], budget: ["unk"] });
   });
 
   test("a model bigger than the ceiling cannot fit even alone, and says so with numbers", () => {
@@ -53,7 +57,7 @@ members = ["p"]
 persistent = true
 ${model("p", 10)}${model("a", 8)}${model("b", 8)}`);
     const pol = new GroupPolicy(cfg);
-    expect(pol.evictionFor("b", ["p", "a"])).toEqual({ ok: true, evict: ["a"] });
+    expect(pol.evictionFor("b", ["p", "a"])).toEqual({ ok: true, evict: ["a"], budget: ["a"] });
     const cfg2 = config(`
 [resources]
 vram_budget_gb = 20
@@ -70,9 +74,9 @@ ${model("p", 14)}${model("b", 8)}`);
   test("the live ceiling, not the static budget, is what admission uses", () => {
     let ceiling = 24;
     const pol = new GroupPolicy(config(BASE), { vramGb: () => ceiling, ramGb: () => 64 });
-    expect(pol.evictionFor("c", ["a", "b"])).toEqual({ ok: true, evict: [] });
+    expect(pol.evictionFor("c", ["a", "b"])).toEqual({ ok: true, evict: [], budget: [] });
     ceiling = 17;
-    expect(pol.evictionFor("c", ["a", "b"])).toEqual({ ok: true, evict: ["a"] });
+    expect(pol.evictionFor("c", ["a", "b"])).toEqual({ ok: true, evict: ["a"], budget: ["a"] });
   });
 });
 
@@ -90,19 +94,23 @@ ${model("g1", 8, 4)}${model("g2", 8, 20)}${model("r1", 0, 12)}${model("r2", 0, 1
   const p = new GroupPolicy(config(TOML));
 
   test("a RAM-pool target is admitted against RAM and never evicts a GPU model", () => {
-    expect(p.evictionFor("r2", ["g1", "r1"])).toEqual({ ok: true, evict: [] });
+    expect(p.evictionFor("r2", ["g1", "r1"])).toEqual({ ok: true, evict: [], budget: [] });
     // g1's 4 GB spill + r1's 12 + r2's 12 = 28 > 27 → evict the RAM-pool model, never g1.
     const tight = new GroupPolicy(config(TOML.replace("ram_budget_gb = 32", "ram_budget_gb = 27")));
-    expect(tight.evictionFor("r2", ["g1", "r1"])).toEqual({ ok: true, evict: ["r1"] });
+    expect(tight.evictionFor("r2", ["g1", "r1"])).toEqual({
+      ok: true,
+      evict: ["r1"],
+      budget: ["r1"],
+    });
   });
 
   test("a GPU target charges its RAM spill and evicts RAM-pool models LRU-first", () => {
     // g2 spills 20 GB: 12 + 12 + 20 > 32 → r1 (older) goes, and that is enough.
-    expect(p.evictionFor("g2", ["r1", "r2"])).toEqual({ ok: true, evict: ["r1"] });
+    expect(p.evictionFor("g2", ["r1", "r2"])).toEqual({ ok: true, evict: ["r1"], budget: ["r1"] });
   });
 
   test("a CPU model's 0 VRAM estimate is never read as unknown by a GPU target", () => {
-    expect(p.evictionFor("g1", ["r1"])).toEqual({ ok: true, evict: [] });
+    expect(p.evictionFor("g1", ["r1"])).toEqual({ ok: true, evict: [], budget: [] });
   });
 
   test("without a RAM budget, RAM-pool models follow their group's static rules among themselves", () => {

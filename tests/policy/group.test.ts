@@ -10,12 +10,12 @@ function policy(groups: string, ...models: string[]) {
 describe("group policy", () => {
   test("ungrouped models swap with each other (implicit default group)", () => {
     const p = policy("", "a", "b", "c");
-    expect(p.evictionFor("a", ["b", "c"])).toEqual({ ok: true, evict: ["b", "c"] });
+    expect(p.evictionFor("a", ["b", "c"])).toEqual({ ok: true, evict: ["b", "c"], budget: [] });
   });
 
   test("swap = false keeps siblings resident", () => {
     const p = policy(`[groups.g]\nmembers = ["a", "b"]\nswap = false\n`, "a", "b");
-    expect(p.evictionFor("a", ["b"])).toEqual({ ok: true, evict: [] });
+    expect(p.evictionFor("a", ["b"])).toEqual({ ok: true, evict: [], budget: [] });
   });
 
   test("an exclusive target evicts other groups except persistent ones", () => {
@@ -25,7 +25,7 @@ describe("group policy", () => {
       "b",
       "c",
     );
-    expect(p.evictionFor("a", ["b", "c"])).toEqual({ ok: true, evict: ["b"] });
+    expect(p.evictionFor("a", ["b", "c"])).toEqual({ ok: true, evict: ["b"], budget: [] });
   });
 
   test("legacy quirk: a non-exclusive target does not evict members of exclusive groups", () => {
@@ -34,11 +34,15 @@ describe("group policy", () => {
       "a",
       "b",
     );
-    expect(p.evictionFor("b", ["a"])).toEqual({ ok: true, evict: [] });
+    expect(p.evictionFor("b", ["a"])).toEqual({ ok: true, evict: [], budget: [] });
   });
 
   test("keeps the LRU order of running models in the evict set", () => {
     const p = policy("", "a", "b", "c", "d");
-    expect(p.evictionFor("a", ["d", "b", "c"])).toEqual({ ok: true, evict: ["d", "b", "c"] });
+    expect(p.evictionFor("a", ["d", "b", "c"])).toEqual({
+      ok: true,
+      evict: ["d", "b", "c"],
+      budget: [],
+    });
   });
 });

@@ -41,7 +41,7 @@ describe("UsageStrip", () => {
   test("with spaces and CRLF line ends too", () => {
     const crlf = (s: string) => s.replaceAll("\n", "\r\n");
     const usage = 'data: {"id":"x", "choices": [], "usage": {"prompt_tokens": 1}}\n\n';
-    everySplit(crlf(sseText(body, false) + usage + "data: [DONE]\n\n"), crlf(sseText(body)));
+    everySplit(crlf(`${sseText(body, false)}${usage}data: [DONE]\n\n`), crlf(sseText(body)));
   });
 
   test("usage on a chunk that still has choices, a null usage, or the word in the text, all pass", () => {

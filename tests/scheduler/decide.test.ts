@@ -132,20 +132,20 @@ const CASES: Case[] = [
     held: ["a"],
     patienceSpent: true,
     plan: { ok: true, evict: ["a"] },
-    want: { kind: "swap", evict: ["a"] },
+    want: { kind: "swap", evict: ["a"], budget: [] },
   },
   // 6. swap
   {
     name: "stopped, room for it → swap evicting nothing",
     models: { t: idle("stopped") },
     plan: { ok: true, evict: [] },
-    want: { kind: "swap", evict: [] },
+    want: { kind: "swap", evict: [], budget: [] },
   },
   {
     name: "failed (last start failed or crashed) → swap starts it again",
     models: { t: idle("failed"), a: idle() },
     plan: { ok: true, evict: ["a"] },
-    want: { kind: "swap", evict: ["a"] },
+    want: { kind: "swap", evict: ["a"], budget: [] },
   },
 ];
 

@@ -34,7 +34,8 @@ const BYTES_PER_GB = 2 ** 30;
 export function stopReason(reason: string): string {
   if (reason === "ttl" || reason === "unload" || reason === "swap") return reason;
   if (reason.startsWith("keep_alive")) return "keep_alive";
-  if (reason.includes("memory")) return "memory_pressure";
+  // Shed: stopped while idle because the GPU's memory ran short (`scheduler.shed`).
+  if (reason.includes("memory")) return "shed";
   return "other";
 }
 
@@ -188,7 +189,7 @@ export class QmMetrics {
     this.loadFailures = counter("qm_load_failures_total", "Loads that failed.", ["model"]);
     this.stops = counter(
       "qm_evictions_total",
-      "Models stopped by qm: evicted for a swap, idle past their TTL or keep_alive, memory pressure, or unloaded.",
+      "Models stopped by qm: by the groups' rules for a swap (swap), to fit a memory budget (budget), idle past their TTL or keep_alive, shed under GPU memory pressure, or unloaded.",
       ["model", "reason"],
     );
     this.holds = {
@@ -286,10 +287,21 @@ export class QmMetrics {
     return m;
   }
 
-  /** A swap started (`atMs`: the runtime's clock); its evictions count at once. */
-  swapStarted(id: number, model: string, evict: readonly string[], atMs: number): void {
+  /**
+   * A swap started (`atMs`: the runtime's clock); its evictions count at once: `budget` for
+   * those stopped to fit a memory budget, `swap` for those the groups' rules stop.
+   */
+  swapStarted(
+    id: number,
+    model: string,
+    evict: readonly string[],
+    budget: readonly string[],
+    atMs: number,
+  ): void {
     this.swapStarts.set(id, { model, at: atMs });
-    for (const m of evict) this.stops.inc({ model: m, reason: "swap" });
+    for (const m of evict) {
+      this.stops.inc({ model: m, reason: budget.includes(m) ? "budget" : "swap" });
+    }
   }
 
   /** A swap ended: `ok`, failed, or `aborted` (the target was unloaded before it was ready). */

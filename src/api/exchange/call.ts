@@ -136,10 +136,10 @@ export class Call implements UpstreamCall, DeadlineReport {
       answered: this.answeredInFull,
       wait_ms: this.waitedMs >= 0 ? this.waitedMs : null,
       swap: !this.loaded,
-      duration_ms: Math.max(0, this.endedAt - this.startedAt),
+      duration_ms: tenthMs(this.endedAt - this.startedAt),
       ttft_ms:
         this.streamed && first >= 0 && first <= this.endedAt
-          ? Math.max(0, first - this.startedAt)
+          ? tenthMs(first - this.startedAt)
           : null,
       prompt_tokens: f.prompt,
       completion_tokens: f.completion,
@@ -203,4 +203,9 @@ export class Call implements UpstreamCall, DeadlineReport {
   answered(): void {
     this.gw.reportAnswered(this.modelId);
   }
+}
+
+/** A duration for the record: never negative, to a tenth of a millisecond (the clock's noise). */
+function tenthMs(ms: number): number {
+  return Math.max(0, Math.round(ms * 10) / 10);
 }

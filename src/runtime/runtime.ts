@@ -29,6 +29,7 @@ import { EventHub } from "./event-hub.ts";
 import { GpuWatch } from "./gpu-watch.ts";
 import { LeaseBook } from "./leases.ts";
 import { LiveBudget } from "./live-budget.ts";
+import { LoadEvents } from "./load-events.ts";
 import { type LoadProgress, LoadTimes } from "./load-times.ts";
 import { LogHub } from "./log-hub.ts";
 import { StallStreaks } from "./stalls.ts";
@@ -65,6 +66,8 @@ export class Runtime implements Effects, Gateway {
   private readonly logHub = new LogHub();
   /** How long loads take: progress and estimates while a model loads. */
   readonly loadTimes: LoadTimes;
+  /** `event: load` while models load (stage changes, and every 2 s). */
+  private readonly loadEvents: LoadEvents;
   /** Every upstream call still live: shutdown cuts them when its grace runs out. */
   readonly calls = new Sweep<Deadline>();
   readonly activity: ActivityLog;
@@ -96,6 +99,12 @@ export class Runtime implements Effects, Gateway {
       opts.loadTimesFile ?? null,
       (err) => opts.log.warn(`cannot keep load times: ${err instanceof Error ? err.message : err}`),
     );
+    this.loadEvents = new LoadEvents({
+      timers,
+      progress: (id) => this.loadTimes.progress(id),
+      publish: (e) => this.events.publish(e),
+      listening: () => this.events.listening,
+    });
     this.budget = new LiveBudget(config.resources);
     const act = config.activity;
     this.captures =
@@ -235,6 +244,7 @@ export class Runtime implements Effects, Gateway {
   modelLine(id: string, line: string): void {
     this.logHub.publish(id, line);
     this.loadTimes.line(id, line);
+    this.loadEvents.line(id);
   }
 
   loadProgress(id: string): LoadProgress | null {
@@ -364,6 +374,7 @@ export class Runtime implements Effects, Gateway {
     if (state === "failed") this.opts.log.warn(line);
     else this.opts.log.info(line);
     this.loadTimes.state(model, state);
+    this.loadEvents.state(model, state);
     // A load's event says how long it is expected to take (null: never loaded before).
     const expected =
       state === "starting" ? { expected_load_ms: this.loadTimes.expected(model) } : {};
@@ -403,6 +414,7 @@ export class Runtime implements Effects, Gateway {
 
   /** Stops every model process; resolves when all are gone. */
   async stopAll(): Promise<void> {
+    this.loadEvents.close();
     this.leases.releaseAll();
     await this.runner.stopAll();
   }

@@ -215,3 +215,47 @@ describe("the dashboard's state", () => {
     expect(busy(status(model("a", { queued: 2 })))).toBe(true);
   });
 });
+
+describe("event: load", () => {
+  const startingAt = (now: number, expected: number | null) =>
+    applyEvent(
+      start(),
+      ev("model", { model: "a", state: "starting", detail: null, expected_load_ms: expected }),
+      now,
+    ).dash;
+
+  test("qm's reported progress (its log's stage) wins over the time when it is further", () => {
+    const dash = startingAt(10_000, 10_000);
+    const { dash: d, refetch } = applyEvent(
+      dash,
+      ev("load", {
+        model: "a",
+        elapsed_ms: 1000,
+        expected_ms: 10_000,
+        progress: 0.6,
+        stage: "loading tensors",
+      }),
+      11_000,
+    );
+    expect(refetch).toBe(false);
+    const a = d.status!.models[0]!;
+    expect(a.load).toEqual({
+      elapsed_ms: 1000,
+      expected_ms: 10_000,
+      progress: 0.6,
+      stage: "loading tensors",
+    });
+    expect(loadFraction(d, a, 11_000)).toBe(0.6);
+    // The time catches up and passes it.
+    expect(loadFraction(d, a, 18_000)).toBe(0.8);
+  });
+
+  test("a first load with a stage has a fraction; a load event for a model not loading changes nothing", () => {
+    const dash = startingAt(10_000, null);
+    const load = { model: "a", elapsed_ms: 500, expected_ms: null, progress: 0.15, stage: "x" };
+    const { dash: d } = applyEvent(dash, ev("load", load), 10_500);
+    expect(loadFraction(d, d.status!.models[0]!, 10_500)).toBe(0.15);
+    const stopped = start();
+    expect(applyEvent(stopped, ev("load", load), 1).dash.status).toEqual(stopped.status);
+  });
+});

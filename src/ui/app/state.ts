@@ -56,6 +56,8 @@ export function applyEvent(d: Dash, e: SseEvent, now: number): { dash: Dash; ref
       return { dash: withStatus(base, data as Status, now), refetch: false };
     case "model":
       return { dash: withModelEvent(base, data as ModelEvent, now), refetch: true };
+    case "load":
+      return { dash: withLoadEvent(base, data as LoadEvent, now), refetch: false };
     case "request": {
       const { type: _, ...record } = data as RequestRecord & { type?: string };
       const requests = [record as RequestRecord, ...base.requests].slice(0, MAX_REQUESTS);
@@ -64,6 +66,36 @@ export function applyEvent(d: Dash, e: SseEvent, now: number): { dash: Dash; ref
     default:
       return { dash: base, refetch: false };
   }
+}
+
+interface LoadEvent {
+  model: string;
+  elapsed_ms: number;
+  expected_ms: number | null;
+  progress: number | null;
+  stage: string | null;
+}
+
+/** A load's figures as qm reports them (its log's stage included), for a model still loading. */
+function withLoadEvent(d: Dash, e: LoadEvent, now: number): Dash {
+  if (!d.status || typeof e.model !== "string" || typeof e.elapsed_ms !== "number") return d;
+  let changed = false;
+  const models = d.status.models.map((m): ModelStatus => {
+    if (m.id !== e.model || m.state !== "starting") return m;
+    changed = true;
+    return {
+      ...m,
+      load: {
+        elapsed_ms: e.elapsed_ms,
+        expected_ms: e.expected_ms ?? null,
+        progress: e.progress ?? null,
+        stage: e.stage ?? null,
+      },
+    };
+  });
+  if (!changed) return d;
+  const loadStart = { ...d.loadStart, [e.model]: now - e.elapsed_ms };
+  return { ...d, status: { ...d.status, models }, loadStart };
 }
 
 interface ModelEvent {
@@ -101,15 +133,19 @@ function withModelEvent(d: Dash, e: ModelEvent, now: number): Dash {
 }
 
 /**
- * How far a model's load is (0..0.99) at `now`, ticking on between status reads: the time since
- * it began over the time its loads usually take. Null when it is not loading or qm has no
- * expectation yet (its first load).
+ * How far a model's load is (0..0.99) at `now`, ticking on between status reads: the larger of
+ * the time since it began over the time its loads usually take, and the progress qm last
+ * reported (which its log's stage may have moved further). Null when it is not loading, or
+ * when neither is known (a first load whose log shows no stage).
  */
 export function loadFraction(d: Dash, m: ModelStatus, now: number): number | null {
-  if (!m.load || !m.load.expected_ms) return null;
+  if (!m.load) return null;
+  const reported = m.load.progress ?? null;
+  if (!m.load.expected_ms) return reported;
   const start = d.loadStart[m.id];
   const elapsed = start === undefined ? m.load.elapsed_ms : now - start;
-  return Math.min(0.99, Math.max(0, elapsed / m.load.expected_ms));
+  const timed = Math.max(0, elapsed / m.load.expected_ms);
+  return Math.min(0.99, Math.max(timed, reported ?? 0));
 }
 
 /** How long a model's load has run at `now`, ms; null when it is not loading. */

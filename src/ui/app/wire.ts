@@ -26,7 +26,13 @@ export interface ModelStatus {
   concurrency_limit: number;
   unlisted: boolean;
   last_error: string | null;
-  load: { elapsed_ms: number; expected_ms: number | null; progress: number | null } | null;
+  load: {
+    elapsed_ms: number;
+    expected_ms: number | null;
+    progress: number | null;
+    /** The stage the model's log shows (llama-server's), or null. */
+    stage?: string | null;
+  } | null;
   last_load_ms: number | null;
 }
 

@@ -1,7 +1,7 @@
 /** The Models page: every model's state and figures, with load / unload. */
 import { useState } from "preact/hooks";
 import { HttpError, post } from "../api.ts";
-import { count, duration, gb, ms, NONE, remaining } from "../format.ts";
+import { count, duration, gb, ms, NONE, percent, remaining } from "../format.ts";
 import { hrefOf, useNow } from "../hooks.ts";
 import { type Dash, loadElapsed, loadFraction } from "../state.ts";
 import type { ModelStatus } from "../wire.ts";
@@ -173,7 +173,13 @@ function ModelRow(props: {
           <Progress
             value={fraction}
             label={`loading ${m.id}`}
-            text={fraction === null ? `${duration(elapsed ?? 0)} so far` : undefined}
+            text={
+              fraction === null
+                ? `${duration(elapsed ?? 0)} so far${m.load?.stage ? ` · ${m.load.stage}` : ""}`
+                : m.load?.stage
+                  ? `${percent(fraction)} · ${m.load.stage}`
+                  : undefined
+            }
           />
         ) : m.last_load_ms !== null ? (
           <span class="muted num">last {ms(m.last_load_ms)}</span>

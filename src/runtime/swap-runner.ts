@@ -92,6 +92,11 @@ export class SwapRunner {
     this.processes.set(model.id, this.deps.makeProcess(model, onExit));
   }
 
+  /** Forgets the supervisor of a model removed from the config (once it is down). */
+  remove(id: string): void {
+    this.processes.delete(id);
+  }
+
   get(id: string): ModelServer | undefined {
     return this.processes.get(id);
   }

@@ -106,7 +106,7 @@ export const CONFIG_DOCS: Record<DocumentedSection, SectionDoc> = {
       },
       watch_config: {
         meaning:
-          "Reload the config when its file changes on disk (debounced; a write that leaves the content as it was is ignored). `SIGHUP` and `POST /api/config/reload` reload regardless. A reload restarts no model whose process settings are unchanged; see README, \"Changing the config while it runs\".",
+          'Reload the config when its file changes on disk (debounced; a write that leaves the content as it was is ignored). `SIGHUP` and `POST /api/config/reload` reload regardless. A reload restarts no model whose process settings are unchanged; see README, "Changing the config while it runs".',
       },
     },
   },

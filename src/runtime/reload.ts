@@ -118,7 +118,9 @@ export class ConfigReloads {
     const live = host.config;
     const changes = diffConfig(live, next);
     for (const id of changes.removed) {
-      this.retiring.set(id, live.models[id]!);
+      // One that is down goes now; a running one stays until the scheduler reports it down.
+      if (host.state(id) === "stopped") host.removeProcess(id);
+      else this.retiring.set(id, live.models[id]!);
       delete live.models[id];
       this.pending.delete(id);
     }
@@ -179,7 +181,7 @@ export class ConfigReloads {
 }
 
 /** `next`'s settings on `current`'s process: what a running model can take without a restart. */
-function keepProcess(current: ModelConfig, next: ModelConfig): ModelConfig {
+export function keepProcess(current: ModelConfig, next: ModelConfig): ModelConfig {
   return {
     ...next,
     cmd: current.cmd,

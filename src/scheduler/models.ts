@@ -89,7 +89,11 @@ export class ModelTable {
     }
     e.concurrencyLimit = m.concurrencyLimit;
     e.ttlMs = m.ttlS * 1000;
-    e.retired = false;
+    if (e.retired) {
+      // Back in the config before it was gone: the stop its removal asked for is off.
+      e.retired = false;
+      e.unloadPending = false;
+    }
   }
 
   /** Forgets a model (a retired one, once stopped). */

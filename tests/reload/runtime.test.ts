@@ -153,6 +153,29 @@ describe("config reload in the runtime", () => {
     expect(t.status("a")).toBeUndefined();
   });
 
+  test("a removed model that is not running is forgotten at once", () => {
+    const t = setup(model("a"), model("b"));
+    t.reload(model("b"));
+    expect(t.status("a")).toBeUndefined();
+    expect(t.rt.process("a")).toBeUndefined();
+    expect(t.rt.resolve("a")).toBeUndefined();
+  });
+
+  test("a removed model added back while still running keeps its process", async () => {
+    const t = setup(model("a"), model("b"));
+    const lease = await t.up("a");
+    const fake = t.fakes.of("a");
+    t.reload(model("b"));
+    t.reload(model("a"), model("b"));
+    expect(t.rt.resolve("a")).toBeDefined();
+    expect(t.rt.process("a")).toBe(fake);
+    expect(t.status("a")).toMatchObject({ state: "ready", inflight: 1, restart_pending: false });
+    lease.release();
+    await settle();
+    expect(fake.stops).toBe(0);
+    expect(t.status("a")).toMatchObject({ state: "ready", inflight: 0 });
+  });
+
   test("an added model serves at once, under its alias too", async () => {
     const t = setup(model("a"));
     expect(t.rt.resolve("c")).toBeUndefined();

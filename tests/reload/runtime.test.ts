@@ -34,6 +34,7 @@ function setup(...models: string[]) {
   const t = {
     rt,
     fakes,
+    timers,
     events,
     log: () => lines.join("\n"),
     /** Rewrites the config "on disk" and reloads it. */
@@ -112,6 +113,35 @@ describe("config reload in the runtime", () => {
     await settle();
     expect(again.value).toBeDefined();
     again.value!.release();
+  });
+
+  test("a changed model that crashes comes back with its new config", async () => {
+    const t = setup(model("a"));
+    (await t.up("a")).release();
+    const old = t.fakes.of("a");
+    t.reload(model("a").replace("run a", "run a3"));
+    expect(t.status("a")!.restart_pending).toBe(true);
+    old.crash();
+    await settle();
+    expect(t.status("a")).toMatchObject({ state: "failed", restart_pending: false });
+    await t.up("a");
+    expect(t.fakes.of("a")).not.toBe(old);
+    expect(t.fakes.of("a").model.argv).toEqual(["run", "a3"]);
+  });
+
+  test("a removed model with a lease stops once the lease expires", async () => {
+    const t = setup(model("a"), model("b"));
+    const p = track(t.rt.lease(t.rt.resolve("a")!, new AbortController().signal, 5000));
+    await settle();
+    t.fakes.of("a").ready();
+    await settle();
+    expect(p.value).toBeDefined();
+    t.reload(model("b"));
+    await settle();
+    expect(t.fakes.of("a").stops).toBe(0);
+    t.timers.advance(5000);
+    await settle();
+    expect(t.fakes.of("a").state).toBe("stopping");
   });
 
   test("a changed model that is stopped takes its new config at once", async () => {

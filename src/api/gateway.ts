@@ -48,7 +48,7 @@ export interface Gateway {
    * Reloads the config and applies what changed (`POST /api/config/reload`): the change
    * summary, or the loader's error (FILE:LINE:COL: …) with nothing changed. Absent: no reload.
    */
-  reloadConfig?(): { ok: true; changes: unknown } | { ok: false; error: string };
+  reloadConfig?(): { ok: true; changes: unknown; message: string } | { ok: false; error: string };
   /**
    * Where the deadlines of live upstream calls are swept; shutdown cuts them all when its grace
    * is over (clients get an error). The process's real-time sweep when absent.

@@ -19,7 +19,7 @@ import {
 
 /** What `POST /api/config/reload` answers and `event: config` carries. */
 export type ReloadOutcome =
-  | { ok: true; changes: ReturnType<typeof changesJson> }
+  | { ok: true; changes: ReturnType<typeof changesJson>; message: string }
   | { ok: false; error: string };
 
 /** Loads the next config; `isPortFree` says which ports a new `${PORT}` may take. */
@@ -71,9 +71,10 @@ export class ConfigReloads {
       return { ok: false, error };
     }
     const changes = this.apply(next);
-    host.log.info(`config reloaded: ${describeChanges(changes)}`);
+    const message = describeChanges(changes);
+    host.log.info(`config reloaded: ${message}`);
     const json = changesJson(changes);
-    host.publish({ type: "config", ok: true, changes: json });
+    host.publish({ type: "config", ok: true, changes: json, message });
     for (const fn of this.listeners) {
       try {
         fn(changes, host.config);
@@ -81,7 +82,7 @@ export class ConfigReloads {
         host.log.warn(`a reload listener failed: ${err instanceof Error ? err.message : err}`);
       }
     }
-    return { ok: true, changes: json };
+    return { ok: true, changes: json, message };
   }
 
   /** Hears every applied reload (the new `[peers]` are `config.peers`). */

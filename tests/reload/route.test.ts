@@ -38,6 +38,15 @@ const keys = (...k: string[]) => `[server]\napi_keys = ${JSON.stringify(k)}\n${M
 const bearer = (k: string) => ({ authorization: `Bearer ${k}` });
 
 describe("POST /api/config/reload", () => {
+  test("a listener change is not applied; the answer says it needs a restart", async () => {
+    const t = setup(MODEL);
+    t.write(`[server]\nlisten = ["127.0.0.1:1"]\n${MODEL}`);
+    const body = await bodyOf(await t.reload());
+    expect(body.changes.needs_restart).toEqual(["server.listen"]);
+    expect(body.message).toBe("needs a restart: server.listen");
+    expect(t.rt.config.server.listen).toEqual(["127.0.0.1:8080"]);
+  });
+
   test("answers ok with the changes", async () => {
     const t = setup(MODEL);
     t.write(`${MODEL}ttl_s = 9\n`);
@@ -54,6 +63,7 @@ describe("POST /api/config/reload", () => {
         peers: false,
         needs_restart: [],
       },
+      message: "a: ttl_s",
     });
   });
 

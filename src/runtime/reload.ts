@@ -181,6 +181,16 @@ export class ConfigReloads {
   }
 }
 
+/**
+ * A supervisor moved its model to a free port before a start: requests follow it there. Only
+ * the process keys change, since a reload may have changed the others after the supervisor was
+ * made; a model a reload removed stays removed.
+ */
+export function followMove(config: Config, moved: ModelConfig): void {
+  const current = config.models[moved.id];
+  if (current) config.models[moved.id] = keepProcess(moved, current);
+}
+
 /** `next`'s settings on `current`'s process: what a running model can take without a restart. */
 export function keepProcess(current: ModelConfig, next: ModelConfig): ModelConfig {
   return {

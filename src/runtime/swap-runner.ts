@@ -10,7 +10,7 @@ import type { Swap, SwapResult } from "../scheduler/types.ts";
 import { asQmError, QmError } from "../shared/errors.ts";
 import type { Logger } from "../shared/log.ts";
 import type { GuardOptions } from "./gpu-watch.ts";
-import { keepProcess } from "./reload.ts";
+import { followMove } from "./reload.ts";
 
 /** What the runtime needs of a model's supervisor (`ModelProcess`; a fake in tests). */
 export interface ModelServer extends ProcessView {
@@ -43,12 +43,7 @@ export function modelProcesses(
       log,
       onExit,
       ...(onLine ? { onLine: (line: string) => onLine(model.id, line) } : {}),
-      // Only what the move changed: a reload may have changed the model's other keys since
-      // this supervisor was made, and a model the reload removed stays removed.
-      onConfigChange: (moved) => {
-        const current = config.models[moved.id];
-        if (current) config.models[moved.id] = keepProcess(moved, current);
-      },
+      onConfigChange: (moved) => followMove(config, moved),
     });
 }
 

@@ -4,6 +4,7 @@
  */
 import { describe, expect, test } from "bun:test";
 import type { Lease, QmEvent } from "../../src/api/gateway.ts";
+import { followMove } from "../../src/runtime/reload.ts";
 import { Runtime } from "../../src/runtime/runtime.ts";
 import { createLogger } from "../../src/shared/log.ts";
 import { fakeServers, settle } from "../runtime/fake-server.ts";
@@ -276,5 +277,19 @@ describe("config reload in the runtime", () => {
     );
     expect(heard).toEqual([["box2"]]);
     expect(t.rt.config.peers.box2?.url).toBe("http://10.0.0.2:8080");
+  });
+
+  test("followMove: a port move keeps the reloaded keys and never brings back a removed model", () => {
+    const t = setup(model("a"), model("b"));
+    t.reload(model("a", "ttl_s = 77"));
+    const supervisors = t.fakes.of("a").model; // what the supervisor was made with (ttl_s 0)
+    followMove(t.rt.config, { ...supervisors, port: 4321, proxy: "http://127.0.0.1:4321" });
+    expect(t.rt.config.models.a).toMatchObject({
+      port: 4321,
+      proxy: "http://127.0.0.1:4321",
+      ttlS: 77,
+    });
+    followMove(t.rt.config, { ...t.fakes.of("b").model, port: 4322 });
+    expect(t.rt.config.models.b).toBeUndefined();
   });
 });

@@ -292,4 +292,19 @@ describe("config reload in the runtime", () => {
     followMove(t.rt.config, { ...t.fakes.of("b").model, port: 4322 });
     expect(t.rt.config.models.b).toBeUndefined();
   });
+
+  test("a budget set by a reload governs the next decision", async () => {
+    const group = `[groups.g]\nmembers = ["a", "b"]\nswap = false\n\n`;
+    const a = model("a", "est_vram_gb = 8");
+    const b = model("b", "est_vram_gb = 8");
+    const t = setup(group, a, b);
+    (await t.up("a")).release();
+    await settle();
+    t.reloadText(`[resources]\ngpu_probe = "off"\nvram_budget_gb = 10\n\n${group}${a}\n${b}`);
+    expect(t.rt.status().resources.vram_budget_gb).toBe(10);
+    expect(t.rt.status().resources.vram_ceiling_gb).toBe(10);
+    t.acquire("b");
+    await settle();
+    expect(t.fakes.of("a").state).toBe("stopping");
+  });
 });

@@ -56,6 +56,7 @@ export const ROUTES: [string, string, string?][] = [
   ["POST", `/api/models/${OK}/load`],
   ["POST", `/api/models/${OK}/unload`],
   ["POST", "/api/models/unload"],
+  ["POST", "/api/config/reload"],
   ["POST", `/api/models/${LEASED}/lease`, '{"ttl_s":2}'],
   ["POST", `/api/models/${LEASED}/lease/${LEASE_ID}`, '{"ttl_s":2}'],
   ["DELETE", `/api/models/${LEASED}/lease/${LEASE_ID}`],

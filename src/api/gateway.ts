@@ -45,6 +45,11 @@ export interface Gateway {
   readonly config: Config;
   readonly shuttingDown: boolean;
   /**
+   * Reloads the config and applies what changed (`POST /api/config/reload`): the change
+   * summary, or the loader's error (FILE:LINE:COL: …) with nothing changed. Absent: no reload.
+   */
+  reloadConfig?(): { ok: true; changes: unknown; message: string } | { ok: false; error: string };
+  /**
    * Where the deadlines of live upstream calls are swept; shutdown cuts them all when its grace
    * is over (clients get an error). The process's real-time sweep when absent.
    */
@@ -141,6 +146,8 @@ export interface ModelStatusJson {
   } | null;
   /** How long the model's last load took, in ms; null if it never loaded. */
   last_load_ms: number | null;
+  /** A config reload changed its process settings: they apply on its next start. */
+  restart_pending?: boolean;
 }
 
 export interface StatusJson {

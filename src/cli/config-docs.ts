@@ -104,6 +104,10 @@ export const CONFIG_DOCS: Record<DocumentedSection, SectionDoc> = {
         meaning:
           "The kept Responses' size bound, in MB (MiB; fractions allowed): past it the least recently used are dropped, whatever `responses_store` allows.",
       },
+      watch_config: {
+        meaning:
+          'Reload the config when its file changes on disk (debounced; a write that leaves the content as it was is ignored). `SIGHUP` and `POST /api/config/reload` reload regardless. A reload restarts no model whose process settings are unchanged; see README, "Changing the config while it runs".',
+      },
     },
   },
   scheduler: {

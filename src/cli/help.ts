@@ -26,6 +26,8 @@ Runs the server on every address in server.listen, all sharing one scheduler.
 Environment: QM_<SECTION>__<KEY>=value overrides scalar keys, e.g. QM_SERVER__START_PORT=20000.
 Stop with Ctrl-C (SIGINT) or SIGTERM: in-flight requests get server.shutdown_timeout_s to
 finish, then every model process is stopped. A second Ctrl-C stops at once.
+SIGHUP (or saving the file, with server.watch_config) reloads the config without restarting
+models whose process settings are unchanged; a config with errors changes nothing.
 `;
 
 export const STATUS_HELP = `Usage: qm status [--url URL] [--json] [--watch]

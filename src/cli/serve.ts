@@ -1,8 +1,9 @@
+import { isPortFreeOnLoopback, loadConfigFile } from "../config/index.ts";
 import { missingPrograms } from "../config/programs.ts";
 import { startServer } from "../runtime/serve.ts";
 import { createLogger } from "../shared/log.ts";
 import { VERSION } from "../version.ts";
-import { configFromArgs } from "./config-path.ts";
+import { configFromArgs, qmBin } from "./config-path.ts";
 import { SERVE_HELP } from "./help.ts";
 
 export async function serveCommand(argv: string[]): Promise<number> {
@@ -10,15 +11,24 @@ export async function serveCommand(argv: string[]): Promise<number> {
   if ("exit" in loaded) return loaded.exit;
   const config = loaded.config;
   const log = createLogger(config.server.logLevel);
-  // A closed terminal or `kill -HUP` (the usual "reload" signal) must not take qm and its
-  // models down; there is nothing to reload yet. Installed before anything listens, so no
-  // SIGHUP can arrive while the default action (exit) still applies.
+  // `kill -HUP` (systemd's ExecReload) reloads the config; models whose process settings did
+  // not change keep running. Installed before anything listens, so no SIGHUP can arrive while
+  // the default action (exit) still applies.
+  let server: ReturnType<typeof startServer> | undefined;
   process.on("SIGHUP", () => {
-    log.info("SIGHUP: config reload is not available in this version; still serving");
+    if (!server) return;
+    log.info("SIGHUP: reloading the config");
+    server.runtime.reloadConfig();
   });
-  let server: ReturnType<typeof startServer>;
   try {
-    server = startServer(config, log);
+    server = startServer(config, log, {
+      // The loader this command used, ports qm's models hold counted as taken.
+      loadConfig: (isPortFree) =>
+        loadConfigFile(loaded.path, {
+          qmBin: qmBin(),
+          isPortFree: (port) => isPortFree(port) && isPortFreeOnLoopback(port),
+        }),
+    });
   } catch (err) {
     log.error(`cannot start: ${err instanceof Error ? err.message : String(err)}`);
     return 1;

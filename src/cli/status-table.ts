@@ -57,5 +57,12 @@ export function renderStatus(s: StatusJson): string {
   for (const m of s.models) {
     if (m.last_error) out.push(`${m.id} failed: ${m.last_error.split("\n")[0]}`);
   }
+  for (const m of s.models) {
+    if (m.restart_pending) {
+      out.push(
+        `${m.id}: restart pending (a reload changed how it runs; applies on its next start)`,
+      );
+    }
+  }
   return `${out.join("\n")}\n`;
 }

@@ -93,6 +93,7 @@ export function loadConfigText(text: string, opts: LoadOptions): Config {
       stateDir: server.state_dir || defaultStateDir(),
       responsesStore: server.responses_store,
       responsesStoreBytes: Math.round(server.responses_store_mb * 1024 * 1024),
+      watchConfig: server.watch_config,
     },
     scheduler: {
       holdMs: scheduler.hold_ms,

@@ -51,6 +51,8 @@ export const ServerSchema = Type.Object(
     responses_store: Type.Integer({ minimum: 0, default: 200 }),
     /** The kept responses' size bound, in MB. */
     responses_store_mb: nonNegative(64),
+    /** Reload the config when its file changes on disk (SIGHUP and the API reload regardless). */
+    watch_config: Type.Boolean({ default: true }),
   },
   closed,
 );

@@ -29,6 +29,8 @@ export interface ServerConfig {
   responsesStore: number;
   /** The kept Responses' bound in bytes. */
   responsesStoreBytes: number;
+  /** Reload when the config file changes on disk (`server.watch_config`). */
+  watchConfig: boolean;
 }
 
 export interface SchedulerConfig {

@@ -11,7 +11,7 @@ import type {
 import { ActivityLog } from "../api/metrics/activity.ts";
 import { QmMetrics } from "../api/metrics/prometheus.ts";
 import { modelIdFor } from "../config/aliases.ts";
-import { parseVariantName } from "../config/index.ts";
+import { isPortFreeOnLoopback, loadConfigFile, parseVariantName } from "../config/index.ts";
 import type { Config, ModelConfig } from "../config/types.ts";
 import { probeGpu } from "../gpu/index.ts";
 import { GroupPolicy } from "../policy/group.ts";
@@ -32,6 +32,7 @@ import { LiveBudget } from "./live-budget.ts";
 import { LoadEvents } from "./load-events.ts";
 import { type LoadProgress, LoadTimes } from "./load-times.ts";
 import { LogHub } from "./log-hub.ts";
+import { type ConfigLoader, ConfigReloads, type ReloadOutcome } from "./reload.ts";
 import { StallStreaks } from "./stalls.ts";
 import { buildStatus } from "./status.ts";
 import {
@@ -53,6 +54,8 @@ export interface RuntimeOptions {
   makeProcess?: ProcessFactory;
   /** Where the models' load durations are kept across restarts; default memory only. */
   loadTimesFile?: string;
+  /** How a reload reads the config; default the loader on `config.file`. */
+  loadConfig?: ConfigLoader;
 }
 
 /**
@@ -88,6 +91,8 @@ export class Runtime implements Effects, Gateway {
   private readonly variants: Variants;
   private readonly startedAt = Date.now();
   private readonly stalls = new StallStreaks();
+  /** Live config reloads (./reload.md): pending restarts, removed models still running. */
+  readonly reloads: ConfigReloads;
 
   constructor(
     readonly config: Config,
@@ -170,6 +175,26 @@ export class Runtime implements Effects, Gateway {
       this.runner.add(variant);
       this.scheduler.addModel(variant);
     });
+    this.reloads = new ConfigReloads({
+      config,
+      log: opts.log,
+      load: opts.loadConfig ?? defaultLoader(config),
+      state: (id) => this.modelState(id),
+      addProcess: (model) => this.runner.add(model),
+      removeProcess: (id) => this.runner.remove(id),
+      reconfigure: (change) => this.scheduler.reconfigure(change),
+      makePolicy: (cfg) => makePolicy(cfg, this.budget),
+      budget: this.budget,
+      gpuReading: () => this.gpu.last !== null,
+      publish: (event) => this.events.publish(event),
+    });
+  }
+
+  /** Reloads the config file and applies what changed (./reload.md); a bad one changes nothing. */
+  reloadConfig(): ReloadOutcome {
+    if (this.closing)
+      return { ok: false, error: "qm is shutting down: the config was not reloaded" };
+    return this.reloads.reload();
   }
 
   /**
@@ -230,6 +255,8 @@ export class Runtime implements Effects, Gateway {
       gpu: this.gpu.last,
       foreignBaselineGb: this.gpu.foreignBaselineGb,
       loadTimes: this.loadTimes,
+      modelOf: (id) => this.reloads.model(id),
+      restartPending: (id) => this.reloads.restartPending(id),
     });
   }
 
@@ -379,6 +406,7 @@ export class Runtime implements Effects, Gateway {
     const expected =
       state === "starting" ? { expected_load_ms: this.loadTimes.expected(model) } : {};
     this.events.publish({ type: "model", model, state, detail: detail ?? null, ...expected });
+    this.reloads.settled(model, state);
   }
 
   // ── lifecycle ─────────────────────────────────────────────────────────────────────────────
@@ -418,6 +446,17 @@ export class Runtime implements Effects, Gateway {
     this.leases.releaseAll();
     await this.runner.stopAll();
   }
+}
+
+/** A reload reads the file the config came from, the ports qm's models hold counted as taken. */
+function defaultLoader(config: Config): ConfigLoader {
+  return (isPortFree) => {
+    if (config.file === "")
+      throw new Error("the config was not read from a file: nothing to reload");
+    return loadConfigFile(config.file, {
+      isPortFree: (port) => isPortFree(port) && isPortFreeOnLoopback(port),
+    });
+  };
 }
 
 function makePolicy(config: Config, budget: BudgetView): EvictionPolicy {

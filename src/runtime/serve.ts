@@ -8,6 +8,9 @@ import { killAllSync, startSupervision } from "../process/index.ts";
 import { systemClock } from "../shared/clock.ts";
 import type { Logger } from "../shared/log.ts";
 import { isLoopbackName } from "../shared/net.ts";
+import { realTimers } from "../shared/timer.ts";
+import type { ConfigLoader } from "./reload.ts";
+import { ConfigWatch } from "./reload-watch.ts";
 import { Runtime } from "./runtime.ts";
 
 export interface RunningServer {
@@ -29,16 +32,34 @@ type Listener = ReturnType<typeof Bun.serve>;
  */
 const BUN_BODY_LIMIT = Number.MAX_SAFE_INTEGER;
 
+export interface ServeOptions {
+  /** How a config reload reads the file (the loader `qm serve` used); default `config.file`'s. */
+  loadConfig?: ConfigLoader;
+}
+
 /** Starts every listener on one shared runtime (one scheduler for all ports). */
-export function startServer(config: Config, log: Logger): RunningServer {
+export function startServer(config: Config, log: Logger, opts: ServeOptions = {}): RunningServer {
   // Before any model starts: what a crashed qm left behind may hold their ports.
   const supervision = startSupervision({ stateDir: config.server.stateDir, log });
   const runtime = new Runtime(config, {
     clock: systemClock,
     log,
     loadTimesFile: join(config.server.stateDir, "load-times.json"),
+    ...(opts.loadConfig ? { loadConfig: opts.loadConfig } : {}),
   });
   runtime.start();
+  // `server.watch_config`: a change on disk reloads (src/runtime/reload.md).
+  const watch =
+    config.server.watchConfig && config.file !== ""
+      ? new ConfigWatch({
+          file: config.file,
+          timers: realTimers,
+          log,
+          reload: () => runtime.reloadConfig(),
+        })
+      : null;
+  watch?.start();
+  runtime.reloads.subscribe(() => watch?.sync());
   const servers: Listener[] = [];
   const urls: string[] = [];
   let metricsUrl: string | null = null;
@@ -69,6 +90,7 @@ export function startServer(config: Config, log: Logger): RunningServer {
     }
   } catch (err) {
     for (const s of servers) void s.stop(true);
+    watch?.stop();
     supervision.close();
     throw err;
   }
@@ -76,6 +98,7 @@ export function startServer(config: Config, log: Logger): RunningServer {
   let stopping: Promise<void> | null = null;
   const stop = () => {
     stopping ??= (async () => {
+      watch?.stop();
       runtime.beginShutdown();
       // Stop listening at once; requests already running get until the deadline.
       const closing = servers.map((s) => s.stop(false));

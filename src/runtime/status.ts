@@ -1,5 +1,5 @@
 import type { StatusJson } from "../api/gateway.ts";
-import type { Config } from "../config/types.ts";
+import type { Config, ModelConfig } from "../config/types.ts";
 import type { GpuReading } from "../gpu/index.ts";
 import type { Scheduler } from "../scheduler/scheduler.ts";
 import { VERSION } from "../version.ts";
@@ -37,6 +37,10 @@ export interface StatusInputs {
   gpu: GpuReading | null;
   foreignBaselineGb: number | null;
   loadTimes: LoadTimes;
+  /** A model's config, one removed by a reload but still running included; default `config.models`. */
+  modelOf?: (id: string) => ModelConfig | undefined;
+  /** A reload changed its process settings; they apply on its next start. */
+  restartPending?: (id: string) => boolean;
 }
 
 export function buildStatus(inputs: StatusInputs): StatusJson {
@@ -44,7 +48,7 @@ export function buildStatus(inputs: StatusInputs): StatusJson {
   let used = 0;
   let ramUsed = 0;
   const models = snap.models.map((s) => {
-    const m = config.models[s.id]!;
+    const m = (inputs.modelOf?.(s.id) ?? config.models[s.id])!;
     if (s.state !== "stopped" && s.state !== "failed") {
       used += m.estVramGb;
       ramUsed += m.estRamGb;
@@ -71,6 +75,7 @@ export function buildStatus(inputs: StatusInputs): StatusJson {
       last_error: s.lastError,
       load: loadJson(inputs.loadTimes, s.id),
       last_load_ms: inputs.loadTimes.last(s.id),
+      restart_pending: inputs.restartPending?.(s.id) ?? false,
     };
   });
   const budget = config.resources.vramBudgetGb;

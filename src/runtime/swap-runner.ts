@@ -10,6 +10,7 @@ import type { Swap, SwapResult } from "../scheduler/types.ts";
 import { asQmError, QmError } from "../shared/errors.ts";
 import type { Logger } from "../shared/log.ts";
 import type { GuardOptions } from "./gpu-watch.ts";
+import { followMove } from "./reload.ts";
 
 /** What the runtime needs of a model's supervisor (`ModelProcess`; a fake in tests). */
 export interface ModelServer extends ProcessView {
@@ -42,9 +43,7 @@ export function modelProcesses(
       log,
       onExit,
       ...(onLine ? { onLine: (line: string) => onLine(model.id, line) } : {}),
-      onConfigChange: (moved) => {
-        config.models[moved.id] = moved;
-      },
+      onConfigChange: (moved) => followMove(config, moved),
     });
 }
 
@@ -90,6 +89,11 @@ export class SwapRunner {
   add(model: ModelConfig): void {
     const onExit = (exit: ProcessExit) => this.onExit(model.id, exit);
     this.processes.set(model.id, this.deps.makeProcess(model, onExit));
+  }
+
+  /** Forgets the supervisor of a model removed from the config (once it is down). */
+  remove(id: string): void {
+    this.processes.delete(id);
   }
 
   get(id: string): ModelServer | undefined {

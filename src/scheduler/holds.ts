@@ -23,8 +23,13 @@ export class Holds {
     private readonly clock: Clock,
     private readonly effects: Pick<Effects, "wakeAt" | "holdChanged">,
     /** `hold_on = "request"`: every finished request earns a hold, not only tool calls. */
-    private readonly holdOnEveryRequest: boolean,
+    private holdOnEveryRequest: boolean,
   ) {}
+
+  /** A reload changed `scheduler.hold_on`: the next finished request follows it. */
+  setHoldOn(everyRequest: boolean): void {
+    this.holdOnEveryRequest = everyRequest;
+  }
 
   /** Past its patience, a waiter ignores other models' holds (and may mark them draining). */
   patienceSpent(q: Queued, now = this.clock.now()): boolean {

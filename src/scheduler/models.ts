@@ -21,8 +21,11 @@ export interface ModelEntry {
   holdCandidateMs: number;
   /** Set during a drain: a waiter past its patience needs it idle, so it takes no new work. */
   draining: boolean;
-  readonly concurrencyLimit: number;
-  readonly ttlMs: number;
+  /** Live settings: a config reload may change them (`ModelTable.update`). */
+  concurrencyLimit: number;
+  ttlMs: number;
+  /** Removed from the config by a reload: it takes no new work and leaves once stopped. */
+  retired: boolean;
   /**
    * The idle time-to-live the latest finished request asked for (`keep_alive`), in place of
    * `ttlMs` while the process lives: 0 = stop once idle, negative = never; null = `ttlMs`.
@@ -73,7 +76,29 @@ export class ModelTable {
       concurrencyLimit: m.concurrencyLimit,
       ttlMs: m.ttlS * 1000,
       keepAliveMs: null,
+      retired: false,
     });
+  }
+
+  /** A reload: the live settings of a configured model (added when new, un-retired when back). */
+  update(m: Pick<ModelConfig, "id" | "concurrencyLimit" | "ttlS">): void {
+    const e = this.byId.get(m.id);
+    if (!e) {
+      this.add(m);
+      return;
+    }
+    e.concurrencyLimit = m.concurrencyLimit;
+    e.ttlMs = m.ttlS * 1000;
+    if (e.retired) {
+      // Back in the config before it was gone: the stop its removal asked for is off.
+      e.retired = false;
+      e.unloadPending = false;
+    }
+  }
+
+  /** Forgets a model (a retired one, once stopped). */
+  delete(id: string): void {
+    this.byId.delete(id);
   }
 
   get(id: string): ModelEntry | undefined {

@@ -37,14 +37,16 @@ export class Scheduler {
   private readonly pending: (() => void)[] = [];
   private running = false;
   private readonly view: DecideView;
+  /** Some model is retired (removed by a reload) and not yet forgotten. */
+  private anyRetired = false;
 
-  private readonly config: Pick<Config, "models" | "groups">;
-  private readonly defaults: { holdMs: number; patienceMs: number };
-  private readonly maxQueue: number;
+  private config: Pick<Config, "models" | "groups">;
+  private defaults: { holdMs: number; patienceMs: number };
+  private maxQueue: number;
 
   constructor(
     config: Pick<Config, "models" | "scheduler" | "groups">,
-    private readonly policy: EvictionPolicy,
+    private policy: EvictionPolicy,
     private readonly effects: Effects,
     wallClock: Clock,
   ) {
@@ -113,6 +115,15 @@ export class Scheduler {
     if (model.variantOf) this.policy.addVariant(model.id, model.variantOf.base);
   }
 
+  /**
+   * A config reload (src/runtime/reload.md): the models' live settings, the scheduler
+   * settings and the policy apply from this event on; `retire` are models removed from the
+   * config, unloaded (now when idle, once drained when busy) and forgotten once stopped.
+   */
+  reconfigure(change: Reconfigure): void {
+    this.run(() => this.onReconfigure(change));
+  }
+
   /** Refuse new work and fail everything not yet granted. */
   shutdown(): void {
     this.run(() => this.onShutdown());
@@ -162,6 +173,7 @@ export class Scheduler {
         this.clock.begin();
         this.holds.expire();
         h();
+        if (this.anyRetired) this.reapRetired();
         if (!this.closed) this.drain();
         this.holds.rearm(this.closed ? null : this.queue);
       }
@@ -200,6 +212,10 @@ export class Scheduler {
   }
 
   private decide(q: Queued): Decision {
+    // A model removed by a reload and now gone: what still waited for it ends here.
+    if (!this.models.get(q.spec.model)) {
+      return { kind: "fail", error: notConfigured(q.spec.model) };
+    }
     return decide({ model: q.spec.model, patienceSpent: this.holds.patienceSpent(q) }, this.view);
   }
 
@@ -304,6 +320,38 @@ export class Scheduler {
     this.swaps.stopOutsideSwap(victims, "GPU memory pressure");
   }
 
+  private onReconfigure(c: Reconfigure): void {
+    this.config = c.config;
+    this.policy = c.policy;
+    this.defaults = {
+      holdMs: c.config.scheduler.holdMs,
+      patienceMs: c.config.scheduler.patienceMs,
+    };
+    this.maxQueue = c.config.scheduler.maxQueue;
+    this.holds.setHoldOn(c.config.scheduler.holdOn === "request");
+    for (const m of Object.values(c.config.models)) this.models.update(m);
+    for (const id of c.retire) {
+      const m = this.models.get(id);
+      if (!m) continue;
+      m.retired = true;
+      this.anyRetired = true;
+    }
+    this.swaps.unload(c.retire);
+  }
+
+  /** Retired models that are down leave the table (their waiters fail in the drain after). */
+  private reapRetired(): void {
+    let left = false;
+    for (const m of this.models.all()) {
+      if (!m.retired) continue;
+      const down =
+        (m.state === "stopped" || m.state === "failed") && !this.swaps.inTransition(m.id);
+      if (down) this.models.delete(m.id);
+      else left = true;
+    }
+    this.anyRetired = left;
+  }
+
   private onShutdown(): void {
     this.closed = true;
     const err = shuttingDown();
@@ -322,6 +370,18 @@ export class Scheduler {
     this.queue.drain((q) => this.proceed(q, this.decide(q)));
     if (this.queue.length > 0) this.swaps.reapAbandoned();
   }
+}
+
+/** What a reload hands the scheduler. */
+export interface Reconfigure {
+  config: Pick<Config, "models" | "scheduler" | "groups">;
+  policy: EvictionPolicy;
+  /** Models removed from the config. */
+  retire: string[];
+}
+
+function notConfigured(model: string): QmError {
+  return new QmError("model_not_found", `model "${model}" was removed from the config`);
 }
 
 function shuttingDown(): QmError {

@@ -40,6 +40,14 @@ test("the table shows a load's progress in the state column", () => {
   ]);
 });
 
+test("a model a reload changed says its restart is pending", () => {
+  const text = renderStatus(
+    status([model("a", { state: "ready", restart_pending: true }), model("b")]),
+  );
+  expect(text).toContain("a: restart pending");
+  expect(text).not.toContain("b: restart pending");
+});
+
 const first = status([model("m")]);
 const later = status([model("m", { state: "ready" })]);
 let events: ReadableStreamDefaultController<Uint8Array> | null = null;

@@ -26,6 +26,7 @@ describe("defaults", () => {
       stateDir: defaultStateDir(),
       responsesStore: 200,
       responsesStoreBytes: 64 * 1024 * 1024,
+      watchConfig: true,
     });
     expect(config.scheduler).toEqual({
       holdMs: 10000,
@@ -208,6 +209,7 @@ models_dir = "/models"
       stateDir: defaultStateDir(),
       responsesStore: 200,
       responsesStoreBytes: 64 * 1024 * 1024,
+      watchConfig: true,
     });
     expect(config.scheduler).toEqual({
       holdMs: 0,

@@ -294,8 +294,8 @@ describe("systemd unit", () => {
     expect(unit.get("Install")!.get("WantedBy")).toEqual(["multi-user.target"]);
   });
 
-  test("no ExecReload: qm ignores SIGHUP, it has no config reload", () => {
-    expect(svc.has("ExecReload")).toBe(false);
+  test("reload is SIGHUP to qm alone (qm rereads its config)", () => {
+    expect(svc.get("ExecReload")).toEqual(["/bin/kill -HUP $MAINPID"]);
   });
 
   test("TimeoutStopSec outlasts qm's shutdown with the default grace and stop timeouts", () => {

@@ -150,7 +150,7 @@ describe("signals", () => {
       (log) => log.includes("SIGHUP"),
       3000,
     );
-    expect(qm.log()).toContain("config reload is not available");
+    expect(qm.log()).toContain("SIGHUP: reloading the config");
     const res = await chat(qm.url, "one");
     expect(res.status).toBe(200);
     await res.json();

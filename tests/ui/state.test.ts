@@ -105,6 +105,19 @@ describe("the dashboard's state", () => {
     expect(before.status!.models[1]!.state).toBe("stopped");
   });
 
+  test("a config event (a reload) asks for the status afresh", () => {
+    const before = start();
+    const changes = { added: ["c"], removed: [], restart_pending: {}, updated: {} };
+    const { dash, refetch } = applyEvent(
+      before,
+      ev("config", { type: "config", ok: true, changes }, 4),
+      2000,
+    );
+    expect(refetch).toBe(true);
+    expect(dash.status).toBe(before.status);
+    expect(dash.lastEventId).toBe(4);
+  });
+
   test("starting: the load begins now, with its expectation; progress ticks on", () => {
     const e = {
       type: "model",

@@ -18,6 +18,7 @@ const CONTROL_PATHS: [RegExp, string][] = [
   [/^\/api\/requests\/[^/]+$/, "GET"],
   [/^\/api\/models\/(?:unload|[^/]+\/(?:load|unload|lease))$/, "POST"],
   [/^\/api\/models\/[^/]+\/lease\/[^/]+$/, "POST, DELETE"],
+  [/^\/api\/config\/reload$/, "POST"],
 ];
 
 /** The methods a control path answers, or null when it is no control path. */
@@ -78,6 +79,20 @@ export function controlRoutes(gw: Gateway, log: Logger) {
         headers: { "content-type": "text/plain; charset=utf-8" },
       });
     })
+    .post(
+      "/api/config/reload",
+      () => {
+        if (!gw.reloadConfig) {
+          return openaiError(new QmError("not_found", "this server cannot reload its config"));
+        }
+        const outcome = gw.reloadConfig();
+        // A config that does not load is the caller's to fix: 400 with the loader's own text.
+        return outcome.ok
+          ? Response.json(outcome)
+          : openaiError(new QmError("bad_request", outcome.error));
+      },
+      { parse: "none" },
+    )
     .post("/api/models/unload", ({ request }) => {
       try {
         gw.unload(null, { force: forced(request) });

@@ -53,7 +53,9 @@ const ROUTER_PATH_FROM = 11;
 
 export function createEdge(gw: Gateway, route: Handler, opts: EdgeOptions) {
   const { server } = gw.config;
-  const keys = new Set(server.apiKeys);
+  // `server.api_keys` is read per request: a config reload replaces the list in place.
+  let keys = new Set(server.apiKeys);
+  let keysOf = server.apiKeys;
   const hosts = hostPolicy(server.allowedHosts, opts.loopback);
   const origins = server.corsOrigins;
   const limit = server.maxBodyBytes;
@@ -101,6 +103,10 @@ export function createEdge(gw: Gateway, route: Handler, opts: EdgeOptions) {
     const declared = request.headers.get("content-length");
     if (declared !== null && Number(declared) > limit) {
       return render(tooLarge(limit));
+    }
+    if (keysOf !== server.apiKeys) {
+      keysOf = server.apiKeys;
+      keys = new Set(keysOf);
     }
     if (keys.size > 0 && !isOpenPath(path, method)) {
       const key = presentedKey(request.headers);

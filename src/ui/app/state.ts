@@ -63,6 +63,9 @@ export function applyEvent(d: Dash, e: SseEvent, now: number): { dash: Dash; ref
       const requests = [record as RequestRecord, ...base.requests].slice(0, MAX_REQUESTS);
       return { dash: { ...base, requests }, refetch: true };
     }
+    case "config":
+      // A config reload may add, remove or change models: read the status afresh.
+      return { dash: base, refetch: true };
     default:
       return { dash: base, refetch: false };
   }

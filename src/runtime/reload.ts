@@ -1,0 +1,208 @@
+/**
+ * Applying a reloaded config to the running one (./reload.md). Synchronous from the diff to the
+ * scheduler event: nothing can interleave between reading what runs and changing it.
+ */
+import { ConfigError } from "../config/errors.ts";
+import type { Config, ModelConfig } from "../config/types.ts";
+import type { EvictionPolicy } from "../policy/types.ts";
+import type { Reconfigure } from "../scheduler/scheduler.ts";
+import type { ModelState } from "../scheduler/types.ts";
+import type { Logger } from "../shared/log.ts";
+import type { LiveBudget } from "./live-budget.ts";
+import {
+  type ConfigChanges,
+  changesJson,
+  describeChanges,
+  diffConfig,
+  diffModel,
+} from "./reload-diff.ts";
+
+/** What `POST /api/config/reload` answers and `event: config` carries. */
+export type ReloadOutcome =
+  | { ok: true; changes: ReturnType<typeof changesJson>; message: string }
+  | { ok: false; error: string };
+
+/** Loads the next config; `isPortFree` says which ports a new `${PORT}` may take. */
+export type ConfigLoader = (isPortFree: (port: number) => boolean) => Config;
+
+export interface ReloadHost {
+  /** The running config: updated in place, as every component reads it. */
+  config: Config;
+  log: Logger;
+  load: ConfigLoader;
+  /** The scheduler's state of a model (stopped when unknown). */
+  state(id: string): ModelState;
+  /** Replaces (or adds) a model's supervisor; forgets one. */
+  addProcess(model: ModelConfig): void;
+  removeProcess(id: string): void;
+  reconfigure(change: Reconfigure): void;
+  makePolicy(config: Config): EvictionPolicy;
+  budget: LiveBudget;
+  /** The GPU watch has a reading (then it sets the VRAM limit itself at the next one). */
+  gpuReading(): boolean;
+  publish(event: { type: "config" } & Record<string, unknown>): void;
+}
+
+export class ConfigReloads {
+  /** Models that keep serving on their old process; the new config applies when they stop. */
+  private readonly pending = new Map<string, ModelConfig>();
+  /** Models removed from the config, still running until idle. */
+  private readonly retiring = new Map<string, ModelConfig>();
+  private readonly listeners = new Set<(changes: ConfigChanges, config: Config) => void>();
+
+  constructor(private readonly host: ReloadHost) {}
+
+  /** Loads, validates, diffs and applies; a config that does not load changes nothing. */
+  reload(): ReloadOutcome {
+    const { host } = this;
+    let next: Config;
+    try {
+      const taken = this.takenPorts();
+      next = host.load((port) => !taken.has(port));
+    } catch (err) {
+      const error =
+        err instanceof ConfigError
+          ? err.format()
+          : err instanceof Error
+            ? err.message
+            : String(err);
+      host.log.warn(`config reload failed, nothing changed:\n${error}`);
+      host.publish({ type: "config", ok: false, error });
+      return { ok: false, error };
+    }
+    const changes = this.apply(next);
+    const message = describeChanges(changes);
+    host.log.info(`config reloaded: ${message}`);
+    const json = changesJson(changes);
+    host.publish({ type: "config", ok: true, changes: json, message });
+    for (const fn of this.listeners) {
+      try {
+        fn(changes, host.config);
+      } catch (err) {
+        host.log.warn(`a reload listener failed: ${err instanceof Error ? err.message : err}`);
+      }
+    }
+    return { ok: true, changes: json, message };
+  }
+
+  /** Hears every applied reload (the new `[peers]` are `config.peers`). */
+  subscribe(fn: (changes: ConfigChanges, config: Config) => void): () => void {
+    this.listeners.add(fn);
+    return () => this.listeners.delete(fn);
+  }
+
+  restartPending(id: string): boolean {
+    return this.pending.has(id);
+  }
+
+  /** A configured model, or one removed but still running. */
+  model(id: string): ModelConfig | undefined {
+    return this.host.config.models[id] ?? this.retiring.get(id);
+  }
+
+  /** The scheduler reported `id` down: a pending config takes over, a removed model goes. */
+  settled(id: string, state: ModelState): void {
+    if (state !== "stopped" && state !== "failed") return;
+    const next = this.pending.get(id);
+    if (next) {
+      this.pending.delete(id);
+      this.host.config.models[id] = next;
+      this.host.addProcess(next);
+      this.host.log.info(`model ${id}: its new config applies from its next start`);
+    }
+    if (this.retiring.delete(id)) this.host.removeProcess(id);
+  }
+
+  /** Applies `next` (already valid). Exposed for tests; `reload` is the way in. */
+  apply(next: Config): ConfigChanges {
+    const { host } = this;
+    const live = host.config;
+    const changes = diffConfig(live, next);
+    for (const id of changes.removed) {
+      // One that is down goes now; a running one stays until the scheduler reports it down.
+      if (host.state(id) === "stopped") host.removeProcess(id);
+      else this.retiring.set(id, live.models[id]!);
+      delete live.models[id];
+      this.pending.delete(id);
+    }
+    for (const [id, n] of Object.entries(next.models)) {
+      const current = live.models[id] ?? this.retiring.get(id);
+      this.retiring.delete(id);
+      if (!current) {
+        live.models[id] = n;
+        host.addProcess(n);
+        continue;
+      }
+      const restart = diffModel(current, n)?.kind === "restart";
+      const state = host.state(id);
+      if (restart && (state === "stopped" || state === "failed")) {
+        live.models[id] = n;
+        host.addProcess(n);
+        this.pending.delete(id);
+      } else {
+        live.models[id] = keepProcess(current, n);
+        if (restart) this.pending.set(id, n);
+        else this.pending.delete(id);
+      }
+    }
+    live.scheduler = next.scheduler;
+    live.groups = next.groups;
+    live.router = next.router;
+    live.matrix = next.matrix;
+    live.aliases = next.aliases;
+    live.aliasPatterns = next.aliasPatterns;
+    live.macros = next.macros;
+    live.peers = next.peers;
+    // In place: the budget and the GPU watch hold this very object.
+    live.resources.vramBudgetGb = next.resources.vramBudgetGb;
+    live.resources.ramBudgetGb = next.resources.ramBudgetGb;
+    live.resources.oomGuardReserveGb = next.resources.oomGuardReserveGb;
+    live.server.apiKeys = next.server.apiKeys;
+    if (!host.gpuReading()) host.budget.set(live.resources.vramBudgetGb, host.budget.note);
+
+    const policy = host.makePolicy(live);
+    for (const m of Object.values(live.models)) {
+      if (m.variantOf) policy.addVariant(m.id, m.variantOf.base);
+    }
+    host.reconfigure({ config: live, policy, retire: changes.removed });
+    return changes;
+  }
+
+  /** Ports held by the models configured now (and those still running after a removal). */
+  private takenPorts(): Set<number> {
+    const taken = new Set<number>();
+    const all = [
+      ...Object.values(this.host.config.models),
+      ...this.retiring.values(),
+      ...this.pending.values(),
+    ];
+    for (const m of all) if (m.port !== null) taken.add(m.port);
+    return taken;
+  }
+}
+
+/**
+ * A supervisor moved its model to a free port before a start: requests follow it there. Only
+ * the process keys change, since a reload may have changed the others after the supervisor was
+ * made; a model a reload removed stays removed.
+ */
+export function followMove(config: Config, moved: ModelConfig): void {
+  const current = config.models[moved.id];
+  if (current) config.models[moved.id] = keepProcess(moved, current);
+}
+
+/** `next`'s settings on `current`'s process: what a running model can take without a restart. */
+export function keepProcess(current: ModelConfig, next: ModelConfig): ModelConfig {
+  return {
+    ...next,
+    cmd: current.cmd,
+    argv: current.argv,
+    proxy: current.proxy,
+    port: current.port,
+    checkEndpoint: current.checkEndpoint,
+    cmdStop: current.cmdStop,
+    env: current.env,
+    stopTimeoutS: current.stopTimeoutS,
+    template: current.template,
+  };
+}

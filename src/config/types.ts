@@ -122,6 +122,12 @@ export interface PeerConfig {
   kind: "openai" | "qm" | "mistralrs";
   apiKey: string;
   models: string[];
+  /** Milliseconds to wait for the peer's connection and first byte (`timeout_s`). */
+  timeoutMs: number;
+  /** Tie-break between equally good peers: higher wins. */
+  weight: number;
+  /** Milliseconds between status polls of a qm / llama-swap peer without events. */
+  pollMs: number;
 }
 
 export interface ActivityConfig {

@@ -1,4 +1,5 @@
 import type { Config, ModelConfig } from "../config/types.ts";
+import type { PeerTable } from "../peers/table.ts";
 import type { Deadline } from "../proxy/deadline.ts";
 import type { LoadProgress } from "../proxy/wait-status.ts";
 import type { ModelState, ServeOutcome } from "../scheduler/types.ts";
@@ -98,6 +99,8 @@ export interface Gateway {
   readonly activity: ActivityLog;
   /** qm's Prometheus metrics (`GET /metrics`). */
   readonly metrics: QmMetrics;
+  /** Other boxes' models (`[peers.NAME]`); absent or null when there are none. */
+  readonly peers?: PeerTable | null | undefined;
 }
 
 export interface ModelStatusJson {

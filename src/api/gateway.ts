@@ -1,5 +1,5 @@
 import type { Config, ModelConfig } from "../config/types.ts";
-import type { PeerTable } from "../peers/table.ts";
+import type { PeerStatusJson, PeerTable } from "../peers/table.ts";
 import type { Deadline } from "../proxy/deadline.ts";
 import type { LoadProgress } from "../proxy/wait-status.ts";
 import type { ModelState, ServeOutcome } from "../scheduler/types.ts";
@@ -148,6 +148,8 @@ export interface ModelStatusJson {
 
 export interface StatusJson {
   version: string;
+  /** The other boxes (`[peers.NAME]`) and what this qm knows of them; absent with none. */
+  peers?: PeerStatusJson[];
   uptime_s: number;
   models: ModelStatusJson[];
   queue: { depth: number };

@@ -124,6 +124,25 @@ export class PeerTable {
     p.resident = resident;
   }
 
+  /** One model's change on a qm peer (its `event: model`). */
+  modelChanged(peer: string, model: string, offer: Offer): void {
+    const p = this.peers.get(peer);
+    if (!p) return;
+    const was = p.models.get(model);
+    p.models.set(model, offer);
+    if (was !== "ready" && offer === "ready") p.resident++;
+  }
+
+  /** The peer's config, for the watch that follows it. */
+  configs(): PeerConfig[] {
+    return [...this.peers.values()].map((p) => p.config);
+  }
+
+  /** Clock ms until which `peer` is down (0: up). */
+  downUntil(peer: string): number {
+    return this.peers.get(peer)?.breaker.downUntil ?? 0;
+  }
+
   /** Every peer model by its listed id (`PEER/MODEL`), for `/v1/models` and `/api/tags`. */
   listing(): { id: string; peer: string; remote: string; state: Offer }[] {
     const out: { id: string; peer: string; remote: string; state: Offer }[] = [];
@@ -133,6 +152,14 @@ export class PeerTable {
       }
     }
     return out;
+  }
+
+  /** Every peer model as the exchange would see it (`PEER/MODEL` ids), for the listings. */
+  models(): { model: ModelConfig; state: Offer }[] {
+    return this.listing().map((e) => ({
+      model: peerModel(this.peers.get(e.peer)!.config, e.remote, e.id),
+      state: e.state,
+    }));
   }
 
   status(): PeerStatusJson[] {

@@ -14,6 +14,8 @@ import { modelIdFor } from "../config/aliases.ts";
 import { parseVariantName } from "../config/index.ts";
 import type { Config, ModelConfig } from "../config/types.ts";
 import { probeGpu } from "../gpu/index.ts";
+import { PeerTable } from "../peers/table.ts";
+import { PeerWatch } from "../peers/watch.ts";
 import { GroupPolicy } from "../policy/group.ts";
 import { MatrixPolicy } from "../policy/matrix.ts";
 import type { BudgetView, EvictionPolicy } from "../policy/types.ts";
@@ -85,6 +87,9 @@ export class Runtime implements Effects, Gateway {
   private readonly variants: Variants;
   private readonly startedAt = Date.now();
   private readonly stalls = new StallStreaks();
+  /** Other boxes' models and their health (`[peers.NAME]`, src/peers); null with none. */
+  readonly peers: PeerTable | null;
+  private readonly peerWatch: PeerWatch | null;
 
   constructor(
     readonly config: Config,
@@ -156,6 +161,20 @@ export class Runtime implements Effects, Gateway {
       current: (model) => this.config.models[model.id] ?? model,
     });
     this.wake = new WakeTimer(timers, () => this.scheduler.wake());
+    // Peers: the routing table (a change of a peer's health is an `event: peer`) and the
+    // background watch that follows qm peers and probes the ones down.
+    this.peers =
+      Object.keys(config.peers).length === 0
+        ? null
+        : new PeerTable(
+            config.peers,
+            () => timers.now(),
+            (s) => {
+              this.events.publish({ type: "peer", ...s });
+              this.peerWatch?.changed(s);
+            },
+          );
+    this.peerWatch = this.peers ? new PeerWatch(this.peers, { timers, log: opts.log }) : null;
     this.variants = new Variants(config, opts.log, (variant) => {
       this.config.models[variant.id] = variant;
       this.runner.add(variant);
@@ -209,7 +228,7 @@ export class Runtime implements Effects, Gateway {
 
   status(): StatusJson {
     const toEpoch = (t: number) => this.toEpoch(t);
-    return buildStatus({
+    const status = buildStatus({
       config: this.config,
       snap: this.scheduler.snapshot(),
       processes: this.runner.all(),
@@ -222,6 +241,8 @@ export class Runtime implements Effects, Gateway {
       foreignBaselineGb: this.gpu.foreignBaselineGb,
       loadTimes: this.loadTimes,
     });
+    if (this.peers) status.peers = this.peers.status();
+    return status;
   }
 
   /** Ready models whose server's own metrics are merged into qm's (`scrape_upstream_metrics`). */
@@ -375,6 +396,7 @@ export class Runtime implements Effects, Gateway {
   /** Starts background work (the GPU probe). */
   start(): void {
     this.gpu.start();
+    this.peerWatch?.start();
   }
 
   /** Refuse new work; in-flight requests keep running until `stopAll`. */
@@ -382,6 +404,7 @@ export class Runtime implements Effects, Gateway {
     if (this.closing) return;
     this.closing = true;
     this.gpu.stop();
+    this.peerWatch?.stop();
     this.scheduler.shutdown();
     this.wake.disarm();
   }

@@ -74,7 +74,7 @@ export class PeerWatch {
 
   /** The table's news of a peer: one that went down is probed once its backoff passes. */
   changed(s: PeerStatusJson): void {
-    if (this.stopped || s.state !== "down" || this.followed.has(s.name)) return;
+    if (this.stopped || s.state !== "down") return;
     const old = this.probes.get(s.name);
     if (old !== undefined) this.deps.timers.clear(old);
     const wait = Math.max(0, this.table.downUntil(s.name) - this.deps.timers.now());
@@ -159,6 +159,8 @@ export class PeerWatch {
       next = f.mode === "events" ? this.backoff(f) : f.config.pollMs;
     }
     if (this.stopped) return;
+    // Another way to read the peer was found: try it now, not on the next round.
+    if (next === 0) return this.follow(f);
     f.timer = this.deps.timers.set(() => {
       f.timer = null;
       void this.follow(f);

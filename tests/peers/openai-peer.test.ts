@@ -116,6 +116,19 @@ describe("openai peers", () => {
     expect(net.sent).toHaveLength(0);
   });
 
+  test("hostile names: an empty, odd or over-long PEER/MODEL is a clear 404, nothing sent", async () => {
+    const app = appOf(peerGateway(TOML));
+    for (const model of ["box2/", "box2//big", `box2/${"x".repeat(10_000)}`, "/big", "box9/big"]) {
+      const res = await post(app, "/v1/chat/completions", { model, messages: hi }, auth);
+      expect({ model: model.slice(0, 20), status: res.status }).toEqual({
+        model: model.slice(0, 20),
+        status: 404,
+      });
+      expect((await bodyOf(res)).error.param).toBe("model");
+    }
+    expect(net.sent).toHaveLength(0);
+  });
+
   test("refused: the peer is marked down and the next peer that offers the model answers", async () => {
     const gw = peerGateway(TOML);
     net.answer = (s) => {

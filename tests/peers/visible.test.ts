@@ -35,6 +35,13 @@ describe("peers in the listings", () => {
     expect(anthropic.data.map((m: { id: string }) => m.id)).toEqual(["local", "box2/big"]);
   });
 
+  test("/v1/models/PEER/MODEL answers the peer model; an unknown one is a 404", async () => {
+    const app = appOf(peerGateway(TOML));
+    const one = await call(app, "GET", "/v1/models/box2/big");
+    expect(await bodyOf(one)).toMatchObject({ id: "box2/big", owned_by: "peer:box2" });
+    expect((await call(app, "GET", "/v1/models/box2/nope")).status).toBe(404);
+  });
+
   test("/api/tags lists them too", async () => {
     const tags = await bodyOf(await call(appOf(peerGateway(TOML)), "GET", "/api/tags"));
     expect(tags.models.map((m: { name: string }) => m.name)).toEqual(["local", "box2/big"]);

@@ -77,6 +77,11 @@ export function retrieveModel(gw: Gateway, request: Request, now = Date.now()): 
   }
   const model = name === "" ? undefined : gw.resolve(name);
   const anthropic = anthropicShaped(request);
+  const remote = model ? undefined : gw.peers?.models().find((r) => r.model.id === name);
+  if (remote) {
+    if (anthropic) return Response.json(anthropicModel(remote.model, new Date(now).toISOString()));
+    return Response.json(peerEntry(remote.model, remote.state, Math.floor(now / 1000)));
+  }
   if (!model) {
     const err = new QmError(
       "model_not_found",

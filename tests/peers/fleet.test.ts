@@ -90,6 +90,15 @@ describe("a fleet of three", () => {
     await back.json();
   });
 
+  test("a remote load's wait-status comments reach the client as the peer sent them", async () => {
+    const res = await chat(url(ports.a), "c/m3", { stream: true });
+    expect(res.status).toBe(200);
+    expect(res.headers.get("x-qm-peer")).toBe("c");
+    const text = await res.text();
+    expect(text).toContain(": qm-status: loading");
+    expect(text).toContain("[DONE]");
+  });
+
   test("a dead peer: the error names it", async () => {
     const res = await chat(url(ports.a), "m9");
     expect(res.status).toBe(502);

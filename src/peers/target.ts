@@ -54,3 +54,12 @@ export function peerCredentials(apiKey: string): [string, string][] {
     ["x-api-key", apiKey],
   ];
 }
+
+/**
+ * What a request sent to a peer carries: the key, and `x-qm-forwarded` — a qm that gets it
+ * serves the model locally or answers 404, never sends it on (two boxes that are each other's
+ * peers cannot pass a request round).
+ */
+export function peerRequestHeaders(apiKey: string): [string, string][] {
+  return [...peerCredentials(apiKey), ["x-qm-forwarded", "1"]];
+}

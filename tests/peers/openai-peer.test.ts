@@ -52,6 +52,7 @@ describe("openai peers", () => {
     expect(sent.url).toBe("http://box2.test/v1/chat/completions");
     expect(sent.headers.get("authorization")).toBe("Bearer box2-key");
     expect(sent.headers.get("x-api-key")).toBe("box2-key");
+    expect(sent.headers.get("x-qm-forwarded")).toBe("1");
     expect(jsonOf(sent).model).toBe("big");
     expect(gw.acquired).toBe(0);
     expect(gw.records.at(-1)).toMatchObject({ model: "big", peer: "box2", status: 200 });
@@ -114,6 +115,19 @@ describe("openai peers", () => {
     expect(res.status).toBe(404);
     expect((await bodyOf(res)).error.message).toContain('peer "box3" does not offer model "local"');
     expect(net.sent).toHaveLength(0);
+  });
+
+  test("a request another box forwarded is served locally or not at all: never sent on", async () => {
+    const gw = peerGateway(TOML);
+    net.answer = () => completion({ content: "x" }, "stop");
+    const app = appOf(gw);
+    const fwd = { ...auth, "x-qm-forwarded": "1" };
+    const res = await post(app, "/v1/chat/completions", { model: "big", messages: hi }, fwd);
+    expect(res.status).toBe(404);
+    expect((await bodyOf(res)).error.message).toContain("not forwarded again");
+    expect(net.sent).toHaveLength(0);
+    const local = await post(app, "/v1/chat/completions", { model: "local", messages: hi }, fwd);
+    expect(local.status).toBe(200);
   });
 
   test("hostile names: an empty, odd or over-long PEER/MODEL is a clear 404, nothing sent", async () => {

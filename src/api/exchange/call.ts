@@ -6,7 +6,7 @@
  * for them.
  */
 import type { ModelConfig, PeerTarget } from "../../config/types.ts";
-import { peerCredentials } from "../../peers/target.ts";
+import { peerRequestHeaders } from "../../peers/target.ts";
 import { failureLogLine, upstreamFailure } from "../../proxy/causes.ts";
 import { Deadline, type DeadlineReport } from "../../proxy/deadline.ts";
 import type { UpstreamCall } from "../../proxy/forward.ts";
@@ -105,7 +105,7 @@ export class Call implements UpstreamCall, DeadlineReport {
     this.peer = target;
     this.base = this.model.proxy;
     this.loaded = true;
-    this.credentials = peerCredentials(target.apiKey);
+    this.credentials = peerRequestHeaders(target.apiKey);
   }
 
   /** The client stopped reading before the answer came (a wait-status stream it cancelled). */

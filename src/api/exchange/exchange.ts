@@ -111,6 +111,15 @@ export async function runExchange<T>(x: Exchange<T>): Promise<Response> {
 async function runPeer<T>(x: Exchange<T>, first: PeerTarget): Promise<Response> {
   const peers = x.gw.peers;
   const asked = x.model.id;
+  if (x.request.headers.has(FORWARDED)) {
+    // One hop only: boxes that are each other's peers must never pass a request round.
+    const err = new QmError(
+      "model_not_found",
+      `model "${asked}" is not on this box, and a request another box forwarded is not forwarded again`,
+      { param: "model" },
+    );
+    return x.api.error(err, headersOf(x));
+  }
   const explicit = asked !== first.remote;
   const tried = new Set<string>();
   let target = first;
@@ -162,6 +171,9 @@ async function runPeer<T>(x: Exchange<T>, first: PeerTarget): Promise<Response> 
     return call.capture ? call.capture.tee(out) : out;
   }
 }
+
+/** Set on every request sent to a peer (`peerCredentials`): the peer serves it locally or not at all. */
+const FORWARDED = "x-qm-forwarded";
 
 /** A failure that is the peer's (it could not be reached, or gave no answer in time). */
 function peerFault(err: QmError): boolean {

@@ -53,7 +53,9 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  await Promise.all(Object.values(servers).map((s) => s?.stop()));
+  // Each stops cleanly, its peer watch with it (no process left behind).
+  const codes = await Promise.all(Object.values(servers).map((s) => s?.stop()));
+  expect(codes).toEqual([0, 0, 0]);
 });
 
 const peerOf = (s: StatusJson, name: string) => s.peers?.find((p) => p.name === name);

@@ -172,7 +172,7 @@ async function runPeer<T>(x: Exchange<T>, first: PeerTarget): Promise<Response> 
   }
 }
 
-/** Set on every request sent to a peer (`peerCredentials`): the peer serves it locally or not at all. */
+/** Set on every request sent to a peer (`peerRequestHeaders`): it serves it locally or not at all. */
 const FORWARDED = "x-qm-forwarded";
 
 /** A failure that is the peer's (it could not be reached, or gave no answer in time). */

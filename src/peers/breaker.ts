@@ -19,12 +19,20 @@ export class Breaker {
   downUntil = 0;
   lastError: string | null = null;
 
-  /** May a request go to the peer now? In half-open, only the first asker gets a yes. */
-  allow(now: number): boolean {
-    if (!this.open) return true;
-    if (now < this.downUntil || this.trial) return false;
+  /**
+   * May a request go to the peer now? "pass" while closed; in half-open only the first asker
+   * gets "trial" (its outcome decides, or `abandon` gives the trial back); else "no".
+   */
+  allow(now: number): "pass" | "trial" | "no" {
+    if (!this.open) return "pass";
+    if (now < this.downUntil || this.trial) return "no";
     this.trial = true;
-    return true;
+    return "trial";
+  }
+
+  /** The trial ended saying nothing of the peer (the client left): the next asker may try. */
+  abandon(): void {
+    this.trial = false;
   }
 
   /** Would `allow` say yes (without taking the half-open trial)? For routing choices. */

@@ -91,12 +91,21 @@ export class PeerTable {
     return peerModel(peer.config, r.remote, explicit ? name : r.remote);
   }
 
-  /** A call to `peer` starts; false when its breaker refuses (another took the half-open trial). */
-  begin(peer: string): boolean {
+  /**
+   * A call to `peer` starts: "pass", or "trial" for the one call a half-open breaker lets
+   * through; "no" when it refuses (the peer is down, or another call has the trial).
+   */
+  begin(peer: string): "pass" | "trial" | "no" {
     const p = this.peers.get(peer);
-    if (!p || !p.breaker.allow(this.now())) return false;
-    p.inflight++;
-    return true;
+    if (!p) return "no";
+    const answer = p.breaker.allow(this.now());
+    if (answer !== "no") p.inflight++;
+    return answer;
+  }
+
+  /** A trial call (`begin` said "trial") ended without a word on the peer's health. */
+  abandon(peer: string): void {
+    this.peers.get(peer)?.breaker.abandon();
   }
 
   /** The call `begin` started is over, its answer relayed or not (once per begun call). */

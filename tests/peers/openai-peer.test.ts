@@ -167,6 +167,39 @@ describe("openai peers", () => {
     expect(gw.peers.health("box2")).toBe("up");
   });
 
+  test("a trial call whose client leaves gives the trial back: the next request probes", async () => {
+    const gw = peerGateway(TOML);
+    const app = appOf(gw);
+    gw.peers.report("box2", { ok: false, error: "refused" });
+    gw.timers.advance(1000);
+    let reached: () => void = () => {};
+    const atPeer = new Promise<void>((r) => {
+      reached = r;
+    });
+    net.answer = () => {
+      reached();
+      return new Promise<Response>(() => {});
+    };
+    const client = new AbortController();
+    const left = post(
+      app,
+      "/v1/chat/completions",
+      { model: "box2/big", messages: hi },
+      auth,
+      client.signal,
+    );
+    await atPeer;
+    client.abort();
+    // The calls' sweep runs on the fake clock: it is what sees the client gone.
+    gw.timers.advance(1);
+    expect((await left).status).toBe(499);
+    expect(gw.peers.health("box2")).toBe("probing");
+    net.answer = () => completion({ content: "back" }, "stop");
+    const res = await post(app, "/v1/chat/completions", { model: "box2/big", messages: hi }, auth);
+    expect(res.status).toBe(200);
+    expect(gw.peers.health("box2")).toBe("up");
+  });
+
   test("a 5xx before any byte fails over; with no other box the error names the peer", async () => {
     const gw = peerGateway(TOML);
     net.answer = (s) =>

@@ -68,17 +68,21 @@ describe("breaker", () => {
     for (let i = 0; i < 9; i++) {
       b.failed(now, "refused");
       backoffs.push(b.downUntil - now);
-      expect(b.allow(now)).toBe(false);
+      expect(b.allow(now)).toBe("no");
       expect(b.health(now)).toBe("down");
       now = b.downUntil;
       expect(b.health(now)).toBe("probing");
-      expect(b.allow(now)).toBe(true);
-      expect(b.allow(now)).toBe(false);
+      expect(b.allow(now)).toBe("trial");
+      expect(b.allow(now)).toBe("no");
     }
     expect(backoffs).toEqual([1000, 2000, 4000, 8000, 16_000, 32_000, 60_000, 60_000, 60_000]);
     expect(MAX_BACKOFF_MS).toBe(60_000);
+    // A trial that says nothing (its client left) is given back: the next asker tries.
+    b.abandon();
+    expect(b.allow(now)).toBe("trial");
     b.succeeded();
     expect(b.health(now)).toBe("up");
+    expect(b.allow(now)).toBe("pass");
     b.failed(now, "again");
     expect(b.downUntil - now).toBe(1000);
     expect(b.lastError).toBe("again");

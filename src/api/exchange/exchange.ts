@@ -129,7 +129,8 @@ async function runPeer<T>(x: Exchange<T>, first: PeerTarget): Promise<Response> 
     call.viaPeer(target);
     let res: Response | null = null;
     let failure: QmError | null = null;
-    const refused = peers ? !peers.begin(target.peer) : false;
+    const admitted = peers ? peers.begin(target.peer) : "pass";
+    const refused = admitted === "no";
     if (refused) {
       call.finish(false);
       failure = new QmError("upstream_failed", `peer "${target.peer}" is down`);
@@ -143,9 +144,13 @@ async function runPeer<T>(x: Exchange<T>, first: PeerTarget): Promise<Response> 
     }
     const down = failure ? peerFault(failure) : res!.status >= 500;
     const cause = failure?.message ?? `answered ${res?.status}`;
-    // A call the breaker held back never reached the peer: it says nothing of its health.
-    if (!refused && (res || down))
+    // A call the breaker held back never reached the peer: it says nothing of its health; nor
+    // does one the client left (a trial call's is given back for the next).
+    if (!refused && (res || down)) {
       peers?.report(target.peer, down ? { ok: false, error: cause } : { ok: true });
+    } else if (admitted === "trial") {
+      peers?.abandon(target.peer);
+    }
     const next = down && !explicit && !x.request.signal.aborted ? nextPeer(x, asked, tried) : null;
     if (next) {
       // The failed answer is dropped unread: its end releases what it held.

@@ -17,7 +17,7 @@ function imports(file: string): string[] {
 
 /**
  * The dependency direction of STYLE.md: `shared` ← `config` ← `scheduler`/`policy` (pure) ←
- * `process`/`proxy`/`gpu` ← `api` ← `runtime` ← `cli`. Only the runtime sees everything.
+ * `process`/`proxy`/`gpu`/`peers` ← `api` ← `runtime` ← `cli`. Only the runtime sees everything.
  */
 describe("architecture", () => {
   test("the scheduler and the policies are pure: no I/O, timers, Bun or Elysia", () => {
@@ -52,11 +52,24 @@ describe("architecture", () => {
 
   test("lower layers never import the layers above them", () => {
     const above: Record<string, string[]> = {
-      shared: ["config", "scheduler", "policy", "process", "proxy", "gpu", "api", "runtime", "cli"],
-      config: ["scheduler", "policy", "process", "proxy", "gpu", "api", "runtime", "cli"],
-      process: ["api", "runtime", "cli", "scheduler"],
-      proxy: ["api", "runtime", "cli", "scheduler"],
-      gpu: ["api", "runtime", "cli", "scheduler", "process", "proxy"],
+      shared: [
+        "config",
+        "scheduler",
+        "policy",
+        "process",
+        "proxy",
+        "gpu",
+        "peers",
+        "api",
+        "runtime",
+        "cli",
+      ],
+      config: ["scheduler", "policy", "process", "proxy", "gpu", "peers", "api", "runtime", "cli"],
+      process: ["api", "runtime", "cli", "scheduler", "peers"],
+      proxy: ["api", "runtime", "cli", "scheduler", "peers"],
+      // Peers are reached through the proxy; nothing of the scheduler or the processes.
+      peers: ["api", "runtime", "cli", "scheduler", "policy", "process", "gpu"],
+      gpu: ["api", "runtime", "cli", "scheduler", "process", "proxy", "peers"],
       api: ["runtime", "cli"],
       ui: [
         "shared",
@@ -66,6 +79,7 @@ describe("architecture", () => {
         "process",
         "proxy",
         "gpu",
+        "peers",
         "api",
         "runtime",
         "cli",
@@ -102,13 +116,22 @@ describe("architecture", () => {
   });
 
   test("only the API layer mounts the dashboard, through its routes and the edge's open paths", () => {
-    const users = ["api", "runtime", "cli", "proxy", "process", "gpu", "config", "shared"].flatMap(
-      (layer) =>
-        files(layer).flatMap((file) =>
-          imports(file)
-            .filter((spec) => /(^|\/)ui\//.test(spec))
-            .map((spec) => `${file} → ${spec}`),
-        ),
+    const users = [
+      "api",
+      "runtime",
+      "cli",
+      "proxy",
+      "process",
+      "gpu",
+      "peers",
+      "config",
+      "shared",
+    ].flatMap((layer) =>
+      files(layer).flatMap((file) =>
+        imports(file)
+          .filter((spec) => /(^|\/)ui\//.test(spec))
+          .map((spec) => `${file} → ${spec}`),
+      ),
     );
     expect(users.sort()).toEqual([
       "api/app.ts → ../ui/routes.ts",

@@ -1,4 +1,5 @@
 import type { Config, ModelConfig } from "../config/types.ts";
+import type { PeerStatusJson, PeerTable } from "../peers/table.ts";
 import type { Deadline } from "../proxy/deadline.ts";
 import type { LoadProgress } from "../proxy/wait-status.ts";
 import type { ModelState, ServeOutcome } from "../scheduler/types.ts";
@@ -103,6 +104,8 @@ export interface Gateway {
   readonly activity: ActivityLog;
   /** qm's Prometheus metrics (`GET /metrics`). */
   readonly metrics: QmMetrics;
+  /** Other boxes' models (`[peers.NAME]`); absent or null when there are none. */
+  readonly peers?: PeerTable | null | undefined;
 }
 
 export interface ModelStatusJson {
@@ -152,6 +155,8 @@ export interface ModelStatusJson {
 
 export interface StatusJson {
   version: string;
+  /** The other boxes (`[peers.NAME]`) and what this qm knows of them; absent with none. */
+  peers?: PeerStatusJson[];
   uptime_s: number;
   models: ModelStatusJson[];
   queue: { depth: number };

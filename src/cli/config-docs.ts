@@ -326,12 +326,34 @@ export const CONFIG_DOCS: Record<DocumentedSection, SectionDoc> = {
   peers: {
     heading: "[peers.NAME]",
     about:
-      "Remote model nodes. Accepted and checked, but not served by this version: qm logs a warning and does not route to them.",
+      'Other boxes that serve models. A request for a model this box does not have is sent to a peer that offers it (`PEER/MODEL` picks one); translation happens here, so a peer is always sent OpenAI requests. A peer that refuses, times out or fails before answering is marked down and retried later (1 s … 60 s); `kind = "mistralrs"` is accepted but not served yet (qm logs a warning).',
     keys: {
       url: { meaning: "Base URL of the node.", example: "http://gpu-box.lan:8080" },
-      kind: { meaning: '`"openai"`, `"qm"` or `"mistralrs"`: what the node speaks.' },
-      api_key: { meaning: 'Key for the node; `""`: none.' },
-      models: { meaning: "Ids of the models it serves.", example: ["llama-70b"] },
+      kind: {
+        meaning:
+          '`"openai"`: any OpenAI-compatible endpoint, serving the `models` listed; `"qm"`: another qm, whose models and their state are read from its `/api/events` (or `/api/status`, polled; a llama-swap\'s `/running`); `"mistralrs"`: not served yet.',
+      },
+      api_key: {
+        meaning:
+          'Key for the node, sent as both `Authorization: Bearer` and `x-api-key`; `""`: none. The client\'s own key is never forwarded.',
+      },
+      models: {
+        meaning:
+          'Ids of the models it serves, as the node names them. Required for `kind = "openai"`; for `"qm"`, empty means discover them.',
+        example: ["llama-70b"],
+      },
+      timeout_s: {
+        meaning:
+          "Seconds to wait for the connection and the first byte of the answer; past it the peer is marked down and the request tried elsewhere.",
+      },
+      weight: {
+        meaning:
+          "Tie-break between peers that serve a model equally well (same state, same requests in flight): higher wins.",
+      },
+      poll_s: {
+        meaning:
+          'Seconds between `GET /api/status` polls of a `"qm"` peer whose `/api/events` is not available (and of a llama-swap).',
+      },
     },
   },
 };

@@ -25,13 +25,7 @@ export function renderStatus(s: StatusJson): string {
     m.pid === null ? "-" : String(m.pid),
     m.port === null ? "-" : String(m.port),
   ]);
-  const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
-  const line = (cells: string[]) =>
-    cells
-      .map((c, i) => c.padEnd(widths[i]!))
-      .join("  ")
-      .trimEnd();
-  const out = [line(head), ...rows.map(line)];
+  const out = table(head, rows);
   out.push("");
   out.push(`queue: ${s.queue.depth} waiting`);
   for (const sw of s.swaps) {
@@ -64,5 +58,34 @@ export function renderStatus(s: StatusJson): string {
       );
     }
   }
+  if (s.peers && s.peers.length > 0) out.push("", ...fleet(s.peers, now));
   return `${out.join("\n")}\n`;
+}
+
+/** Columns padded to their widest cell, two spaces apart. */
+function table(head: string[], rows: string[][]): string[] {
+  const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
+  const line = (cells: string[]) =>
+    cells
+      .map((c, i) => c.padEnd(widths[i]!))
+      .join("  ")
+      .trimEnd();
+  return [line(head), ...rows.map(line)];
+}
+
+/** The other boxes (`[peers.NAME]`): one row each, with what they serve and why one is down. */
+function fleet(peers: NonNullable<StatusJson["peers"]>, now: number): string[] {
+  const head = ["PEER", "KIND", "STATE", "INFLIGHT", "MODELS", "URL"];
+  const rows = peers.map((p) => {
+    const until =
+      p.down_until_ms !== null && p.down_until_ms > now
+        ? ` ${Math.ceil((p.down_until_ms - now) / 1000)}s`
+        : "";
+    const models = p.models.map((m) => (m.state === "ready" ? `${m.id}*` : m.id)).join(",");
+    return [p.name, p.kind, `${p.state}${until}`, String(p.inflight), models || "-", p.url];
+  });
+  const out = table(head, rows);
+  for (const p of peers) if (p.last_error) out.push(`${p.name}: ${p.last_error}`);
+  out.push("(* loaded and ready on the peer)");
+  return out;
 }

@@ -192,12 +192,19 @@ function buildPeer(ctx: BuildContext, id: string, p: PeerFile): PeerConfig | und
   if (!isHttpUrl(base)) {
     ctx.issues.at(["peers", id, "url"], `expected an http(s) URL, got ${JSON.stringify(base)}`);
   }
+  if (p.kind === "openai" && p.models.length === 0) {
+    // An OpenAI endpoint says nothing of what it serves that qm could route by.
+    ctx.issues.at(["peers", id, "models"], 'a peer of kind "openai" must list its models');
+  }
   return {
     id,
     url: base,
     kind: p.kind,
     apiKey: render(apiKey.segments),
     models: models.map((e) => render(e.segments)),
+    timeoutMs: Math.round(p.timeout_s * 1000),
+    weight: p.weight,
+    pollMs: Math.round(p.poll_s * 1000),
   };
 }
 

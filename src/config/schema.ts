@@ -155,6 +155,12 @@ export const PeerSchema = Type.Object(
     kind: oneOf(["openai", "qm", "mistralrs"], "openai"),
     api_key: Type.String({ default: "" }),
     models: strings(),
+    /** Connect + first byte; past it the peer counts as down for this request. */
+    timeout_s: seconds(30),
+    /** A tie-break between peers that serve the same model equally well: higher wins. */
+    weight: Type.Number({ minimum: 0, default: 1 }),
+    /** A qm / llama-swap peer's status is polled this often when its events are not available. */
+    poll_s: Type.Number({ minimum: 0.1, maximum: 3600, default: 5 }),
   },
   closed,
 );

@@ -116,6 +116,19 @@ export interface ModelConfig {
   };
   /** Set on a `model?ctx=N` variant: the model it was minted from and its context size. */
   variantOf?: { base: string; ctx: number };
+  /**
+   * Set on a model another box serves (`src/peers`): it is never started or leased here, its
+   * requests go to the peer's URL (`proxy`) with the peer's key.
+   */
+  peer?: PeerTarget;
+}
+
+/** Where a peer's model is sent: the peer, its key, the name it knows the model by. */
+export interface PeerTarget {
+  peer: string;
+  apiKey: string;
+  /** The model's name on the peer (sent upstream as `model`). */
+  remote: string;
 }
 
 export interface PeerConfig {
@@ -124,6 +137,12 @@ export interface PeerConfig {
   kind: "openai" | "qm" | "mistralrs";
   apiKey: string;
   models: string[];
+  /** Milliseconds to wait for the peer's connection and first byte (`timeout_s`). */
+  timeoutMs: number;
+  /** Tie-break between equally good peers: higher wins. */
+  weight: number;
+  /** Milliseconds between status polls of a qm / llama-swap peer without events. */
+  pollMs: number;
 }
 
 export interface ActivityConfig {

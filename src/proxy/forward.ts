@@ -31,6 +31,11 @@ export interface UpstreamCall {
   ended(end: RelayEnd): void;
   /** Sets qm's own headers on the client's response (`x-qm-model`, …). */
   tag(headers: Headers): void;
+  /**
+   * Headers qm adds upstream after the client's own credentials were dropped: a peer's key
+   * (`src/peers`). Absent or empty for a local model.
+   */
+  readonly credentials?: readonly (readonly [string, string])[] | undefined;
 }
 
 export interface ForwardRequest {
@@ -74,9 +79,11 @@ export async function forward(req: ForwardRequest): Promise<Response> {
   let upstream: Response;
   try {
     deadline.start();
+    const headers = upstreamRequestHeaders(req.headers);
+    for (const [name, value] of req.call.credentials ?? []) headers.set(name, value);
     upstream = await fetch(req.base + req.pathAndQuery, {
       method: req.method,
-      headers: upstreamRequestHeaders(req.headers),
+      headers,
       body: req.body,
       signal: deadline.signal,
       redirect: "manual",

@@ -14,6 +14,8 @@ import { modelIdFor } from "../config/aliases.ts";
 import { isPortFreeOnLoopback, loadConfigFile, parseVariantName } from "../config/index.ts";
 import type { Config, ModelConfig } from "../config/types.ts";
 import { probeGpu } from "../gpu/index.ts";
+import { PeerTable } from "../peers/table.ts";
+import { PeerWatch } from "../peers/watch.ts";
 import { GroupPolicy } from "../policy/group.ts";
 import { MatrixPolicy } from "../policy/matrix.ts";
 import type { BudgetView, EvictionPolicy } from "../policy/types.ts";
@@ -93,6 +95,13 @@ export class Runtime implements Effects, Gateway {
   private readonly stalls = new StallStreaks();
   /** Live config reloads (./reload.md): pending restarts, removed models still running. */
   readonly reloads: ConfigReloads;
+  /**
+   * Other boxes' models and their health (`[peers.NAME]`, src/peers); null with none. A
+   * reload that changes `[peers]` builds both afresh (`replacePeers`).
+   */
+  peers: PeerTable | null = null;
+  private peerWatch: PeerWatch | null = null;
+  private readonly timers: Timers;
 
   constructor(
     readonly config: Config,
@@ -170,6 +179,8 @@ export class Runtime implements Effects, Gateway {
       current: (model) => this.config.models[model.id] ?? model,
     });
     this.wake = new WakeTimer(timers, () => this.scheduler.wake());
+    this.timers = timers;
+    this.replacePeers(config.peers);
     this.variants = new Variants(config, opts.log, (variant) => {
       this.config.models[variant.id] = variant;
       this.runner.add(variant);
@@ -188,6 +199,34 @@ export class Runtime implements Effects, Gateway {
       gpuReading: () => this.gpu.last !== null,
       publish: (event) => this.events.publish(event),
     });
+    this.reloads.subscribe((changes, cfg) => {
+      if (changes.peers && !this.closing) this.replacePeers(cfg.peers, true);
+    });
+  }
+
+  /**
+   * Peers: the routing table (a change of a peer's health is an `event: peer`) and the
+   * background watch that follows qm peers and probes the ones down. On a reload that changes
+   * `[peers]`, the old watch stops and the new peers start afresh (their health unknown, as at
+   * startup); calls already on their way finish on the peer they went to.
+   */
+  private replacePeers(peers: Config["peers"], running = false): void {
+    this.peerWatch?.stop();
+    const timers = this.timers;
+    const table =
+      Object.keys(peers).length === 0
+        ? null
+        : new PeerTable(
+            peers,
+            () => timers.now(),
+            (s) => {
+              this.events.publish({ type: "peer", ...s });
+              if (this.peers === table) this.peerWatch?.changed(s);
+            },
+          );
+    this.peers = table;
+    this.peerWatch = table ? new PeerWatch(table, { timers, log: this.opts.log }) : null;
+    if (running) this.peerWatch?.start();
   }
 
   /** Reloads the config file and applies what changed (./reload.md); a bad one changes nothing. */
@@ -243,7 +282,7 @@ export class Runtime implements Effects, Gateway {
 
   status(): StatusJson {
     const toEpoch = (t: number) => this.toEpoch(t);
-    return buildStatus({
+    const status = buildStatus({
       config: this.config,
       snap: this.scheduler.snapshot(),
       processes: this.runner.all(),
@@ -258,6 +297,8 @@ export class Runtime implements Effects, Gateway {
       modelOf: (id) => this.reloads.model(id),
       restartPending: (id) => this.reloads.restartPending(id),
     });
+    if (this.peers) status.peers = this.peers.status();
+    return status;
   }
 
   /** Ready models whose server's own metrics are merged into qm's (`scrape_upstream_metrics`). */
@@ -414,6 +455,7 @@ export class Runtime implements Effects, Gateway {
   /** Starts background work (the GPU probe). */
   start(): void {
     this.gpu.start();
+    this.peerWatch?.start();
   }
 
   /** Refuse new work; in-flight requests keep running until `stopAll`. */
@@ -421,6 +463,7 @@ export class Runtime implements Effects, Gateway {
     if (this.closing) return;
     this.closing = true;
     this.gpu.stop();
+    this.peerWatch?.stop();
     this.scheduler.shutdown();
     this.wake.disarm();
   }

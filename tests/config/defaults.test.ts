@@ -107,13 +107,17 @@ cmd = "x"
 members = ["m"]
 [peers.box2]
 url = "http://10.0.0.2:8080"
+models = ["big"]
 `);
     expect(config.peers.box2).toEqual({
       id: "box2",
       url: "http://10.0.0.2:8080",
       kind: "openai",
       apiKey: "",
-      models: [],
+      models: ["big"],
+      timeoutMs: 30_000,
+      weight: 1,
+      pollMs: 5000,
     });
     expect(config.groups).toEqual({
       g: { id: "g", members: ["m"], swap: true, exclusive: true, persistent: false, pool: "vram" },
@@ -187,6 +191,9 @@ url = "http://10.0.0.2:8080/"
 kind = "qm"
 api_key = "secret"
 models = ["llama-70b"]
+timeout_s = 2.5
+weight = 3
+poll_s = 10
 
 [macros]
 models_dir = "/models"
@@ -283,6 +290,9 @@ models_dir = "/models"
       kind: "qm",
       apiKey: "secret",
       models: ["llama-70b"],
+      timeoutMs: 2500,
+      weight: 3,
+      pollMs: 10_000,
     });
     expect(config.macros).toEqual({ models_dir: "/models" });
     expect(config.aliases).toEqual({ "gpt-4o-mini": "qwen-7b" });

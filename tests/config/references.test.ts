@@ -211,6 +211,7 @@ proxy = "https://h:1//"
 check_endpoint = "none"
 [peers.p]
 url = "h:1"
+models = ["x"]
 `;
     expect(errors(text)).toEqual([
       'quartermaster.toml:3:1: models.a.proxy: expected an http(s) URL, got "localhost:8080"',

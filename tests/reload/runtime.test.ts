@@ -279,6 +279,21 @@ describe("config reload in the runtime", () => {
     expect(t.rt.config.peers.box2?.url).toBe("http://10.0.0.2:8080");
   });
 
+  test("a reload that changes [peers] routes to the new ones at once, and to none once removed", () => {
+    const t = setup(model("a"));
+    expect(t.rt.peers).toBeNull();
+    const peer = (url: string) =>
+      `${HEAD}${model("a")}\n[peers.box2]\nurl = "${url}"\nkind = "openai"\nmodels = ["m"]\n`;
+    t.reloadText(peer("http://10.0.0.2:8080"));
+    expect(t.rt.peers?.resolve("m")?.proxy).toBe("http://10.0.0.2:8080");
+    expect(t.rt.status().peers?.map((p) => p.name)).toEqual(["box2"]);
+    t.reloadText(peer("http://10.0.0.3:8080"));
+    expect(t.rt.peers?.resolve("m")?.proxy).toBe("http://10.0.0.3:8080");
+    t.reloadText(`${HEAD}${model("a")}`);
+    expect(t.rt.peers).toBeNull();
+    expect(t.rt.status().peers).toBeUndefined();
+  });
+
   test("followMove: a port move keeps the reloaded keys and never brings back a removed model", () => {
     const t = setup(model("a"), model("b"));
     t.reload(model("a", "ttl_s = 77"));

@@ -54,6 +54,8 @@ const keyOf = (m: ModelConfig) => `${m.id}\u0000${m.cmd}\u0000${m.proxy}`;
 
 /** The upstream's context size in tokens, or null when it does not say. Cached per command. */
 export async function contextSize(model: ModelConfig, signal: AbortSignal): Promise<number | null> {
+  // A peer's model is not asked here: its own server (a qm peer) clamps what it is sent.
+  if (model.peer) return null;
   const key = keyOf(model);
   if (contexts.has(key)) return contexts.get(key) ?? null;
   let size: number | null = null;
@@ -83,6 +85,7 @@ export async function countPromptTokens(
   prompt: Prompt,
   signal: AbortSignal,
 ): Promise<number | null> {
+  if (model.peer) return null;
   const key = keyOf(model);
   const known = countWays.get(key);
   if (known === "none") return null;

@@ -5,7 +5,8 @@
  * is handed (`UpstreamCall`) and what the deadline reports to, so a request builds no closures
  * for them.
  */
-import type { ModelConfig } from "../../config/types.ts";
+import type { ModelConfig, PeerTarget } from "../../config/types.ts";
+import { peerRequestHeaders } from "../../peers/target.ts";
 import { failureLogLine, upstreamFailure } from "../../proxy/causes.ts";
 import { Deadline, type DeadlineReport } from "../../proxy/deadline.ts";
 import type { UpstreamCall } from "../../proxy/forward.ts";
@@ -56,6 +57,10 @@ export class Call implements UpstreamCall, DeadlineReport {
   private streamed = false;
   /** What is captured of the request and its answer (`[activity] capture`); null when off. */
   readonly capture: Capture | null = null;
+  /** The peer the call went to (`viaPeer`), or null for a local model. */
+  peer: PeerTarget | null = null;
+  /** The peer's key, added upstream by the proxy (`UpstreamCall.credentials`). */
+  credentials: [string, string][] | undefined;
 
   constructor(
     private readonly gw: Gateway,
@@ -92,6 +97,17 @@ export class Call implements UpstreamCall, DeadlineReport {
     else this.lease = lease;
   }
 
+  /**
+   * A peer's model: the call goes to the peer's URL with its key, and no lease is taken (the
+   * peer schedules it). The end tells the peer table the call is over.
+   */
+  viaPeer(target: PeerTarget): void {
+    this.peer = target;
+    this.base = this.model.proxy;
+    this.loaded = true;
+    this.credentials = peerRequestHeaders(target.apiKey);
+  }
+
   /** The client stopped reading before the answer came (a wait-status stream it cancelled). */
   cancel(): void {
     this.deadline.cancel();
@@ -108,6 +124,7 @@ export class Call implements UpstreamCall, DeadlineReport {
     this.answeredInFull = answered;
     this.deadline.end(answered);
     this.lease?.release({ toolCalls: this.observer.toolCalls });
+    if (this.peer) this.gw.peers?.end(this.peer.peer);
     if (this.status !== 0) this.report();
   }
 
@@ -131,6 +148,7 @@ export class Call implements UpstreamCall, DeadlineReport {
       id: 0,
       time: this.arrived,
       model: this.modelId,
+      ...(this.peer ? { peer: this.peer.peer } : {}),
       api: this.api,
       status: this.status,
       answered: this.answeredInFull,
@@ -157,6 +175,7 @@ export class Call implements UpstreamCall, DeadlineReport {
   /** qm's headers on every answer for a model: which model, whether it was loaded, the wait. */
   tag(headers: Headers): void {
     headers.set("x-qm-model", this.modelId);
+    if (this.peer) headers.set("x-qm-peer", this.peer.peer);
     headers.set("x-qm-model-loaded", this.loaded ? "true" : "false");
     if (this.waitedMs >= 0) headers.set("x-qm-wait-ms", String(this.waitedMs));
   }
@@ -196,12 +215,13 @@ export class Call implements UpstreamCall, DeadlineReport {
     return this.gw.stderrTail(this.modelId);
   }
 
+  // A peer's stalls are its own: nothing here restarts it (its breaker sees its failures).
   stalled(): void {
-    this.gw.reportStall(this.modelId);
+    if (!this.peer) this.gw.reportStall(this.modelId);
   }
 
   answered(): void {
-    this.gw.reportAnswered(this.modelId);
+    if (!this.peer) this.gw.reportAnswered(this.modelId);
   }
 }
 

@@ -6,7 +6,7 @@
  * passed in: the parsed request, how to send it and render its answer (`send`), and the error
  * envelope (`api`). See design.md beside this file.
  */
-import type { ModelConfig } from "../../config/types.ts";
+import type { ModelConfig, PeerTarget } from "../../config/types.ts";
 import { placeholderStream } from "../../proxy/wait-status.ts";
 import { asQmError, QmError } from "../../shared/errors.ts";
 import type { Logger } from "../../shared/log.ts";
@@ -81,6 +81,7 @@ export async function runExchange<T>(x: Exchange<T>): Promise<Response> {
   const { gw, model } = x;
   // A model load can take minutes: Bun's idle timeout must not close the connection meanwhile.
   noIdleTimeout(x.request);
+  if (model.peer) return runPeer(x, model.peer);
   const call = new Call(gw, model, x.request.signal, x.log, x);
   call.loaded = gw.modelState(model.id) === "ready";
   if (x.placeholder && !call.loaded && model.sendLoadingState) {
@@ -99,6 +100,98 @@ export async function runExchange<T>(x: Exchange<T>): Promise<Response> {
   }
   call.responded(res.status, res.body !== null && isStream(res.headers.get("content-type")));
   return call.capture ? call.capture.tee(res) : res;
+}
+
+/**
+ * A peer's model: no grant and no placeholder (a qm peer sends its own wait comments, relayed
+ * as they come). A peer that fails before any byte of an answer (refused, timed out, 5xx) is
+ * marked down and, for a bare name, the next peer that serves the model is tried; once an
+ * answer has started it is the client's, whatever happens next. See src/peers/design.md.
+ */
+async function runPeer<T>(x: Exchange<T>, first: PeerTarget): Promise<Response> {
+  const peers = x.gw.peers;
+  const asked = x.model.id;
+  if (x.request.headers.has(FORWARDED)) {
+    // One hop only: boxes that are each other's peers must never pass a request round.
+    const err = new QmError(
+      "model_not_found",
+      `model "${asked}" is not on this box, and a request another box forwarded is not forwarded again`,
+      { param: "model" },
+    );
+    return x.api.error(err, headersOf(x));
+  }
+  const explicit = asked !== first.remote;
+  const tried = new Set<string>();
+  let target = first;
+  for (;;) {
+    tried.add(target.peer);
+    const call = new Call(x.gw, x.model, x.request.signal, x.log, x);
+    call.viaPeer(target);
+    let res: Response | null = null;
+    let failure: QmError | null = null;
+    const admitted = peers ? peers.begin(target.peer) : "pass";
+    const refused = admitted === "no";
+    if (refused) {
+      call.finish(false);
+      failure = new QmError("upstream_failed", `peer "${target.peer}" is down`);
+    } else {
+      try {
+        res = await x.send(x, call);
+      } catch (err) {
+        call.finish(false);
+        failure = asQmError(err);
+      }
+    }
+    const down = failure ? peerFault(failure) : res!.status >= 500;
+    const cause = failure?.message ?? `answered ${res?.status}`;
+    // A call the breaker held back never reached the peer: it says nothing of its health; nor
+    // does one the client left (a trial call's is given back for the next).
+    if (!refused && (res || down)) {
+      peers?.report(target.peer, down ? { ok: false, error: cause } : { ok: true });
+    } else if (admitted === "trial") {
+      peers?.abandon(target.peer);
+    }
+    const next = down && !explicit && !x.request.signal.aborted ? nextPeer(x, asked, tried) : null;
+    if (next) {
+      // The failed answer is dropped unread: its end releases what it held.
+      await res?.body?.cancel().catch(() => {});
+      call.finish(false);
+      x.model = next;
+      target = next.peer!;
+      continue;
+    }
+    if (res) {
+      call.responded(res.status, res.body !== null && isStream(res.headers.get("content-type")));
+      return call.capture ? call.capture.tee(res) : res;
+    }
+    const headers = headersOf(x);
+    call.tag(headers);
+    const named = failure!.message.includes(`peer "${target.peer}"`)
+      ? failure!
+      : new QmError(failure!.code, `peer "${target.peer}": ${failure!.message}`, {
+          cause: failure,
+        });
+    const out = x.api.error(named, headers);
+    call.responded(out.status, false);
+    return call.capture ? call.capture.tee(out) : out;
+  }
+}
+
+/** Set on every request sent to a peer (`peerRequestHeaders`): it serves it locally or not at all. */
+const FORWARDED = "x-qm-forwarded";
+
+/** A failure that is the peer's (it could not be reached, or gave no answer in time). */
+function peerFault(err: QmError): boolean {
+  return err.status >= 500 && err.code !== "shutting_down" && err.code !== "internal";
+}
+
+/** The next box for a bare name after `tried` failed: another peer that serves it. */
+function nextPeer<T>(x: Exchange<T>, name: string, tried: ReadonlySet<string>) {
+  try {
+    return x.gw.peers?.resolve(name, tried) ?? null;
+  } catch {
+    return null;
+  }
 }
 
 /** An answer whose body is a stream of events or lines (SSE, NDJSON), not one document. */

@@ -17,6 +17,8 @@ export interface RequestRecord {
   /** Wall-clock epoch ms at which the request came in. */
   time: number;
   model: string;
+  /** The peer that served it (`[peers.NAME]`); absent for a local model. */
+  peer?: string;
   api: ApiName;
   /** The HTTP status the client got (200 for a stream that failed after its headers went out). */
   status: number;

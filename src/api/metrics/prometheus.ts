@@ -93,6 +93,8 @@ export class QmMetrics {
   /** Swaps in progress: when each started (the runtime's clock, ms). */
   private readonly swapStarts = new Map<number, { model: string; at: number }>();
   private readonly upstream: UpstreamMetrics;
+  /** Requests served by each peer, by the client's status (`qm_peer_requests_total`). */
+  private readonly peerRequests = new Map<string, Map<number, number>>();
 
   constructor(private readonly sources: MetricsSources) {
     const registers = [this.registry];
@@ -239,10 +241,33 @@ export class QmMetrics {
       info: gauge("qm_info", "qm's version (always 1).", ["version"]),
     };
     this.upstream = new UpstreamMetrics(this.registry, sources.upstream);
+    const peerRequests = this.peerRequests;
+    new Counter({
+      name: "qm_peer_requests_total",
+      help: "Finished requests served by a peer ([peers.NAME]).",
+      labelNames: ["peer", "status"],
+      registers,
+      collect() {
+        this.reset();
+        for (const [peer, statuses] of peerRequests) {
+          for (const [status, n] of statuses) this.inc({ peer, status }, n);
+        }
+      },
+    });
+    this.gauges.peerUp = gauge(
+      "qm_peer_up",
+      "1 while the peer is up (its breaker closed), else 0.",
+      ["peer"],
+    );
   }
 
   /** One finished request (the exchange's record). */
   request(r: RequestRecord): void {
+    if (r.peer !== undefined) {
+      const statuses = this.peerRequests.get(r.peer) ?? new Map<number, number>();
+      this.peerRequests.set(r.peer, statuses);
+      statuses.set(r.status, (statuses.get(r.status) ?? 0) + 1);
+    }
     const m = this.seriesOf(r.model);
     let a = m.apis.get(r.api);
     if (!a) {
@@ -374,6 +399,8 @@ export class QmMetrics {
     this.known(g.foreign!, "qm_gpu_memory_foreign_bytes", gpu && gpu.foreign_gb * BYTES_PER_GB);
     this.known(g.gpuAge!, "qm_gpu_reading_age_seconds", this.sources.gpuReadingAgeS?.() ?? null);
     g.uptime!.set(s.uptime_s);
+    g.peerUp!.reset();
+    for (const p of s.peers ?? []) g.peerUp!.set({ peer: p.name }, p.state === "up" ? 1 : 0);
     g.info!.reset();
     g.info!.set({ version: s.version }, 1);
   }

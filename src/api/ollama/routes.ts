@@ -44,7 +44,12 @@ export function ollamaRoutes(
   const listed = () => Object.values(gw.config.models).filter((m) => !m.unlisted);
   const answers: Record<string, () => unknown> = {
     "/api/version": () => ({ version: OLLAMA_VERSION }),
-    "/api/tags": () => ({ models: listed().map((m) => tagEntry(m, modifiedAt)) }),
+    // A peer's models are listed by their `PEER/MODEL` names (src/peers).
+    "/api/tags": () => ({
+      models: [...listed(), ...(gw.peers?.models() ?? []).map((r) => r.model)].map((m) =>
+        tagEntry(m, modifiedAt),
+      ),
+    }),
     "/api/ps": () => {
       const now = clock();
       const models = gw

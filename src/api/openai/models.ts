@@ -31,11 +31,26 @@ function anthropicModel(m: ModelConfig, createdAt: string) {
   return { type: "model", id: m.id, display_name: m.id, created_at: createdAt };
 }
 
+/** A peer's model, by its `PEER/MODEL` id, marked with its peer and what the peer says of it. */
+function peerEntry(m: ModelConfig, state: string, created: number) {
+  const peer = m.peer?.peer ?? "";
+  return {
+    id: m.id,
+    object: "model",
+    created,
+    owned_by: `peer:${peer}`,
+    peer,
+    aliases: [],
+    status: { value: state },
+  };
+}
+
 export function listModels(gw: Gateway, request: Request, now = Date.now()): Response {
   const models = Object.values(gw.config.models).filter((m) => !m.unlisted);
+  const remote = gw.peers?.models() ?? [];
   if (anthropicShaped(request)) {
     const at = new Date(now).toISOString();
-    const data = models.map((m) => anthropicModel(m, at));
+    const data = [...models, ...remote.map((r) => r.model)].map((m) => anthropicModel(m, at));
     return Response.json({
       data,
       has_more: false,
@@ -44,7 +59,9 @@ export function listModels(gw: Gateway, request: Request, now = Date.now()): Res
     });
   }
   const created = Math.floor(now / 1000);
-  return Response.json({ object: "list", data: models.map((m) => openaiModel(gw, m, created)) });
+  const data: object[] = models.map((m) => openaiModel(gw, m, created));
+  for (const r of remote) data.push(peerEntry(r.model, r.state, created));
+  return Response.json({ object: "list", data });
 }
 
 /** One model by id or alias; ids may contain `/`, so everything after the prefix is the id. */
@@ -60,6 +77,11 @@ export function retrieveModel(gw: Gateway, request: Request, now = Date.now()): 
   }
   const model = name === "" ? undefined : gw.resolve(name);
   const anthropic = anthropicShaped(request);
+  const remote = model ? undefined : gw.peers?.models().find((r) => r.model.id === name);
+  if (remote) {
+    if (anthropic) return Response.json(anthropicModel(remote.model, new Date(now).toISOString()));
+    return Response.json(peerEntry(remote.model, remote.state, Math.floor(now / 1000)));
+  }
   if (!model) {
     const err = new QmError(
       "model_not_found",

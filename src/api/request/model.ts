@@ -18,7 +18,8 @@ export function resolveModel(
     throw badRequest(`${field}the request has no "model" field`, "model");
   }
   if (typeof name !== "string") throw badRequest(`${field}"model" must be a string`, "model");
-  return gw.resolve(name) ?? minted(gw, name, field);
+  // A local model always wins; then a peer that serves the name (`PEER/MODEL` picks one).
+  return gw.resolve(name) ?? gw.peers?.resolve(name) ?? minted(gw, name, field);
 }
 
 async function minted(gw: Gateway, name: string, field: string): Promise<ModelConfig> {

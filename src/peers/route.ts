@@ -1,0 +1,64 @@
+/**
+ * Where a model name goes among the peers: a pure decision over a snapshot of the table (no
+ * I/O, no clock of its own). Local models are the caller's first choice and never reach here.
+ * See design.md for the decision tree; tests/peers/route.test.ts guards it.
+ */
+
+/** What one peer says of one model: loaded and ready, or only offered (it could serve it). */
+export type Offer = "ready" | "offered";
+
+export interface PeerView {
+  id: string;
+  /** Config order (the last tie-break). */
+  order: number;
+  weight: number;
+  /** The breaker lets a request through now. */
+  available: boolean;
+  inflight: number;
+  /** Models resident on the peer (a qm peer's status); 0 when unknown. */
+  resident: number;
+  /** The peer's models by the name it knows them by. */
+  models: ReadonlyMap<string, Offer>;
+}
+
+export type Route =
+  | { kind: "peer"; peer: string; remote: string }
+  /** `PEER/MODEL` named a peer that does not offer the model. */
+  | { kind: "not_offered"; peer: string; remote: string }
+  /** `PEER/MODEL` named a peer that is down. */
+  | { kind: "down"; peer: string; remote: string };
+
+/**
+ * `name` as `PEER/MODEL` (when PEER is a peer) or bare; `skip` lists peers already tried.
+ * `undefined`: no peer serves it.
+ */
+export function route(
+  name: string,
+  peers: readonly PeerView[],
+  skip: ReadonlySet<string> = new Set(),
+): Route | undefined {
+  const slash = name.indexOf("/");
+  if (slash > 0) {
+    const named = peers.find((p) => p.id === name.slice(0, slash));
+    if (named) {
+      const remote = name.slice(slash + 1);
+      if (!named.models.has(remote)) return { kind: "not_offered", peer: named.id, remote };
+      if (!named.available || skip.has(named.id)) return { kind: "down", peer: named.id, remote };
+      return { kind: "peer", peer: named.id, remote };
+    }
+  }
+  const open = peers.filter((p) => p.available && !skip.has(p.id) && p.models.has(name));
+  const ready = open.filter((p) => p.models.get(name) === "ready");
+  const best = ready.length > 0 ? ready.sort(byLoad)[0] : open.sort(byRoom)[0];
+  return best ? { kind: "peer", peer: best.id, remote: name } : undefined;
+}
+
+/** Least in flight, then the highest weight, then config order. */
+function byLoad(a: PeerView, b: PeerView): number {
+  return a.inflight - b.inflight || b.weight - a.weight || a.order - b.order;
+}
+
+/** A peer that must load the model: the fewest resident models (least to evict), then load. */
+function byRoom(a: PeerView, b: PeerView): number {
+  return a.resident - b.resident || byLoad(a, b);
+}

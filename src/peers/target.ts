@@ -1,0 +1,65 @@
+/**
+ * A peer's model as the exchange sees it: a `ModelConfig` with `peer` set. Its `proxy` is the
+ * peer's URL, its first-byte limit the peer's `timeout_s`, and the name sent upstream the
+ * peer's own name for it; nothing of it is ever started, leased or held here.
+ */
+import { DEFAULT_GROUP, type ModelConfig, type PeerConfig } from "../config/types.ts";
+
+/** `id` is the name it is listed and recorded under (`box2/llama` or a bare `llama`). */
+export function peerModel(peer: PeerConfig, remote: string, id: string): ModelConfig {
+  return {
+    id,
+    cmd: "",
+    argv: [],
+    proxy: peer.url,
+    port: null,
+    checkEndpoint: null,
+    cmdStop: "",
+    aliases: [],
+    env: {},
+    ttlS: 0,
+    concurrencyLimit: 0,
+    estVramGb: 0,
+    estRamGb: 0,
+    // The peer answers its own wait (a qm peer relays its `: qm-status` comments).
+    sendLoadingState: false,
+    unlisted: false,
+    useModelName: remote,
+    params: null,
+    anthropicNative: false,
+    responsesNative: false,
+    stopTimeoutS: 0,
+    firstByteTimeoutMs: peer.timeoutMs,
+    // A remote load's silences are the peer's business; its own limits apply there.
+    stallTimeoutMs: 0,
+    scrapeUpstreamMetrics: false,
+    group: DEFAULT_GROUP,
+    template: {
+      cmd: "",
+      proxy: peer.url,
+      checkEndpoint: "",
+      cmdStop: "",
+      useModelName: remote,
+      env: {},
+    },
+    peer: { peer: peer.id, apiKey: peer.apiKey, remote },
+  };
+}
+
+/** The peer's key, as both schemes OpenAI- and Anthropic-style servers read. */
+export function peerCredentials(apiKey: string): [string, string][] {
+  if (apiKey === "") return [];
+  return [
+    ["authorization", `Bearer ${apiKey}`],
+    ["x-api-key", apiKey],
+  ];
+}
+
+/**
+ * What a request sent to a peer carries: the key, and `x-qm-forwarded` — a qm that gets it
+ * serves the model locally or answers 404, never sends it on (two boxes that are each other's
+ * peers cannot pass a request round).
+ */
+export function peerRequestHeaders(apiKey: string): [string, string][] {
+  return [...peerCredentials(apiKey), ["x-qm-forwarded", "1"]];
+}

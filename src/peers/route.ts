@@ -25,7 +25,7 @@ export type Route =
   | { kind: "peer"; peer: string; remote: string }
   /** `PEER/MODEL` named a peer that does not offer the model. */
   | { kind: "not_offered"; peer: string; remote: string }
-  /** `PEER/MODEL` named a peer that is down. */
+  /** `PEER/MODEL` named a peer that is down, or a bare name only down peers offer. */
   | { kind: "down"; peer: string; remote: string };
 
 /**
@@ -50,7 +50,11 @@ export function route(
   const open = peers.filter((p) => p.available && !skip.has(p.id) && p.models.has(name));
   const ready = open.filter((p) => p.models.get(name) === "ready");
   const best = ready.length > 0 ? ready.sort(byLoad)[0] : open.sort(byRoom)[0];
-  return best ? { kind: "peer", peer: best.id, remote: name } : undefined;
+  if (best) return { kind: "peer", peer: best.id, remote: name };
+  // Offered only by peers that are down: say which (a first choice, not a failover's next).
+  if (skip.size > 0) return undefined;
+  const down = peers.filter((p) => p.models.has(name)).sort((a, b) => a.order - b.order)[0];
+  return down ? { kind: "down", peer: down.id, remote: name } : undefined;
 }
 
 /** Least in flight, then the highest weight, then config order. */

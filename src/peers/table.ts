@@ -65,7 +65,8 @@ export class PeerTable {
 
   /**
    * The peer model `name` routes to, or undefined when no peer serves it. `PEER/MODEL` for a
-   * peer that lacks the model, or is down, throws naming the peer. `skip`: peers already tried.
+   * peer that lacks the model, or is down, throws naming the peer; so does a bare name that
+   * only down peers offer. `skip`: peers already tried (then none left is undefined).
    */
   resolve(name: string, skip?: ReadonlySet<string>): ModelConfig | undefined {
     const r = route(name, this.views(), skip);

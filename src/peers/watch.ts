@@ -7,6 +7,7 @@
  */
 import { createParser } from "eventsource-parser";
 import type { PeerConfig } from "../config/types.ts";
+import { failureCause } from "../proxy/causes.ts";
 import type { Logger } from "../shared/log.ts";
 import type { Timers } from "../shared/timer.ts";
 import { FIRST_BACKOFF_MS, MAX_BACKOFF_MS } from "./breaker.ts";
@@ -101,7 +102,7 @@ export class PeerWatch {
         res.status < 500 ? { ok: true } : { ok: false, error: `/health answered ${res.status}` },
       );
     } catch (error) {
-      this.table.report(name, { ok: false, error: `probe failed: ${String(error)}` });
+      this.table.report(name, { ok: false, error: `probe failed: ${describe(error)}` });
     }
   }
 
@@ -231,7 +232,14 @@ function setTimeoutSignal(timers: Timers, ms: number) {
   return { signal: ctl.signal, cancel: () => handle !== null && timers.clear(handle) };
 }
 
+/**
+ * A failure in qm's words: a network error (it has a `code`) as a one-line cause (`connection
+ * reset`), never the runtime's own text; qm's own errors (`/api/status answered 500`) as said.
+ */
 function describe(error: unknown): string {
+  const code =
+    typeof error === "object" && error !== null ? (error as { code?: unknown }).code : undefined;
+  if (typeof code === "string") return failureCause(error);
   if (error instanceof Error) return error.message;
   return String(error);
 }

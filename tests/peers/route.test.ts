@@ -57,6 +57,13 @@ describe("route", () => {
     expect(route("m", [a, b], new Set(["b"]))).toBeUndefined();
     expect(route("other", [a, b])).toBeUndefined();
   });
+
+  test("a bare name only down peers offer names the first of them; a failover's next is undefined", () => {
+    const a = peer("a", { m: "ready" }, { available: false, order: 1 });
+    const b = peer("b", { m: "offered" }, { available: false, order: 0 });
+    expect(route("m", [a, b])).toEqual({ kind: "down", peer: "b", remote: "m" });
+    expect(route("m", [a, b], new Set(["c"]))).toBeUndefined();
+  });
 });
 
 describe("breaker", () => {

@@ -25,6 +25,8 @@
  * (j) What watching requests costs: metrics + activity log on against both off, p50 latency at
  *     1 client and throughput at 32, alternating rounds, and the in-process CPU per request
  *     (scripts/bench/observability.ts).
+ * (k) The routing decision among peers: 3 peers × 50 models, µs per decision
+ *     (scripts/bench/peer-route.ts).
  *
  * `bun run bench --section observability` runs (j) alone (with the machine figures and its
  * targets): the one section that needs no other.
@@ -41,6 +43,7 @@ import { type NonStreamTarget, nonStreamCells } from "./bench/nonstream.ts";
 import { observabilityRuns } from "./bench/observability.ts";
 import { ollamaRuns } from "./bench/ollama.ts";
 import { inProcessOverhead } from "./bench/overhead.ts";
+import { peerRoute } from "./bench/peer-route.ts";
 import { startListening, withCleanup } from "./bench/procs.ts";
 import { ensureBuilt, load, MODELS, revision, startQm } from "./bench/qm.ts";
 import { readinessRuns } from "./bench/readiness.ts";
@@ -243,6 +246,8 @@ async function main(): Promise<void> {
   const ratio = (x: Record<NonStreamTarget, { rps: number }>) => round(x.qm.rps / x.bare.rps);
   const roundRatios = c32.qm.rps_rounds.map((r, i) => round(r / (c32.bare.rps_rounds[i] ?? 0)));
   const added = round(c1.qm.p50_ms - c1.direct.p50_ms);
+  // (k) the routing decision among peers, in-process.
+  const route = peerRoute();
   const report = {
     machine: {
       cores: cpus().length,
@@ -329,6 +334,7 @@ async function main(): Promise<void> {
     metrics_scrape: scrape,
     observability: j,
     matrix_solver: matrixSolver(),
+    peer_route: route,
     rss_mb: {
       idle,
       idle_state: "1 s after start, no model loaded",
@@ -343,6 +349,7 @@ async function main(): Promise<void> {
       readiness_gap_ms_max: target(c.max, "<=", 30),
       rss_idle_mb: target(idle, "<=", 80),
       metrics_scrape_ms_50_models: target(scrape.scrape_ms_p50, "<=", 20),
+      peer_route_us_p99: target(route.us_p99, "<=", 50),
       anthropic_cpu_ratio: target(e.cpu_ratio, "<=", 1.5),
       anthropic_added_ms_p99: target(e.added_ms_p99_over_passthrough, "<=", 1),
       ollama_cpu_ratio: target(g.cpu_ratio, "<=", 1.5),

@@ -4,19 +4,10 @@
  */
 import { loadConfigText } from "../../src/config/index.ts";
 import { MatrixPolicy } from "../../src/policy/matrix.ts";
-import { round } from "./util.ts";
+import { rng, round } from "./util.ts";
 
 const MODELS = 64;
 const SETS = 200;
-
-/** Deterministic pseudo-random numbers, so every run measures the same problem. */
-function rng(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s * 1664525 + 1013904223) >>> 0;
-    return s / 2 ** 32;
-  };
-}
 
 export function matrixSolver(decisions = 20_000) {
   const rand = rng(42);

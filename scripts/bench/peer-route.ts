@@ -6,18 +6,10 @@
  */
 import { loadConfigText } from "../../src/config/index.ts";
 import { PeerTable } from "../../src/peers/table.ts";
-import { round } from "./util.ts";
+import { rng, round } from "./util.ts";
 
 const PEERS = 3;
 const MODELS = 50;
-
-function rng(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s * 1664525 + 1013904223) >>> 0;
-    return s / 2 ** 32;
-  };
-}
 
 export function peerRoute(decisions = 20_000) {
   const rand = rng(7);

@@ -95,7 +95,8 @@ function readOrNull(path: string): string | null {
   }
 }
 
-function watchWithFs(dir: string, onEvent: (name: string | null) => void): () => void {
+/** The default `watchDir`: the OS's own file watch on `dir`. */
+export function watchWithFs(dir: string, onEvent: (name: string | null) => void): () => void {
   const w = watch(dir, { persistent: false }, (_event, name) => onEvent(name ?? null));
   return () => w.close();
 }

@@ -10,6 +10,7 @@
  * boundary is held back until its value closes — a few bytes, at most `MAX_HELD` — so a split
  * never hides it.
  */
+import { HoldingRewrite } from "./holding-rewrite.ts";
 
 const KEY = Buffer.from('"model"');
 const QUOTE = 0x22;
@@ -49,22 +50,15 @@ export function rewriteWhole(body: Uint8Array, name: string): Uint8Array {
   return held ? Buffer.concat([out, held]) : out;
 }
 
-export class ModelRewrite {
+export class ModelRewrite extends HoldingRewrite {
   private readonly value: Buffer;
-  private held: Buffer | null = null;
 
   constructor(name: string) {
+    super();
     this.value = jsonBytes(name);
   }
 
-  /** One chunk in, the bytes to pass on out (the chunk itself when nothing changes). */
-  feed(chunk: Uint8Array): Uint8Array {
-    let buf = Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
-    const carried = this.held !== null;
-    if (this.held) {
-      buf = Buffer.concat([this.held, buf]);
-      this.held = null;
-    }
+  protected rewrite(buf: Buffer, carried: boolean, chunk: Uint8Array): Uint8Array {
     let parts: Uint8Array[] | null = null;
     let from = 0;
     let stop = buf.length;
@@ -96,13 +90,6 @@ export class ModelRewrite {
     }
     parts.push(buf.subarray(from, stop));
     return Buffer.concat(parts);
-  }
-
-  /** What is still held back when the body ends (passed on as it is). */
-  end(): Uint8Array | null {
-    const held = this.held;
-    this.held = null;
-    return held;
   }
 
   /**

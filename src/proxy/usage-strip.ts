@@ -11,35 +11,21 @@
  * are: no event that long is a usage event). An event is dropped only when its data is a JSON
  * object with `"choices": []` and a `usage` object; any other event, however it looks, passes.
  */
-import type { ChunkRewrite } from "./relay.ts";
+import { HoldingRewrite } from "./holding-rewrite.ts";
 
 const USAGE = Buffer.from('"usage"');
 const LF = 0x0a;
 const CR = 0x0d;
 const MAX_HELD = 65_536;
 
-export class UsageStrip implements ChunkRewrite {
-  private held: Buffer | null = null;
-
-  feed(chunk: Uint8Array): Uint8Array {
-    let buf = Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
-    const carried = this.held !== null;
-    if (this.held) {
-      buf = Buffer.concat([this.held, buf]);
-      this.held = null;
-    }
+export class UsageStrip extends HoldingRewrite {
+  protected rewrite(buf: Buffer, carried: boolean, chunk: Uint8Array): Uint8Array {
     const whole = wholeEventsEnd(buf);
     if (whole < buf.length) {
       if (buf.length - whole > MAX_HELD) return this.strip(buf, buf.length, carried, chunk);
       this.held = Buffer.from(buf.subarray(whole));
     }
     return this.strip(buf, whole, carried, chunk);
-  }
-
-  end(): Uint8Array | null {
-    const held = this.held;
-    this.held = null;
-    return held;
   }
 
   /** `buf[0, stop)` less its usage-only events. */

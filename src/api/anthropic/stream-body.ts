@@ -9,10 +9,10 @@
  * until the first token, so the upstream may be a pending promise when the stream starts.
  * Anthropic sends the same keep-alive (`event: ping`, streaming docs).
  */
-import { upstreamFailure } from "../../proxy/causes.ts";
 import type { ReadWatch } from "../../proxy/deadline.ts";
-import { asQmError, QmError } from "../../shared/errors.ts";
+import { asQmError } from "../../shared/errors.ts";
 import { realTimers, type Timers } from "../../shared/timer.ts";
+import { readUpstream } from "../exchange/read-upstream.ts";
 import { fromQmError, fromUpstream } from "./errors.ts";
 import { SseEvents } from "./sse-events.ts";
 import { DeltaScanner } from "./translate/delta-scan.ts";
@@ -136,24 +136,15 @@ export function translatedStream(o: TranslatedStreamOptions): ReadableStream<Uin
     }
     reader = res.body.getReader() as ReadableStreamDefaultReader<Uint8Array>;
     while (!t.finished && !ended) {
-      let step: Awaited<ReturnType<typeof reader.read>>;
-      try {
-        o.deadline?.reading();
-        step = await reader.read();
-        o.deadline?.read();
-      } catch (error) {
-        if (ended) return;
-        if (error instanceof QmError) {
-          // A timeout (the deadline aborted the read): 504, `timeout_error`.
-          const f = fromQmError(error);
-          await write(t.fail(f.type, f.message));
-        } else {
-          o.logFailure?.(error);
-          await write(t.fail("api_error", upstreamFailure(o.model, error, true)));
-        }
+      const step = await readUpstream(reader, o, () => ended);
+      if (step.kind === "left") return;
+      if (step.kind === "failed") {
+        // A timeout (the deadline aborted the read): 504, `timeout_error`.
+        const f = step.timeout ? fromQmError(step.timeout) : null;
+        await write(t.fail(f?.type ?? "api_error", f?.message ?? step.message));
         return;
       }
-      if (step.done) {
+      if (step.kind === "done") {
         answered = true;
         events.end();
         pending += t.end();
@@ -166,7 +157,7 @@ export function translatedStream(o: TranslatedStreamOptions): ReadableStream<Uin
         const wrote = write(text);
         if (typeof wrote !== "number") await wrote;
       }
-      if (step.done) return;
+      if (step.kind === "done") return;
     }
   }
 

@@ -5,10 +5,9 @@
  * by the call's deadline; a failure after the 200 is an `{"error": …}` line, which Ollama's
  * clients raise as an error (ollama-js throws on a line with `error`).
  */
-import { upstreamFailure } from "../../proxy/causes.ts";
 import type { ReadWatch } from "../../proxy/deadline.ts";
-import { QmError } from "../../shared/errors.ts";
 import { SseEvents } from "../anthropic/sse-events.ts";
+import { readUpstream } from "../exchange/read-upstream.ts";
 import type { NdjsonTranslator } from "./stream.ts";
 
 export interface NdjsonStreamOptions {
@@ -53,22 +52,14 @@ export function ndjsonStream(o: NdjsonStreamOptions): ReadableStream<Uint8Array>
     async pull(ctl) {
       // Read until there is something to hand on, or the stream is over.
       while (pending === "" && !t.finished) {
-        let step: Awaited<ReturnType<typeof reader.read>>;
-        try {
-          o.deadline?.reading();
-          step = await reader.read();
-          o.deadline?.read();
-        } catch (error) {
-          if (ended) return;
+        const step = await readUpstream(reader, o, () => ended);
+        if (step.kind === "left") return;
+        if (step.kind === "failed") {
           broken = true;
-          if (error instanceof QmError) pending += t.fail(error.message);
-          else {
-            o.logFailure?.(error);
-            pending += t.fail(upstreamFailure(o.model, error, true));
-          }
+          pending += t.fail(step.message);
           break;
         }
-        if (step.done) {
+        if (step.kind === "done") {
           events.end();
           pending += t.end();
           break;

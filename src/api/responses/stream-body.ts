@@ -6,12 +6,12 @@
  * the connection alive — every SSE parser drops comments. A failure of the upstream (a refusal
  * after the 200, a cut, a timeout) becomes `response.failed`.
  */
-import { upstreamFailure } from "../../proxy/causes.ts";
 import type { ReadWatch } from "../../proxy/deadline.ts";
-import { asQmError, QmError } from "../../shared/errors.ts";
+import { asQmError } from "../../shared/errors.ts";
 import { sseComment, sseEvent } from "../../shared/sse.ts";
 import { realTimers, type Timers } from "../../shared/timer.ts";
 import { upstreamErrorObject } from "../anthropic/errors.ts";
+import { readUpstream } from "../exchange/read-upstream.ts";
 import type { ResponsesEvent, ResponsesStream } from "./translate/stream.ts";
 
 export interface ResponsesBodyOptions {
@@ -113,26 +113,20 @@ export function responsesBody(o: ResponsesBodyOptions): ReadableStream<Uint8Arra
     }
     reader = res.body.getReader() as ReadableStreamDefaultReader<Uint8Array>;
     while (!t.finished && !ended) {
-      let step: Awaited<ReturnType<typeof reader.read>>;
-      try {
-        o.deadline?.reading();
-        step = await reader.read();
-        o.deadline?.read();
-      } catch (error) {
-        if (ended) return;
-        if (!(error instanceof QmError)) o.logFailure?.(error);
-        const message =
-          error instanceof QmError ? error.message : upstreamFailure(o.model, error, true);
-        await write(framesOf(t.fail("server_error", message)));
+      const step = await readUpstream(reader, o, () => ended);
+      if (step.kind === "left") return;
+      if (step.kind === "failed") {
+        await write(framesOf(t.fail("server_error", step.message)));
         return;
       }
-      const events = step.done ? t.end() : t.chunk(step.value);
-      if (step.done) answered = true;
+      const done = step.kind === "done";
+      const events = step.kind === "chunk" ? t.chunk(step.value) : t.end();
+      if (done) answered = true;
       if (events.length > 0) {
         const wrote = write(framesOf(events));
         if (typeof wrote !== "number") await wrote;
       }
-      if (step.done) return;
+      if (done) return;
     }
   }
 

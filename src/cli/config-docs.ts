@@ -326,12 +326,12 @@ export const CONFIG_DOCS: Record<DocumentedSection, SectionDoc> = {
   peers: {
     heading: "[peers.NAME]",
     about:
-      'Other boxes that serve models. A request for a model this box does not have is sent to a peer that offers it (`PEER/MODEL` picks one); translation happens here, so a peer is always sent OpenAI requests. A peer that refuses, times out or fails before answering is marked down and retried later (1 s … 60 s); `kind = "mistralrs"` is accepted but not served yet (qm logs a warning).',
+      'Other boxes that serve models. A request for a model this box does not have is sent to a peer that offers it (`PEER/MODEL` picks one); translation happens here, so a peer is always sent OpenAI requests. A peer that refuses, times out or fails before answering is marked down and retried later (1 s … 60 s). A `kind = "mistralrs"` peer is a managed node: its models are scheduled here as `NODE/MODEL`, loaded and unloaded over its HTTP API within its `vram_budget_gb` or `max_loaded`.',
     keys: {
       url: { meaning: "Base URL of the node.", example: "http://gpu-box.lan:8080" },
       kind: {
         meaning:
-          '`"openai"`: any OpenAI-compatible endpoint, serving the `models` listed; `"qm"`: another qm, whose models and their state are read from its `/api/events` (or `/api/status`, polled; a llama-swap\'s `/running`); `"mistralrs"`: not served yet.',
+          '`"openai"`: any OpenAI-compatible endpoint, serving the `models` listed; `"qm"`: another qm, whose models and their state are read from its `/api/events` (or `/api/status`, polled; a llama-swap\'s `/running`); `"mistralrs"`: a mistral.rs server (v0.8+, multi-model) that qm manages — it decides which of the node\'s models are loaded (`POST /v1/models/reload` / `unload`), least recently used first, never a busy or pinned one.',
       },
       api_key: {
         meaning:
@@ -339,7 +339,7 @@ export const CONFIG_DOCS: Record<DocumentedSection, SectionDoc> = {
       },
       models: {
         meaning:
-          'Ids of the models it serves, as the node names them. Required for `kind = "openai"`; for `"qm"`, empty means discover them.',
+          'Ids of the models it serves, as the node names them. Required for `kind = "openai"`; for `"qm"` and `"mistralrs"`, empty means discover them (a node\'s `GET /v1/models`, every `poll_s`).',
         example: ["llama-70b"],
       },
       timeout_s: {
@@ -352,7 +352,37 @@ export const CONFIG_DOCS: Record<DocumentedSection, SectionDoc> = {
       },
       poll_s: {
         meaning:
-          'Seconds between `GET /api/status` polls of a `"qm"` peer whose `/api/events` is not available (and of a llama-swap).',
+          'Seconds between `GET /api/status` polls of a `"qm"` peer whose `/api/events` is not available (and of a llama-swap); for `"mistralrs"`, between reads of the node\'s `GET /v1/models` (its health, models found, models loaded or unloaded outside qm).',
+      },
+      vram_budget_gb: {
+        meaning:
+          '`"mistralrs"` only. GB of the node\'s GPU memory its models may use, by their `est_vram_gb`; a load that does not fit unloads the least recently used idle models first. 0: not limited by memory.',
+        example: 48,
+      },
+      est_vram_gb: {
+        meaning:
+          "`\"mistralrs\"` only. Each model's footprint on the node in GB, by the node's id for it. Under a budget, a model with no estimate loads with no other unpinned model beside it.",
+        example: { "llama-8b": 10, "qwen-14b": 18 },
+      },
+      max_loaded: {
+        meaning:
+          '`"mistralrs"` only. At most this many of the node\'s models loaded at once (with `vram_budget_gb`, both apply); 0: no count limit.',
+        example: 2,
+      },
+      pinned: {
+        meaning:
+          '`"mistralrs"` only. Models qm never unloads from the node; they count against its budget.',
+        example: ["llama-8b"],
+      },
+      defrag_after_cycles: {
+        meaning:
+          '`"mistralrs"` only. After this many unload/reload cycles, once nothing on the node is in flight or loading, qm restarts it with `restart_cmd` (requests for its models wait meanwhile) to give back fragmented GPU memory. 0: never.',
+        example: 20,
+      },
+      restart_cmd: {
+        meaning:
+          '`"mistralrs"` only. The command that restarts the node (argv, no shell), run on this box; qm then waits for the node to answer `GET /v1/models` (within `server.health_check_timeout_s`). Required with `defrag_after_cycles`.',
+        example: "systemctl restart mistralrs",
       },
     },
   },

@@ -17,7 +17,7 @@ import {
 } from "./macros.ts";
 import type { PortAllocator } from "./ports.ts";
 import type { ConfigFile, ModelFile, PeerFile } from "./schema.ts";
-import type { BodyParams, ModelConfig, PeerConfig } from "./types.ts";
+import type { BodyParams, ModelConfig, NodeSettings, PeerConfig } from "./types.ts";
 import { scrapesMetricsByDefault } from "./variant.ts";
 
 export interface BuildContext {
@@ -184,6 +184,7 @@ export function buildModels(
 }
 
 function buildPeer(ctx: BuildContext, id: string, p: PeerFile): PeerConfig | undefined {
+  checkNodeKeys(ctx, id, p);
   const url = expandAt(ctx, ["peers", id, "url"], p.url, []);
   const apiKey = expandAt(ctx, ["peers", id, "api_key"], p.api_key, []);
   const models = p.models.map((m, i) => expandAt(ctx, ["peers", id, "models", i], m, []));
@@ -205,6 +206,65 @@ function buildPeer(ctx: BuildContext, id: string, p: PeerFile): PeerConfig | und
     timeoutMs: Math.round(p.timeout_s * 1000),
     weight: p.weight,
     pollMs: Math.round(p.poll_s * 1000),
+    node: p.kind === "mistralrs" ? buildNode(ctx, id, p) : null,
+  };
+}
+
+/** The keys only a managed node (`kind = "mistralrs"`) reads. */
+const NODE_KEYS = [
+  "vram_budget_gb",
+  "est_vram_gb",
+  "max_loaded",
+  "pinned",
+  "defrag_after_cycles",
+  "restart_cmd",
+] as const;
+
+/** A peer's keys that only a managed node reads: refused elsewhere, rather than ignored. */
+function checkNodeKeys(ctx: BuildContext, id: string, p: PeerFile): void {
+  if (p.kind === "mistralrs") return;
+  const defaults: Record<(typeof NODE_KEYS)[number], unknown> = {
+    vram_budget_gb: 0,
+    est_vram_gb: {},
+    max_loaded: 0,
+    pinned: [],
+    defrag_after_cycles: 0,
+    restart_cmd: "",
+  };
+  for (const key of NODE_KEYS) {
+    if (!Bun.deepEquals(p[key], defaults[key])) {
+      ctx.issues.at(
+        ["peers", id, key],
+        `only a peer of kind "mistralrs" (a managed node) reads ${key}`,
+      );
+    }
+  }
+}
+
+function buildNode(ctx: BuildContext, id: string, p: PeerFile): NodeSettings {
+  let restartArgv: string[] = [];
+  const cmd = expandAt(ctx, ["peers", id, "restart_cmd"], p.restart_cmd, []);
+  if (!cmd.failed) {
+    try {
+      restartArgv = splitCommand(render(cmd.segments));
+    } catch (err) {
+      if (!(err instanceof SplitCommandError)) throw err;
+      ctx.issues.at(["peers", id, "restart_cmd"], err.message);
+    }
+  }
+  if (p.defrag_after_cycles > 0 && restartArgv.length === 0 && !cmd.failed) {
+    ctx.issues.at(
+      ["peers", id, "defrag_after_cycles"],
+      'a defrag restart needs restart_cmd (how to restart the node, e.g. "systemctl restart mistralrs")',
+    );
+  }
+  return {
+    vramBudgetGb: p.vram_budget_gb,
+    estVramGb: { ...p.est_vram_gb },
+    maxLoaded: p.max_loaded,
+    pinned: [...new Set(p.pinned)],
+    defragAfterCycles: p.defrag_after_cycles,
+    restartArgv,
   };
 }
 

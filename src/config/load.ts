@@ -14,9 +14,10 @@ import { ConfigError } from "./errors.ts";
 import { Issues } from "./issues.ts";
 import { locateKeys } from "./locate.ts";
 import { render, resolveMacros } from "./macros.ts";
+import { namedNodeModels, nodeModel } from "./node-models.ts";
 import { isPortFreeOnLoopback, PortAllocator } from "./ports.ts";
 import type { ConfigFile } from "./schema.ts";
-import type { Config } from "./types.ts";
+import type { Config, ModelConfig, PeerConfig } from "./types.ts";
 import { applySchema } from "./validate.ts";
 
 export interface LoadOptions {
@@ -67,6 +68,7 @@ export function loadConfigText(text: string, opts: LoadOptions): Config {
   const peers = buildPeers(ctx, file);
   const { groups, groupOf } = buildGroups(file, map, issues);
   for (const model of Object.values(models)) model.group = groupOf.get(model.id) ?? "";
+  addNodeModels(models, peers, issues);
   const { aliases, aliasPatterns } = buildAliases(
     file,
     fileOrder(map, "models", Object.keys(file.models)),
@@ -158,4 +160,25 @@ export function loadConfigFile(path: string, opts: Partial<LoadOptions> = {}): C
 export function defaultStateDir(env: Record<string, string | undefined> = process.env): string {
   if (env.XDG_STATE_HOME?.startsWith("/")) return `${env.XDG_STATE_HOME}/quartermaster`;
   return `${env.HOME || "/tmp"}/.local/state/quartermaster`;
+}
+
+/** A managed node's named models join the scheduler's as `NODE/MODEL` (src/peers/mistralrs.md). */
+function addNodeModels(
+  models: Record<string, ModelConfig>,
+  peers: Record<string, PeerConfig>,
+  issues: Issues,
+): void {
+  for (const peer of Object.values(peers)) {
+    for (const remote of namedNodeModels(peer)) {
+      const m = nodeModel(peer, remote);
+      if (Object.hasOwn(models, m.id)) {
+        issues.at(
+          ["peers", peer.id],
+          `model "${m.id}" is both configured and a model of node "${peer.id}"`,
+        );
+        continue;
+      }
+      models[m.id] = m;
+    }
+  }
 }

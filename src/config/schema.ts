@@ -161,6 +161,19 @@ export const PeerSchema = Type.Object(
     weight: Type.Number({ minimum: 0, default: 1 }),
     /** A qm / llama-swap peer's status is polled this often when its events are not available. */
     poll_s: Type.Number({ minimum: 0.1, maximum: 3600, default: 5 }),
+    // Managed mistral.rs nodes only (src/peers/mistralrs.md).
+    /** The node's memory for its models; 0 = not limited by memory. */
+    vram_budget_gb: nonNegative(0),
+    /** Each model's footprint on the node, by the node's model id. */
+    est_vram_gb: Type.Record(Type.String(), Type.Number({ minimum: 0 }), { default: {} }),
+    /** At most this many models resident on the node at once; 0 = no count limit. */
+    max_loaded: Type.Integer({ minimum: 0, maximum: 100000, default: 0 }),
+    /** Models never unloaded by qm. */
+    pinned: strings(),
+    /** Restart the node (`restart_cmd`) after this many unload/reload cycles, once idle; 0 = never. */
+    defrag_after_cycles: Type.Integer({ minimum: 0, maximum: 1000000, default: 0 }),
+    /** How the node is restarted (argv, no shell), e.g. "systemctl restart mistralrs". */
+    restart_cmd: Type.String({ default: "" }),
   },
   closed,
 );

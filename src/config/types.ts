@@ -121,6 +121,35 @@ export interface ModelConfig {
    * requests go to the peer's URL (`proxy`) with the peer's key.
    */
   peer?: PeerTarget;
+  /**
+   * Set on a model of a managed mistral.rs node (`[peers.NAME] kind = "mistralrs"`): scheduled
+   * here like a local model, loaded and unloaded over the node's HTTP API (src/peers/mistralrs.md).
+   */
+  node?: NodeTarget;
+}
+
+/** A managed node's model: the node, its key, the node's id for the model. */
+export interface NodeTarget {
+  node: string;
+  apiKey: string;
+  /** The model's id on the node (sent upstream as `model`, and as `model_id` to load it). */
+  remote: string;
+  /** Listed in `pinned`: never unloaded by qm. */
+  pinned: boolean;
+  /** Found in the node's `GET /v1/models`, not named in the config. */
+  discovered: boolean;
+}
+
+/** A managed mistral.rs node's residency settings (`kind = "mistralrs"`). */
+export interface NodeSettings {
+  vramBudgetGb: number;
+  /** `est_vram_gb`: each model's footprint by the node's id for it. */
+  estVramGb: Record<string, number>;
+  maxLoaded: number;
+  pinned: string[];
+  defragAfterCycles: number;
+  /** `restart_cmd` split into argv; empty when none. */
+  restartArgv: string[];
 }
 
 /** Where a peer's model is sent: the peer, its key, the name it knows the model by. */
@@ -143,6 +172,8 @@ export interface PeerConfig {
   weight: number;
   /** Milliseconds between status polls of a qm / llama-swap peer without events. */
   pollMs: number;
+  /** Set for `kind = "mistralrs"`: the node's residency settings. */
+  node: NodeSettings | null;
 }
 
 export interface ActivityConfig {

@@ -19,6 +19,11 @@ export interface PeerView {
   resident: number;
   /** The peer's models by the name it knows them by. */
   models: ReadonlyMap<string, Offer>;
+  /**
+   * What loading `remote` there would evict (a managed node's own admission); absent: the
+   * resident count stands for it.
+   */
+  cost?: ((remote: string) => number) | undefined;
 }
 
 export type Route =
@@ -49,7 +54,8 @@ export function route(
   }
   const open = peers.filter((p) => p.available && !skip.has(p.id) && p.models.has(name));
   const ready = open.filter((p) => p.models.get(name) === "ready");
-  const best = ready.length > 0 ? ready.sort(byLoad)[0] : open.sort(byRoom)[0];
+  const best =
+    ready.length > 0 ? ready.sort(byLoad)[0] : open.sort((a, b) => byRoom(a, b, name))[0];
   if (best) return { kind: "peer", peer: best.id, remote: name };
   // Offered only by peers that are down: say which (a first choice, not a failover's next).
   if (skip.size > 0) return undefined;
@@ -62,7 +68,8 @@ function byLoad(a: PeerView, b: PeerView): number {
   return a.inflight - b.inflight || b.weight - a.weight || a.order - b.order;
 }
 
-/** A peer that must load the model: the fewest resident models (least to evict), then load. */
-function byRoom(a: PeerView, b: PeerView): number {
-  return a.resident - b.resident || byLoad(a, b);
+/** A peer that must load the model: the least to evict (or fewest resident), then load. */
+function byRoom(a: PeerView, b: PeerView, name: string): number {
+  const cost = (p: PeerView) => (p.cost ? p.cost(name) : p.resident);
+  return cost(a) - cost(b) || byLoad(a, b);
 }

@@ -4,6 +4,8 @@
  * peer's model (`target.ts`) by the pure `route`; the exchange tells the table how each call
  * went (`begin` / `end`). Time is the injected clock's.
  */
+
+import { namedNodeModels } from "../config/node-models.ts";
 import type { ModelConfig, PeerConfig } from "../config/types.ts";
 import { QmError } from "../shared/errors.ts";
 import { Breaker, type PeerHealth } from "./breaker.ts";
@@ -22,6 +24,21 @@ export interface PeerStatusJson {
   down_until_ms: number | null;
 }
 
+/** What the runtime says of its managed nodes' models (`PeerTable.managed`). */
+export interface ManagedLookup {
+  /** The scheduler's model for `remote` on `node`, or undefined when it has none. */
+  model(node: string, remote: string): ModelConfig | undefined;
+  /** Requests in flight on the node's models. */
+  inflight(node: string): number;
+  /** How many models loading `remote` would unload there now (unloadable: a large number). */
+  cost(node: string, remote: string): number;
+}
+
+/** A peer's models named in its config (a node's: `models`, `est_vram_gb`'s keys, `pinned`). */
+function namedOf(config: PeerConfig): string[] {
+  return config.kind === "mistralrs" ? namedNodeModels(config) : config.models;
+}
+
 /** How a call to a peer went: answered (any status below 500), or failed before any byte. */
 export type PeerOutcome = { ok: true } | { ok: false; error: string };
 
@@ -35,8 +52,8 @@ class Peer {
     readonly order: number,
   ) {
     // An openai peer's listed models are always there to serve; a qm peer's listed ones are
-    // offered until its own status says more.
-    this.models = new Map(config.models.map((m) => [m, "offered" as Offer]));
+    // offered until its own status says more; a node's named ones until the scheduler loads them.
+    this.models = new Map(namedOf(config).map((m) => [m, "offered" as Offer]));
   }
 }
 
@@ -53,11 +70,14 @@ export class PeerTable {
     private readonly wall: () => number = Date.now,
   ) {
     let order = 0;
-    // mistral.rs nodes are managed, not merely routed to: not served yet.
-    for (const c of Object.values(configs)) {
-      if (c.kind !== "mistralrs") this.peers.set(c.id, new Peer(c, order++));
-    }
+    for (const c of Object.values(configs)) this.peers.set(c.id, new Peer(c, order++));
   }
+
+  /**
+   * Managed mistral.rs nodes' models are this box's scheduler's (src/peers/mistralrs.md): the
+   * runtime says which model a name routes to, and what is in flight and would be evicted there.
+   */
+  managed: ManagedLookup | null = null;
 
   get size(): number {
     return this.peers.size;
@@ -88,6 +108,7 @@ export class PeerTable {
         { retryAfterS: inS },
       );
     }
+    if (peer.config.kind === "mistralrs") return this.managed?.model(r.peer, r.remote);
     const explicit = name !== r.remote;
     return peerModel(peer.config, r.remote, explicit ? name : r.remote);
   }
@@ -157,6 +178,8 @@ export class PeerTable {
   listing(): { id: string; peer: string; remote: string; state: Offer }[] {
     const out: { id: string; peer: string; remote: string; state: Offer }[] = [];
     for (const p of this.peers.values()) {
+      // A node's models are listed as this box's own (`NODE/MODEL` is a configured id).
+      if (p.config.kind === "mistralrs") continue;
       for (const [remote, state] of p.models) {
         out.push({ id: `${p.config.id}/${remote}`, peer: p.config.id, remote, state });
       }
@@ -205,14 +228,19 @@ export class PeerTable {
 
   private views(): PeerView[] {
     const now = this.now();
-    return [...this.peers.values()].map((p) => ({
-      id: p.config.id,
-      order: p.order,
-      weight: p.config.weight,
-      available: p.breaker.available(now),
-      inflight: p.inflight,
-      resident: p.resident,
-      models: p.models,
-    }));
+    const managed = this.managed;
+    return [...this.peers.values()].map((p) => {
+      const node = p.config.kind === "mistralrs" && managed !== null ? p.config.id : null;
+      return {
+        id: p.config.id,
+        order: p.order,
+        weight: p.config.weight,
+        available: p.breaker.available(now),
+        inflight: node !== null ? managed!.inflight(node) : p.inflight,
+        resident: p.resident,
+        models: p.models,
+        cost: node !== null ? (remote: string) => managed!.cost(node, remote) : undefined,
+      };
+    });
   }
 }

@@ -75,7 +75,8 @@ export class PeerWatch {
 
   /** The table's news of a peer: one that went down is probed once its backoff passes. */
   changed(s: PeerStatusJson): void {
-    if (this.stopped || s.state !== "down") return;
+    // A managed node is followed by its own poll (src/runtime/nodes.ts).
+    if (this.stopped || s.state !== "down" || s.kind === "mistralrs") return;
     const old = this.probes.get(s.name);
     if (old !== undefined) this.deps.timers.clear(old);
     const wait = Math.max(0, this.table.downUntil(s.name) - this.deps.timers.now());
@@ -226,7 +227,7 @@ export class PeerWatch {
 }
 
 /** An abort signal that fires after `ms` on the injected timers; `cancel` disarms it. */
-function setTimeoutSignal(timers: Timers, ms: number) {
+export function setTimeoutSignal(timers: Timers, ms: number) {
   const ctl = new AbortController();
   const handle = ms > 0 ? timers.set(() => ctl.abort(new Error("timed out")), ms) : null;
   return { signal: ctl.signal, cancel: () => handle !== null && timers.clear(handle) };
@@ -236,7 +237,7 @@ function setTimeoutSignal(timers: Timers, ms: number) {
  * A failure in qm's words: a network error (it has a `code`) as a one-line cause (`connection
  * reset`), never the runtime's own text; qm's own errors (`/api/status answered 500`) as said.
  */
-function describe(error: unknown): string {
+export function describe(error: unknown): string {
   const code =
     typeof error === "object" && error !== null ? (error as { code?: unknown }).code : undefined;
   if (typeof code === "string") return failureCause(error);

@@ -105,6 +105,14 @@ export function diffConfig(old: Config, next: Config): ConfigChanges {
       if (!(m.variantOf.base in next.models)) changes.removed.push(id);
       continue;
     }
+    // A model found on a managed node stays while its node does, at the same address.
+    if (m.node?.discovered && !(id in next.models)) {
+      const node = next.peers[m.node.node];
+      if (!node?.node || node.url !== m.proxy || node.apiKey !== m.node.apiKey) {
+        changes.removed.push(id);
+      }
+      continue;
+    }
     const n = next.models[id];
     if (!n) {
       changes.removed.push(id);

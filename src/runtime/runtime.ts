@@ -15,9 +15,10 @@ import { isPortFreeOnLoopback, loadConfigFile, parseVariantName } from "../confi
 import type { Config, ModelConfig } from "../config/types.ts";
 import { probeGpu } from "../gpu/index.ts";
 import { PeerTable } from "../peers/table.ts";
-import { PeerWatch } from "../peers/watch.ts";
+import { type Fetcher, PeerWatch } from "../peers/watch.ts";
 import { GroupPolicy } from "../policy/group.ts";
 import { MatrixPolicy } from "../policy/matrix.ts";
+import { NodeAwarePolicy } from "../policy/node.ts";
 import type { BudgetView, EvictionPolicy } from "../policy/types.ts";
 import type { Deadline } from "../proxy/deadline.ts";
 import { Scheduler } from "../scheduler/scheduler.ts";
@@ -34,6 +35,7 @@ import { LiveBudget } from "./live-budget.ts";
 import { LoadEvents } from "./load-events.ts";
 import { type LoadProgress, LoadTimes } from "./load-times.ts";
 import { LogHub } from "./log-hub.ts";
+import { ManagedNodes } from "./nodes.ts";
 import { type ConfigLoader, ConfigReloads, type ReloadOutcome } from "./reload.ts";
 import { StallStreaks } from "./stalls.ts";
 import { buildStatus } from "./status.ts";
@@ -58,6 +60,10 @@ export interface RuntimeOptions {
   loadTimesFile?: string;
   /** How a reload reads the config; default the loader on `config.file`. */
   loadConfig?: ConfigLoader;
+  /** How managed nodes are called; default `fetch`. */
+  nodeFetch?: Fetcher;
+  /** Runs a node's `restart_cmd`; default spawned. */
+  runRestart?: (argv: string[]) => Promise<number>;
 }
 
 /**
@@ -101,6 +107,8 @@ export class Runtime implements Effects, Gateway {
    */
   peers: PeerTable | null = null;
   private peerWatch: PeerWatch | null = null;
+  /** Managed mistral.rs nodes (src/peers/mistralrs.md): their models' supervisors and polls. */
+  readonly nodes: ManagedNodes;
   private readonly timers: Timers;
 
   constructor(
@@ -135,6 +143,28 @@ export class Runtime implements Effects, Gateway {
       upstream: { warn: (line) => opts.log.warn(line) },
     });
     this.leases = new LeaseBook(opts.log, timers);
+    this.nodes = new ManagedNodes({
+      config,
+      timers,
+      log: opts.log,
+      loadTimeoutMs: config.server.healthCheckTimeoutS * 1000,
+      state: (id) => this.modelState(id),
+      inTransition: (id) => this.scheduler.inTransition(id),
+      inflight: (id) => this.scheduler.inflightOf(id),
+      adopt: (id) => this.scheduler.adopt(id),
+      gone: (id, detail) => this.scheduler.gone(id, detail),
+      unload: (id) => this.scheduler.unload(id),
+      addModel: (model) => {
+        this.config.models[model.id] = model;
+        this.runner.add(model);
+        this.scheduler.addModel(model);
+        this.peers?.modelChanged(model.node!.node, model.node!.remote, "offered");
+      },
+      table: () => this.peers,
+      onLine: (id, line) => this.modelLine(id, line),
+      ...(opts.nodeFetch ? { fetch: opts.nodeFetch } : {}),
+      ...(opts.runRestart ? { runRestart: opts.runRestart } : {}),
+    });
     this.scheduler = new Scheduler(config, makePolicy(config, this.budget), this, opts.clock);
     this.gpu = new GpuWatch({
       resources: config.resources,
@@ -168,9 +198,11 @@ export class Runtime implements Effects, Gateway {
         exited: (model, error) => scheduler.exited(model, error),
       },
       gpu: this.gpu,
-      makeProcess:
+      makeProcess: withNodes(
+        this.nodes,
         opts.makeProcess ??
-        modelProcesses(config, opts.log, (id, line) => this.modelLine(id, line)),
+          modelProcesses(config, opts.log, (id, line) => this.modelLine(id, line)),
+      ),
     });
     for (const model of Object.values(config.models)) this.runner.add(model);
     this.waiters = new Waiters({
@@ -200,7 +232,10 @@ export class Runtime implements Effects, Gateway {
       publish: (event) => this.events.publish(event),
     });
     this.reloads.subscribe((changes, cfg) => {
-      if (changes.peers && !this.closing) this.replacePeers(cfg.peers, true);
+      if (!changes.peers || this.closing) return;
+      this.nodes.replace(cfg.peers);
+      this.replacePeers(cfg.peers, true);
+      this.nodes.start();
     });
   }
 
@@ -224,9 +259,31 @@ export class Runtime implements Effects, Gateway {
               if (this.peers === table) this.peerWatch?.changed(s);
             },
           );
+    if (table) table.managed = this.managedLookup();
     this.peers = table;
     this.peerWatch = table ? new PeerWatch(table, { timers, log: this.opts.log }) : null;
     if (running) this.peerWatch?.start();
+  }
+
+  /** What the peer table routes to on a managed node: the scheduler's own models there. */
+  private managedLookup() {
+    const onNode = (node: string) =>
+      Object.values(this.config.models).filter((m) => m.node?.node === node);
+    return {
+      model: (node: string, remote: string) => {
+        const m = this.config.models[`${node}/${remote}`];
+        return m?.node?.node === node ? m : undefined;
+      },
+      inflight: (node: string) =>
+        onNode(node).reduce((n, m) => n + this.scheduler.inflightOf(m.id), 0),
+      cost: (node: string, remote: string) => {
+        const id = `${node}/${remote}`;
+        if (!this.config.models[id]) return Number.MAX_SAFE_INTEGER;
+        const running = this.scheduler.runningLru();
+        const answer = this.scheduler.evictionFor(id, running);
+        return answer.ok ? answer.evict.length : Number.MAX_SAFE_INTEGER;
+      },
+    };
   }
 
   /** Reloads the config file and applies what changed (./reload.md); a bad one changes nothing. */
@@ -443,6 +500,7 @@ export class Runtime implements Effects, Gateway {
     else this.opts.log.info(line);
     this.loadTimes.state(model, state);
     this.loadEvents.state(model, state);
+    this.nodes.stateChanged(model, state);
     // A load's event says how long it is expected to take (null: never loaded before).
     const expected =
       state === "starting" ? { expected_load_ms: this.loadTimes.expected(model) } : {};
@@ -456,6 +514,7 @@ export class Runtime implements Effects, Gateway {
   start(): void {
     this.gpu.start();
     this.peerWatch?.start();
+    this.nodes.start();
   }
 
   /** Refuse new work; in-flight requests keep running until `stopAll`. */
@@ -464,6 +523,7 @@ export class Runtime implements Effects, Gateway {
     this.closing = true;
     this.gpu.stop();
     this.peerWatch?.stop();
+    this.nodes.stop();
     this.scheduler.shutdown();
     this.wake.disarm();
   }
@@ -503,7 +563,14 @@ function defaultLoader(config: Config): ConfigLoader {
 }
 
 function makePolicy(config: Config, budget: BudgetView): EvictionPolicy {
-  return config.router.policy === "matrix"
-    ? new MatrixPolicy(config)
-    : new GroupPolicy(config, budget);
+  const own =
+    config.router.policy === "matrix" ? new MatrixPolicy(config) : new GroupPolicy(config, budget);
+  // Managed nodes' models are admitted against their node (src/peers/mistralrs.md).
+  const nodes = Object.values(config.peers).some((p) => p.node !== null);
+  return nodes ? new NodeAwarePolicy(own, config) : own;
+}
+
+/** Node models are supervised over their node's API; every other model by `make`. */
+function withNodes(nodes: ManagedNodes, make: ProcessFactory): ProcessFactory {
+  return (model, onExit) => (model.node ? nodes.server(model) : make(model, onExit));
 }

@@ -49,7 +49,8 @@ export function buildStatus(inputs: StatusInputs): StatusJson {
   let ramUsed = 0;
   const models = snap.models.map((s) => {
     const m = (inputs.modelOf?.(s.id) ?? config.models[s.id])!;
-    if (s.state !== "stopped" && s.state !== "failed") {
+    // A managed node's models hold its memory, not this box's.
+    if (s.state !== "stopped" && s.state !== "failed" && !m.node) {
       used += m.estVramGb;
       ramUsed += m.estRamGb;
     }

@@ -172,9 +172,12 @@ export class SwapRunner {
       let stop = blocked();
       if (stop) throw stop;
       // The spawn guard: with what the card really has free now, can the target load?
-      const estimate = this.deps.models()[swap.target]!.estVramGb;
-      const verdict = await gpu.guard(swap.target, estimate, { evicted: swap.evict });
-      if (!verdict.ok) throw new QmError("cannot_fit", verdict.message);
+      const model = this.deps.models()[swap.target]!;
+      // A managed node's model loads on the node's GPU, not this box's.
+      if (!model.node) {
+        const verdict = await gpu.guard(swap.target, model.estVramGb, { evicted: swap.evict });
+        if (!verdict.ok) throw new QmError("cannot_fit", verdict.message);
+      }
       // Checked right before the start, with no await between: an abort up to here keeps the
       // target from spawning at all; one after it stops what started.
       stop = blocked();

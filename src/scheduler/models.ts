@@ -128,13 +128,13 @@ export class ModelTable {
   }
 
   /** The process died under its requests: forget them, they end with errors of their own. */
-  crashed(id: string, detail: string): void {
+  crashed(id: string, detail: string, state: "failed" | "stopped" = "failed"): void {
     const m = this.byId.get(id);
     if (!m) return;
     m.generation++;
     m.inflight = 0;
     m.unloadPending = false;
-    this.setState(id, "failed", detail);
+    this.setState(id, state, detail);
   }
 
   touch(id: string): void {

@@ -95,6 +95,22 @@ export class Scheduler {
   exited(model: string, error: QmError): void {
     this.run(() => this.onExited(model, error));
   }
+  /**
+   * A model found serving that the scheduler holds as stopped or failed (a managed node loaded
+   * it outside qm): it is ready from now on, least recently used, so its memory is accounted.
+   * Ignored while the model is in a transition.
+   */
+  adopt(model: string): void {
+    this.run(() => this.onAdopt(model));
+  }
+  /**
+   * A ready model found gone without being asked (a managed node unloaded it outside qm): it is
+   * stopped, and requests granted on it no longer count (as after a crash). Ignored in a
+   * transition.
+   */
+  gone(model: string, detail: string): void {
+    this.run(() => this.onGone(model, detail));
+  }
   /** Unload one model (null = all): at once when idle, after its in-flight requests otherwise. */
   unload(model: string | null): void {
     this.run(() => this.onUnload(model));
@@ -133,6 +149,27 @@ export class Scheduler {
 
   state(model: string): ModelState | undefined {
     return this.models.get(model)?.state;
+  }
+
+  /** Models holding memory, least recently used first (what the policy is asked with). */
+  runningLru(): string[] {
+    return this.models.runningLru();
+  }
+
+  /** The policy's answer for `target` now (read-only: routing weighs a node's cost by it). */
+  evictionFor(target: string, running: readonly string[]) {
+    return this.policy.evictionFor(target, running);
+  }
+
+  /** Granted requests running on `model` now. */
+  inflightOf(model: string): number {
+    return this.models.get(model)?.inflight ?? 0;
+  }
+
+  /** `model` is starting or stopping, or in a swap or a stop in progress. */
+  inTransition(model: string): boolean {
+    const m = this.models.get(model);
+    return m?.state === "starting" || m?.state === "stopping" || this.swaps.inTransition(model);
   }
 
   snapshot() {
@@ -303,6 +340,18 @@ export class Scheduler {
     const m = this.models.get(model);
     if (!m || m.state !== "ready") return; // exits during a swap come back as swapDone
     this.models.crashed(model, error.message);
+  }
+
+  private onAdopt(model: string): void {
+    const m = this.models.get(model);
+    if (!m || this.closed || m.retired || this.swaps.inTransition(model)) return;
+    if (m.state === "stopped" || m.state === "failed") this.models.setState(model, "ready");
+  }
+
+  private onGone(model: string, detail: string): void {
+    const m = this.models.get(model);
+    if (!m || m.state !== "ready" || this.swaps.inTransition(model)) return;
+    this.models.crashed(model, detail, "stopped");
   }
 
   private onUnload(model: string | null): void {

@@ -55,7 +55,9 @@ export function idleToShed(
   return shedVictims({
     residents: models
       .runningLru()
-      .filter((id) => groups[cfg[id]!.group]?.pool !== "ram" && !swaps.isStopping(id)),
+      .filter(
+        (id) => groups[cfg[id]!.group]?.pool !== "ram" && !cfg[id]!.node && !swaps.isStopping(id),
+      ),
     limitGb,
     estimate: (id) => cfg[id]!.estVramGb,
     sheddable: (id) => {

@@ -118,6 +118,7 @@ models = ["big"]
       timeoutMs: 30_000,
       weight: 1,
       pollMs: 5000,
+      node: null,
     });
     expect(config.groups).toEqual({
       g: { id: "g", members: ["m"], swap: true, exclusive: true, persistent: false, pool: "vram" },
@@ -293,6 +294,7 @@ models_dir = "/models"
       timeoutMs: 2500,
       weight: 3,
       pollMs: 10_000,
+      node: null,
     });
     expect(config.macros).toEqual({ models_dir: "/models" });
     expect(config.aliases).toEqual({ "gpt-4o-mini": "qwen-7b" });

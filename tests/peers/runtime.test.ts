@@ -22,8 +22,11 @@ test("status lists the peers; a change of a peer's state is an event: peer", () 
   rt.subscribe((e) => {
     if (e.type === "peer") events.push(e);
   });
-  // A mistral.rs node is not served yet: it is not in the table.
-  expect(rt.status().peers?.map((p) => [p.name, p.state])).toEqual([["box2", "up"]]);
+  // A mistral.rs node is a peer too (a managed one: its models are scheduled here).
+  expect(rt.status().peers?.map((p) => [p.name, p.kind, p.state])).toEqual([
+    ["box2", "openai", "up"],
+    ["node", "mistralrs", "up"],
+  ]);
   expect(rt.peers?.resolve("big")?.peer).toEqual({ peer: "box2", apiKey: "", remote: "big" });
   rt.peers?.report("box2", { ok: false, error: 'peer "box2": connection refused' });
   expect(events).toHaveLength(1);

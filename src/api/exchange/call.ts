@@ -6,7 +6,7 @@
  * for them.
  */
 import type { ModelConfig, PeerTarget } from "../../config/types.ts";
-import { peerRequestHeaders } from "../../peers/target.ts";
+import { peerCredentials, peerRequestHeaders } from "../../peers/target.ts";
 import { failureLogLine, upstreamFailure } from "../../proxy/causes.ts";
 import { Deadline, type DeadlineReport } from "../../proxy/deadline.ts";
 import type { UpstreamCall } from "../../proxy/forward.ts";
@@ -84,6 +84,8 @@ export class Call implements UpstreamCall, DeadlineReport {
     });
     this.signal = this.deadline.signal;
     this.startedAt = this.deadline.now();
+    // A managed node's model is served by the node, with the node's key.
+    if (model.node) this.credentials = peerCredentials(model.node.apiKey);
   }
 
   /** Aborts when the client leaves, a time limit passes or shutdown cuts the call. */

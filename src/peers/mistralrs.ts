@@ -1,0 +1,146 @@
+/**
+ * A managed mistral.rs node's model-lifecycle API (v0.8+), over an injected fetch and timers:
+ * `GET /v1/models` (each model with its `status`), `POST /v1/models/{status,reload,unload}` with
+ * `{"model_id"}`. Answers are read defensively: a node is another program, and a malformed answer
+ * is an error naming the node, never a throw of the parser's. src/peers/mistralrs.md.
+ */
+import type { PeerConfig } from "../config/types.ts";
+import type { Timers } from "../shared/timer.ts";
+import { peerCredentials } from "./target.ts";
+import { describe, type Fetcher, setTimeoutSignal } from "./watch.ts";
+
+/** The statuses a node reports for a model (and what qm makes of an unreadable one). */
+export type NodeModelStatus =
+  | "loaded"
+  | "unloaded"
+  | "reloading"
+  | "not_found"
+  | "no_loader_config"
+  | "internal_error";
+
+const STATUSES: ReadonlySet<string> = new Set([
+  "loaded",
+  "unloaded",
+  "reloading",
+  "not_found",
+  "no_loader_config",
+  "internal_error",
+]);
+
+/** The most of a node's answer qm reads (a model list is small). */
+const MAX_ANSWER_BYTES = 4 * 1024 * 1024;
+
+export class NodeApiError extends Error {}
+
+export class MistralrsApi {
+  private readonly fetch: Fetcher;
+
+  constructor(
+    private readonly peer: Pick<PeerConfig, "id" | "url" | "apiKey" | "timeoutMs">,
+    private readonly timers: Timers,
+    fetcher?: Fetcher,
+  ) {
+    this.fetch = fetcher ?? ((u, init) => fetch(u, init));
+  }
+
+  /** Every model the node serves with its status (entries without one, like `default`, skipped). */
+  async list(): Promise<Map<string, NodeModelStatus>> {
+    const body = await this.call("GET", "/v1/models", undefined, this.peer.timeoutMs);
+    const data = (body as { data?: unknown } | null)?.data;
+    if (!Array.isArray(data)) throw this.error("GET /v1/models", "answered without a data list");
+    const out = new Map<string, NodeModelStatus>();
+    for (const entry of data) {
+      if (typeof entry !== "object" || entry === null) continue;
+      const { id, status } = entry as { id?: unknown; status?: unknown };
+      if (typeof id !== "string" || id === "" || typeof status !== "string") continue;
+      if (STATUSES.has(status)) out.set(id, status as NodeModelStatus);
+    }
+    return out;
+  }
+
+  status(model: string, signal?: AbortSignal): Promise<NodeModelStatus> {
+    return this.lifecycle("status", model, this.peer.timeoutMs, signal);
+  }
+
+  /** Asks the node to load `model`; the answer may come once it is loaded, or at once. */
+  reload(model: string, timeoutMs: number, signal?: AbortSignal): Promise<NodeModelStatus> {
+    return this.lifecycle("reload", model, timeoutMs, signal);
+  }
+
+  unload(model: string, signal?: AbortSignal): Promise<NodeModelStatus> {
+    return this.lifecycle("unload", model, this.peer.timeoutMs, signal);
+  }
+
+  private async lifecycle(
+    verb: "status" | "reload" | "unload",
+    model: string,
+    timeoutMs: number,
+    signal?: AbortSignal,
+  ): Promise<NodeModelStatus> {
+    const path = `/v1/models/${verb}`;
+    const body = await this.call(
+      "POST",
+      path,
+      JSON.stringify({ model_id: model }),
+      timeoutMs,
+      signal,
+    );
+    const status = (body as { status?: unknown } | null)?.status;
+    if (typeof status === "string" && STATUSES.has(status)) return status as NodeModelStatus;
+    throw this.error(`POST ${path}`, `answered without a known status for "${model}"`);
+  }
+
+  private error(what: string, message: string): NodeApiError {
+    return new NodeApiError(`node "${this.peer.id}": ${what} ${message}`);
+  }
+
+  /** One call, limited to `timeoutMs` on the injected timers; the JSON answer, any status. */
+  private async call(
+    method: "GET" | "POST",
+    path: string,
+    body: string | undefined,
+    timeoutMs: number,
+    signal?: AbortSignal,
+  ): Promise<unknown> {
+    const limit = setTimeoutSignal(this.timers, timeoutMs);
+    const signals = signal ? AbortSignal.any([limit.signal, signal]) : limit.signal;
+    const what = `${method} ${path}`;
+    try {
+      const headers = new Headers(peerCredentials(this.peer.apiKey));
+      if (body !== undefined) headers.set("content-type", "application/json");
+      let res: Response;
+      try {
+        res = await this.fetch(this.peer.url + path, {
+          method,
+          headers,
+          body,
+          signal: signals,
+          proxy: false,
+        } as RequestInit);
+      } catch (err) {
+        if (limit.signal.aborted) throw this.error(what, `gave no answer within ${timeoutMs} ms`);
+        throw this.error(what, `failed: ${describe(err)}`);
+      }
+      const bytes = await res.arrayBuffer().catch((err: unknown) => {
+        throw this.error(what, `failed: ${describe(err)}`);
+      });
+      if (bytes.byteLength > MAX_ANSWER_BYTES) throw this.error(what, "answered too much");
+      let json: unknown = null;
+      try {
+        json = JSON.parse(new TextDecoder().decode(bytes));
+      } catch {
+        // A non-JSON answer says nothing qm can read.
+      }
+      // A lifecycle call may answer 4xx/5xx with its status in the body (not_found): read it.
+      if (json === null || typeof json !== "object") {
+        throw this.error(what, `answered ${res.status} without JSON`);
+      }
+      if (res.status >= 500 && (json as { status?: unknown }).status === undefined) {
+        throw this.error(what, `answered ${res.status}`);
+      }
+      return json;
+    } finally {
+      limit.cancel();
+    }
+  }
+}

@@ -1,0 +1,470 @@
+/**
+ * Managed mistral.rs nodes (src/peers/mistralrs.md): each node model's supervisor over the
+ * node's HTTP API (`NodeServer`), and the background poll that follows each node — its health,
+ * models discovered, models loaded or unloaded outside qm — and restarts it once its
+ * unload/reload cycles reach `defrag_after_cycles`. Time is the injected timers'.
+ */
+import { nodeModel, nodeModelId } from "../config/node-models.ts";
+import type { Config, ModelConfig, PeerConfig } from "../config/types.ts";
+import { MistralrsApi, type NodeModelStatus } from "../peers/mistralrs.ts";
+import type { PeerTable } from "../peers/table.ts";
+import type { Fetcher } from "../peers/watch.ts";
+import type { ModelState } from "../scheduler/types.ts";
+import { asQmError, QmError } from "../shared/errors.ts";
+import type { Logger } from "../shared/log.ts";
+import type { Timers } from "../shared/timer.ts";
+import type { ModelServer } from "./swap-runner.ts";
+
+/** How often a start asks the node whether its model has loaded. */
+const STATUS_POLL_MS = 250;
+/** The lifecycle lines kept per node model (`/api/models/{id}/logs`). */
+const LOG_LINES = 200;
+
+/** What the nodes need of the scheduler and the rest of the runtime. */
+export interface NodeHost {
+  config: Config;
+  timers: Timers;
+  log: Logger;
+  /** Milliseconds a load (and a node's restart) may take: `server.health_check_timeout_s`. */
+  loadTimeoutMs: number;
+  state(id: string): ModelState;
+  /** The model is in a transition (starting, stopping, a swap or a stop in progress). */
+  inTransition(id: string): boolean;
+  inflight(id: string): number;
+  adopt(id: string): void;
+  gone(id: string, detail: string): void;
+  unload(id: string): void;
+  /** A model found on a node joins the scheduler (like a `?ctx=` variant). */
+  addModel(model: ModelConfig): void;
+  table(): PeerTable | null;
+  /** Each lifecycle line of a node model, for its live log followers. */
+  onLine(id: string, line: string): void;
+  fetch?: Fetcher;
+  /** Runs `restart_cmd`; resolves with its exit code. Default: spawned, no shell. */
+  runRestart?: (argv: string[]) => Promise<number>;
+}
+
+interface Node {
+  config: PeerConfig;
+  api: MistralrsApi;
+  /** Unloads of a loaded model since the last restart. */
+  cycles: number;
+  /** Set while a defrag restart runs: starts wait for it. */
+  gate: Promise<void> | null;
+  /** A defrag restart is under way: stops need no unload (the restart frees everything). */
+  restarting: boolean;
+  timer: unknown;
+  polling: boolean;
+}
+
+export class ManagedNodes {
+  private readonly nodes = new Map<string, Node>();
+  private readonly servers = new Map<string, NodeServer>();
+  private closed = false;
+  /** Models a defrag waits to see stopped, by node. */
+  private readonly draining = new Map<string, { ids: Set<string>; done: () => void }>();
+
+  constructor(private readonly host: NodeHost) {
+    this.replace(host.config.peers);
+  }
+
+  /** A reload changed `[peers]`: nodes still configured keep their count; others go. */
+  replace(peers: Config["peers"]): void {
+    const next = new Map<string, Node>();
+    for (const c of Object.values(peers)) {
+      if (!c.node) continue;
+      const old = this.nodes.get(c.id);
+      const api = new MistralrsApi(c, this.host.timers, this.host.fetch);
+      next.set(c.id, {
+        config: c,
+        api,
+        cycles: old?.cycles ?? 0,
+        gate: old?.gate ?? null,
+        restarting: old?.restarting ?? false,
+        timer: null,
+        polling: false,
+      });
+    }
+    for (const old of this.nodes.values()) {
+      if (old.timer !== null) this.host.timers.clear(old.timer);
+    }
+    this.nodes.clear();
+    for (const [id, n] of next) this.nodes.set(id, n);
+  }
+
+  get size(): number {
+    return this.nodes.size;
+  }
+
+  /** The supervisor of a node model (the runner's factory asks). */
+  server(model: ModelConfig): NodeServer {
+    const s = new NodeServer(model, this);
+    this.servers.set(model.id, s);
+    return s;
+  }
+
+  /** Starts each node's poll (the first at once). */
+  start(): void {
+    for (const n of this.nodes.values()) this.pollThenSchedule(n);
+  }
+
+  private pollThenSchedule(n: Node): void {
+    void this.poll(n).finally(() => {
+      if (this.nodes.get(n.config.id) === n) this.schedule(n, n.config.pollMs);
+    });
+  }
+
+  /** Shutdown: polls stop; node models stay as they are on their node (it is not qm's process). */
+  stop(): void {
+    this.closed = true;
+    for (const n of this.nodes.values()) {
+      if (n.timer !== null) this.host.timers.clear(n.timer);
+      n.timer = null;
+    }
+  }
+
+  get closing(): boolean {
+    return this.closed;
+  }
+
+  node(id: string): Node | undefined {
+    return this.nodes.get(id);
+  }
+
+  get hostDeps(): NodeHost {
+    return this.host;
+  }
+
+  /** The scheduler's news of a model: a node's routing entry follows it; a defrag waits on it. */
+  stateChanged(id: string, state: ModelState): void {
+    const model = this.host.config.models[id];
+    const target = model?.node;
+    if (!target) return;
+    this.host
+      .table()
+      ?.modelChanged(target.node, target.remote, state === "ready" ? "ready" : "offered");
+    const d = this.draining.get(target.node);
+    if (d && (state === "stopped" || state === "failed")) {
+      d.ids.delete(id);
+      if (d.ids.size === 0) d.done();
+    }
+    // A stop may have been the cycle that makes a restart due, a load the transition it
+    // waited out (the poll looks again for work that drains).
+    const n = this.nodes.get(target.node);
+    if (n && !n.restarting) queueMicrotask(() => this.maybeDefrag(n));
+  }
+
+  /** A loaded model was unloaded: one more cycle on its node. */
+  cycled(node: string): void {
+    const n = this.nodes.get(node);
+    if (!n || n.restarting) return;
+    n.cycles++;
+  }
+
+  /** Waits while the node's defrag restart runs. */
+  async gateOpen(node: string): Promise<void> {
+    const n = this.nodes.get(node);
+    while (n?.gate) await n.gate;
+  }
+
+  private modelsOf(n: Node): ModelConfig[] {
+    return Object.values(this.host.config.models).filter((m) => m.node?.node === n.config.id);
+  }
+
+  private schedule(n: Node, ms: number): void {
+    if (this.closed) return;
+    if (n.timer !== null) this.host.timers.clear(n.timer);
+    n.timer = this.host.timers.set(() => {
+      n.timer = null;
+      this.pollThenSchedule(n);
+    }, ms);
+  }
+
+  /** One look at the node: health, discovery, what changed outside qm, a defrag due. */
+  async poll(n: Node): Promise<void> {
+    if (n.polling || this.closed) return;
+    n.polling = true;
+    try {
+      let listed: Map<string, NodeModelStatus>;
+      try {
+        listed = await n.api.list();
+      } catch (err) {
+        this.host.table()?.report(n.config.id, { ok: false, error: asQmError(err).message });
+        return;
+      }
+      this.host.table()?.report(n.config.id, { ok: true });
+      if (this.closed || n.restarting) return;
+      this.reconcile(n, listed);
+      this.maybeDefrag(n);
+    } finally {
+      n.polling = false;
+    }
+  }
+
+  private reconcile(n: Node, listed: ReadonlyMap<string, NodeModelStatus>): void {
+    const { host } = this;
+    const discover = n.config.models.length === 0;
+    for (const [remote, status] of listed) {
+      const id = nodeModelId(n.config.id, remote);
+      let model = host.config.models[id];
+      if (!model) {
+        if (!discover) continue;
+        model = nodeModel(n.config, remote, true);
+        host.log.info(`node ${n.config.id}: found model ${remote} (${status})`);
+        host.addModel(model);
+      }
+      if (host.inTransition(id)) continue;
+      const state = host.state(id);
+      if (status === "loaded" && (state === "stopped" || state === "failed")) {
+        host.log.info(`node ${n.config.id}: ${remote} was loaded outside qm; it is counted now`);
+        this.servers.get(id)?.adopted();
+        host.adopt(id);
+      } else if (status === "unloaded" && state === "ready") {
+        host.log.info(`node ${n.config.id}: ${remote} was unloaded outside qm`);
+        this.servers.get(id)?.vanished();
+        host.gone(id, `unloaded on node "${n.config.id}" outside qm`);
+      }
+    }
+  }
+
+  /** Nothing of the node's is in flight or in transition. */
+  private idle(n: Node): boolean {
+    return this.modelsOf(n).every(
+      (m) => this.host.inflight(m.id) === 0 && !this.host.inTransition(m.id),
+    );
+  }
+
+  private maybeDefrag(n: Node): void {
+    const every = n.config.node!.defragAfterCycles;
+    if (this.closed || every <= 0 || n.cycles < every || n.gate !== null) return;
+    if (this.nodes.get(n.config.id) !== n || !this.idle(n)) return;
+    let open = () => {};
+    n.gate = new Promise<void>((resolve) => {
+      open = resolve;
+    });
+    void this.defrag(n).finally(() => {
+      n.gate = null;
+      n.restarting = false;
+      open();
+      if (!this.closed && n.timer !== null) {
+        // Look at once: what the node loaded at its start is adopted.
+        this.pollThenSchedule(n);
+      }
+    });
+  }
+
+  /** Unload everything through the scheduler, run `restart_cmd`, wait for the node to answer. */
+  private async defrag(n: Node): Promise<void> {
+    const { host } = this;
+    const name = n.config.id;
+    host.log.info(`node ${name}: ${n.cycles} unload/reload cycles: restarting it (defrag)`);
+    n.restarting = true;
+    const resident = this.modelsOf(n)
+      .map((m) => m.id)
+      .filter((id) => host.state(id) !== "stopped" && host.state(id) !== "failed");
+    if (resident.length > 0) {
+      await new Promise<void>((done) => {
+        this.draining.set(name, { ids: new Set(resident), done });
+        for (const id of resident) host.unload(id);
+      });
+      this.draining.delete(name);
+    }
+    const run = host.runRestart ?? ((argv) => spawnRestart(argv, host.loadTimeoutMs, host.timers));
+    try {
+      const code = await run(n.config.node!.restartArgv);
+      if (code !== 0) host.log.warn(`node ${name}: restart_cmd exited ${code}`);
+    } catch (err) {
+      host.log.warn(`node ${name}: restart_cmd could not run: ${asQmError(err).message}`);
+    }
+    const deadline = host.timers.now() + host.loadTimeoutMs;
+    for (;;) {
+      try {
+        await n.api.list();
+        host.table()?.report(name, { ok: true });
+        break;
+      } catch (err) {
+        if (this.closed || host.timers.now() >= deadline) {
+          host.log.warn(`node ${name} did not answer after its restart: ${asQmError(err).message}`);
+          host.table()?.report(name, { ok: false, error: "did not come back after a restart" });
+          break;
+        }
+        await sleep(host.timers, STATUS_POLL_MS * 2);
+      }
+    }
+    n.cycles = 0;
+    host.log.info(`node ${name}: restarted`);
+  }
+}
+
+/**
+ * A node model's supervisor: loaded and unloaded over the node's API, never spawned. `pid` is
+ * always null (the node's process is not qm's), so nothing of the local GPU is attributed to it.
+ */
+export class NodeServer implements ModelServer {
+  state: "stopped" | "starting" | "ready" | "stopping" = "stopped";
+  readonly pid = null;
+  /** The node has the model loaded as far as qm knows (started or adopted). */
+  private resident = false;
+  private starting: AbortController | null = null;
+  private readonly lines: string[] = [];
+  private readonly node: string;
+  private readonly remote: string;
+  private readonly api: MistralrsApi;
+
+  constructor(
+    model: ModelConfig,
+    private readonly nodes: ManagedNodes,
+  ) {
+    this.node = model.node!.node;
+    this.remote = model.node!.remote;
+    const host = nodes.hostDeps;
+    // The model's own URL and key: a reload that changed them makes a new supervisor.
+    this.api = new MistralrsApi(
+      {
+        id: this.node,
+        url: model.proxy,
+        apiKey: model.node!.apiKey,
+        timeoutMs: model.firstByteTimeoutMs || 30_000,
+      },
+      host.timers,
+      host.fetch,
+    );
+    this.id = model.id;
+  }
+
+  private readonly id: string;
+
+  async start(): Promise<void> {
+    const host = this.nodes.hostDeps;
+    const ctl = new AbortController();
+    this.starting = ctl;
+    this.state = "starting";
+    const began = host.timers.now();
+    try {
+      await this.nodes.gateOpen(this.node);
+      if (ctl.signal.aborted) throw this.aborted();
+      const deadline = began + host.loadTimeoutMs;
+      const left = () => Math.max(1, deadline - host.timers.now());
+      let status = await this.api.reload(this.remote, left(), ctl.signal);
+      this.line(`reload → ${status}`);
+      for (;;) {
+        if (status === "loaded") break;
+        if (status === "not_found") {
+          throw new QmError(
+            "model_not_found",
+            `node "${this.node}" does not know model "${this.remote}" (not_found)`,
+          );
+        }
+        if (status === "no_loader_config" || status === "internal_error") {
+          throw new QmError(
+            "upstream_start_failed",
+            `node "${this.node}" could not load model "${this.remote}" (${status})`,
+          );
+        }
+        if (host.timers.now() >= deadline) {
+          throw new QmError(
+            "upstream_start_timeout",
+            `node "${this.node}" did not load model "${this.remote}" within ${Math.round(host.loadTimeoutMs / 1000)} s (server.health_check_timeout_s)`,
+          );
+        }
+        await sleep(host.timers, STATUS_POLL_MS, ctl.signal);
+        if (ctl.signal.aborted) throw this.aborted();
+        // Unloaded again (or never started loading): ask once more; otherwise ask how it goes.
+        status =
+          status === "unloaded"
+            ? await this.api.reload(this.remote, left(), ctl.signal)
+            : await this.api.status(this.remote, ctl.signal);
+      }
+      this.resident = true;
+      this.state = "ready";
+      this.line(`loaded in ${Math.round(host.timers.now() - began)} ms`);
+    } catch (err) {
+      this.state = "stopped";
+      const e = ctl.signal.aborted ? this.aborted() : asQmError(err);
+      // The load may have gone through on the node before the failure was seen.
+      this.resident = !ctl.signal.aborted;
+      this.line(`load failed: ${e.message}`);
+      throw e.code === "internal" ? new QmError("upstream_start_failed", e.message) : e;
+    } finally {
+      this.starting = null;
+    }
+  }
+
+  async stop(): Promise<void> {
+    this.starting?.abort();
+    const wasLoaded = this.resident;
+    const nodes = this.nodes;
+    if (!wasLoaded && this.state === "stopped") return;
+    this.state = "stopping";
+    this.resident = false;
+    const node = nodes.node(this.node);
+    // At shutdown the node keeps its models; in a defrag its restart frees them.
+    if (!nodes.closing && !node?.restarting) {
+      try {
+        const status = await this.api.unload(this.remote);
+        this.line(`unload → ${status}`);
+      } catch (err) {
+        this.line(`unload failed: ${asQmError(err).message}`);
+        nodes.hostDeps.log.warn(asQmError(err).message);
+      }
+      if (wasLoaded) nodes.cycled(this.node);
+    }
+    this.state = "stopped";
+  }
+
+  /** The node had it loaded without qm's asking. */
+  adopted(): void {
+    this.resident = true;
+    this.state = "ready";
+  }
+
+  /** The node unloaded it without qm's asking. */
+  vanished(): void {
+    this.resident = false;
+    this.state = "stopped";
+  }
+
+  logs(): string[] {
+    return [...this.lines];
+  }
+
+  stderrTail(lines = 5): string[] {
+    return this.lines.slice(-lines);
+  }
+
+  private aborted(): QmError {
+    return new QmError("model_unloaded", `model "${this.id}" was unloaded while it was loading`);
+  }
+
+  private line(text: string): void {
+    const line = `node ${this.node}: ${this.remote}: ${text}`;
+    this.lines.push(line);
+    if (this.lines.length > LOG_LINES) this.lines.shift();
+    this.nodes.hostDeps.onLine(this.id, line);
+  }
+}
+
+function sleep(timers: Timers, ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const handle = timers.set(resolve, ms);
+    signal?.addEventListener(
+      "abort",
+      () => {
+        timers.clear(handle);
+        resolve();
+      },
+      { once: true },
+    );
+  });
+}
+
+/** Runs `restart_cmd`; one that outlives `timeoutMs` is killed (its exit code then says so). */
+async function spawnRestart(argv: string[], timeoutMs: number, timers: Timers): Promise<number> {
+  const proc = Bun.spawn(argv, { stdin: "ignore", stdout: "ignore", stderr: "ignore" });
+  const kill = timers.set(() => proc.kill("SIGKILL"), timeoutMs);
+  try {
+    return await proc.exited;
+  } finally {
+    timers.clear(kill);
+  }
+}

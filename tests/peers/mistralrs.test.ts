@@ -1,0 +1,283 @@
+/**
+ * Managed mistral.rs nodes in the runtime (src/peers/mistralrs.md): the real scheduler, waiters
+ * and swap runner, a fake node answering over an injected fetch, fake timers. Nothing here waits
+ * on real time: promises are let settle, and the fake clock moves only when a test says.
+ */
+import { describe, expect, test } from "bun:test";
+import type { Lease } from "../../src/api/gateway.ts";
+import { Runtime } from "../../src/runtime/runtime.ts";
+import { createLogger } from "../../src/shared/log.ts";
+import { fakeServers } from "../runtime/fake-server.ts";
+import { config } from "../support/config.ts";
+import { FakeMistralrs } from "../support/fake-mistralrs.ts";
+import { FakeTimers } from "../support/fake-timers.ts";
+import { track } from "../support/track.ts";
+
+/** Lets every promise chain in flight run (no clock time passes). */
+async function flush(rounds = 30): Promise<void> {
+  for (let i = 0; i < rounds; i++) await new Promise((r) => setImmediate(r));
+}
+
+function setup(
+  nodeKeys: string,
+  fake: FakeMistralrs,
+  extra = "",
+  restart?: (argv: string[]) => Promise<number>,
+) {
+  const cfg = config(
+    `[resources]\ngpu_probe = "off"\n[server]\nhealth_check_timeout_s = 60\n\n${extra}\n[peers.n]\nurl = "http://n.test"\nkind = "mistralrs"\napi_key = "node-key"\npoll_s = 5\n${nodeKeys}\n`,
+  );
+  const timers = new FakeTimers();
+  const lines: string[] = [];
+  const rt = new Runtime(cfg, {
+    clock: timers,
+    timers,
+    log: createLogger("info", (l) => lines.push(l)),
+    makeProcess: fakeServers().make,
+    nodeFetch: fake.fetch,
+    ...(restart ? { runRestart: restart } : {}),
+  });
+  const t = {
+    rt,
+    timers,
+    log: () => lines.join("\n"),
+    acquire(name: string) {
+      const m = rt.resolve(name) ?? rt.peers?.resolve(name);
+      if (!m) throw new Error(`${name} does not resolve`);
+      return track(rt.acquire(m, new AbortController().signal));
+    },
+    async up(name: string): Promise<Lease> {
+      const p = t.acquire(name);
+      await flush();
+      if (!p.value) throw new Error(`${name} was not granted: ${p.error?.message}`);
+      return p.value;
+    },
+    state: (id: string) => rt.status().models.find((m) => m.id === id)?.state,
+  };
+  return t;
+}
+
+describe("a managed mistral.rs node", () => {
+  test("a request for NODE/MODEL reloads it on the node, waits until loaded, then is granted", async () => {
+    const fake = new FakeMistralrs({ models: ["a", "b"], asyncReload: true });
+    let open = () => {};
+    fake.gate = new Promise<void>((r) => {
+      open = r;
+    });
+    const t = setup(`models = ["a", "b"]`, fake);
+    const p = t.acquire("n/a");
+    await flush();
+    expect(fake.calls).toEqual(["reload a"]);
+    expect(t.state("n/a")).toBe("starting");
+    // The node says "reloading": qm asks how it goes every 250 ms.
+    t.timers.advance(250);
+    await flush();
+    expect(fake.calls).toEqual(["reload a", "status a"]);
+    expect(p.done).toBe(false);
+    open();
+    await flush();
+    t.timers.advance(250);
+    await flush();
+    expect(p.value?.model.id).toBe("n/a");
+    expect(t.state("n/a")).toBe("ready");
+    expect(fake.keys).toEqual(new Set(["Bearer node-key"]));
+    // The node's model is served at the node's URL, by the node's name for it.
+    expect(p.value?.model).toMatchObject({ proxy: "http://n.test", useModelName: "a" });
+    expect(t.rt.logs("n/a").join("\n")).toContain("reload → reloading");
+  });
+
+  test("LRU eviction over HTTP: the least recently used unpinned model is unloaded before a load that needs room", async () => {
+    const fake = new FakeMistralrs({ models: ["a", "b", "c"] });
+    const t = setup(`models = ["a", "b", "c"]\nmax_loaded = 2`, fake);
+    (await t.up("n/a")).release();
+    (await t.up("n/b")).release();
+    (await t.up("n/a")).release(); // a is now the most recently used
+    (await t.up("n/c")).release();
+    expect(fake.calls).toEqual(["reload a", "reload b", "unload b", "reload c"]);
+    expect(fake.loaded().sort()).toEqual(["a", "c"]);
+    expect(fake.peak).toBe(2);
+    expect(t.state("n/b")).toBe("stopped");
+  });
+
+  test("a busy model is never unloaded: the load that needs its room waits for it to drain", async () => {
+    const fake = new FakeMistralrs({ models: ["a", "b"] });
+    const t = setup(`models = ["a", "b"]\nmax_loaded = 1`, fake);
+    const busy = await t.up("n/a");
+    const b = t.acquire("n/b");
+    await flush();
+    expect(b.done).toBe(false);
+    expect(fake.calls).toEqual(["reload a"]);
+    busy.release();
+    await flush();
+    expect(fake.calls).toEqual(["reload a", "unload a", "reload b"]);
+    expect(b.value?.model.id).toBe("n/b");
+  });
+
+  test("pinned models are never unloaded; a node they fill refuses with the numbers", async () => {
+    const fake = new FakeMistralrs({ models: ["a", "b"] });
+    const t = setup(`models = ["a", "b"]\nmax_loaded = 1\npinned = ["a"]`, fake);
+    (await t.up("n/a")).release();
+    const b = t.acquire("n/b");
+    await flush();
+    expect(b.error?.code).toBe("cannot_fit");
+    expect(b.error?.message).toContain("max_loaded");
+    expect(fake.calls).toEqual(["reload a"]);
+  });
+
+  test("vram_budget_gb with est_vram_gb: residents go, least recently used first, until it fits", async () => {
+    const fake = new FakeMistralrs({ models: ["a", "b", "c"] });
+    const t = setup(`vram_budget_gb = 20\nest_vram_gb = { a = 10, b = 6, c = 12 }`, fake);
+    (await t.up("n/a")).release();
+    (await t.up("n/b")).release();
+    (await t.up("n/c")).release();
+    expect(fake.calls).toEqual(["reload a", "reload b", "unload a", "reload c"]);
+    // The node's memory is not this box's: status's own VRAM use counts none of it.
+    expect(t.rt.status().resources.vram_used_gb).toBe(0);
+  });
+
+  test("a model the node does not know fails naming the node; an unreachable node fails naming it", async () => {
+    const fake = new FakeMistralrs({ models: ["a"] });
+    const t = setup(`models = ["a", "ghost"]`, fake);
+    const ghost = t.acquire("n/ghost");
+    await flush();
+    expect(ghost.error?.code).toBe("model_not_found");
+    expect(ghost.error?.message).toBe('node "n" does not know model "ghost" (not_found)');
+    fake.down = true;
+    const a = t.acquire("n/a");
+    await flush();
+    expect(a.error?.status).toBe(502);
+    expect(a.error?.message).toContain('node "n"');
+    expect(a.error?.message).toContain("connection refused");
+  });
+
+  test("discovery: with models = [] the node's list joins the scheduler, and a bare name routes there", async () => {
+    const fake = new FakeMistralrs({ models: ["x", "y"], loaded: ["y"] });
+    const t = setup(``, fake);
+    t.rt.start();
+    await flush();
+    expect(t.state("n/x")).toBe("stopped");
+    // y was loaded on the node already: adopted, so its memory counts.
+    expect(t.state("n/y")).toBe("ready");
+    expect(t.rt.peers?.resolve("x")?.id).toBe("n/x");
+    const lease = await t.up("x");
+    expect(lease.model.id).toBe("n/x");
+    lease.release();
+    expect(t.rt.status().peers?.find((p) => p.name === "n")).toMatchObject({
+      state: "up",
+      kind: "mistralrs",
+    });
+    t.rt.beginShutdown();
+    await t.rt.stopAll();
+    // qm leaves the node's models as they are when it stops: the node is not its process.
+    expect(fake.calls.filter((c) => c.startsWith("unload"))).toEqual([]);
+    expect(t.timers.pending).toBe(0);
+  });
+
+  test("a model unloaded outside qm is stopped at the next poll, and the next request reloads it", async () => {
+    const fake = new FakeMistralrs({ models: ["a"] });
+    const t = setup(`models = ["a"]`, fake);
+    t.rt.start();
+    await flush();
+    (await t.up("n/a")).release();
+    fake.status.set("a", "unloaded");
+    t.timers.advance(5000);
+    await flush();
+    expect(t.state("n/a")).toBe("stopped");
+    expect(t.log()).toContain("a was unloaded outside qm");
+    (await t.up("n/a")).release();
+    expect(fake.calls).toEqual(["reload a", "reload a"]);
+    t.rt.beginShutdown();
+  });
+
+  test("a node that stops answering is down for routing, and up again once it answers", async () => {
+    const fake = new FakeMistralrs({ models: ["a"] });
+    const t = setup(`models = ["a"]`, fake);
+    t.rt.start();
+    await flush();
+    fake.down = true;
+    t.timers.advance(5000);
+    await flush();
+    expect(t.rt.status().peers?.[0]).toMatchObject({ name: "n", state: "down" });
+    expect(() => t.rt.peers?.resolve("a")).toThrow(/peer "n" is down/);
+    fake.down = false;
+    t.timers.advance(5000);
+    await flush();
+    expect(t.rt.status().peers?.[0]?.state).toBe("up");
+    expect(t.rt.peers?.resolve("a")?.id).toBe("n/a");
+    t.rt.beginShutdown();
+  });
+
+  test("a bare name goes where the model is loaded, else to the node with the least to evict", async () => {
+    const fakes = {
+      n: new FakeMistralrs({ models: ["a", "b"] }),
+      m: new FakeMistralrs({ models: ["a", "b"] }),
+    };
+    const cfg = config(
+      `[resources]\ngpu_probe = "off"\n[peers.n]\nurl = "http://n.test"\nkind = "mistralrs"\nmodels = ["a", "b"]\nmax_loaded = 1\n[peers.m]\nurl = "http://m.test"\nkind = "mistralrs"\nmodels = ["a", "b"]\nmax_loaded = 2\n`,
+    );
+    const timers = new FakeTimers();
+    const rt = new Runtime(cfg, {
+      clock: timers,
+      timers,
+      log: createLogger("error", () => {}),
+      makeProcess: fakeServers().make,
+      nodeFetch: (url, init) =>
+        (url.startsWith("http://n.test") ? fakes.n : fakes.m).fetch(url, init),
+    });
+    const up = async (id: string) => {
+      const p = track(rt.acquire(rt.resolve(id)!, new AbortController().signal));
+      await flush();
+      p.value!.release();
+    };
+    await up("n/a");
+    // a is ready on n: the bare name goes there.
+    expect(rt.peers?.resolve("a")?.id).toBe("n/a");
+    // b: n would have to unload a, m has room: m.
+    expect(rt.peers?.resolve("b")?.id).toBe("m/b");
+  });
+
+  test("defrag: after N cycles, once idle, the node restarts; a request meanwhile waits, then is served", async () => {
+    const fake = new FakeMistralrs({ models: ["a", "b"] });
+    const ran: string[][] = [];
+    let finish = (_code: number) => {};
+    const restart = (argv: string[]) => {
+      ran.push(argv);
+      return new Promise<number>((resolve) => {
+        finish = (code) => {
+          fake.restart();
+          resolve(code);
+        };
+      });
+    };
+    const t = setup(
+      `models = ["a", "b"]\nmax_loaded = 1\ndefrag_after_cycles = 2\nrestart_cmd = "systemctl restart mistralrs"`,
+      fake,
+      "",
+      restart,
+    );
+    (await t.up("n/a")).release();
+    (await t.up("n/b")).release(); // cycle 1: a unloaded
+    expect(ran).toEqual([]);
+    t.rt.start();
+    (await t.up("n/a")).release(); // cycle 2: b unloaded
+    expect(ran).toEqual([]);
+    // Idle now: the next poll restarts it.
+    t.timers.advance(5000);
+    await flush();
+    expect(ran).toEqual([["systemctl", "restart", "mistralrs"]]);
+    // The resident model was stopped through the scheduler, without an unload (the restart frees it).
+    expect(t.state("n/a")).toBe("stopped");
+    expect(fake.calls).toEqual(["reload a", "unload a", "reload b", "unload b", "reload a"]);
+    const during = t.acquire("n/b");
+    await flush();
+    expect(during.done).toBe(false);
+    expect(t.state("n/b")).toBe("starting");
+    finish(0);
+    await flush();
+    expect(during.value?.model.id).toBe("n/b");
+    expect(fake.restarts).toBe(1);
+    expect(t.log()).toContain("node n: restarted");
+    during.value!.release();
+    t.rt.beginShutdown();
+  });
+});

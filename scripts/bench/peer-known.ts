@@ -46,7 +46,9 @@ const peerIs = (state: string) => (event: string, data: unknown) =>
   event === "peer" && peerEventState(data, MODEL) === state;
 
 async function settled(boxes: EventFollower[], state: string): Promise<number[]> {
-  return Promise.all(boxes.map((f) => f.next(peerIs(state), `event: peer with ${MODEL} ${state}`)));
+  // A dist/qm built before the table told of model changes never sends this event.
+  const what = `event: peer with ${MODEL} ${state} (is dist/qm current? bun run build)`;
+  return Promise.all(boxes.map((f) => f.next(peerIs(state), what)));
 }
 
 export async function peerKnownRuns(s: PeerKnownSetup) {

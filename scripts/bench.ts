@@ -27,9 +27,14 @@
  *     (scripts/bench/observability.ts).
  * (k) The routing decision among peers: 3 peers × 50 models, µs per decision
  *     (scripts/bench/peer-route.ts).
+ * (l) The latency one peer hop adds: client → A → B → upstream against client → B → upstream,
+ *     whole and streamed, at 1 and 8 clients (scripts/bench/peer-hop.ts).
+ * (m) From a peer's model becoming ready to the routing table knowing it, with the peer's
+ *     events and by polling its status (scripts/bench/peer-known.ts).
  *
- * `bun run bench --section observability` runs (j) alone (with the machine figures and its
- * targets): the one section that needs no other.
+ * `bun run bench --section NAME` runs one of (j) `observability`, (l) `peer-hop` or (m)
+ * `peer-known` alone (with the machine figures and its targets): the sections that start
+ * their own qm processes and need no other.
  *
  * qm runs as the compiled binary (`dist/qm serve`, rebuilt when older than src/) with a
  * generated config; every model upstream is started by qm itself.
@@ -43,6 +48,8 @@ import { type NonStreamTarget, nonStreamCells } from "./bench/nonstream.ts";
 import { observabilityRuns } from "./bench/observability.ts";
 import { ollamaRuns } from "./bench/ollama.ts";
 import { inProcessOverhead } from "./bench/overhead.ts";
+import { peerHopRuns } from "./bench/peer-hop.ts";
+import { peerKnownRuns } from "./bench/peer-known.ts";
 import { peerRoute } from "./bench/peer-route.ts";
 import { startListening, withCleanup } from "./bench/procs.ts";
 import { ensureBuilt, load, MODELS, revision, startQm } from "./bench/qm.ts";
@@ -66,6 +73,12 @@ const ANTHROPIC_TOKEN_MS = 5;
 const ANTHROPIC_ROUNDS = 2;
 const OBSERVABILITY_ROUNDS = 4;
 const OBSERVABILITY_IN_PROCESS_RUNS = 3;
+const PEER_HOP_WARMUP_MS = 500;
+const PEER_HOP_ROUNDS = 8;
+const PEER_HOP_ROUND_MS = 300;
+const PEER_KNOWN_RUNS = 12;
+const PEER_KNOWN_LOAD_DELAY_MS = 200;
+const PEER_KNOWN_POLL_S = 1;
 
 const BARE = join(import.meta.dir, "bench/bare-forwarder.ts");
 const FLOOR = join(import.meta.dir, "bench/router-floor.ts");
@@ -86,7 +99,7 @@ function bareForwarder(name: string, upstream: string, script = BARE) {
 }
 
 /** The sections `--section NAME` can run alone. */
-const ALONE = ["observability"] as const;
+const ALONE = ["observability", "peer-hop", "peer-known"] as const;
 
 function sectionArg(): (typeof ALONE)[number] | null {
   const at = process.argv.indexOf("--section");
@@ -116,31 +129,73 @@ function observabilityTargets(j: Awaited<ReturnType<typeof observability>>) {
   };
 }
 
-/** `--section observability`: (j) alone. */
-async function observabilityAlone(): Promise<void> {
+/** (l): one peer hop against the peer directly. */
+function peerHop(ours: () => number[]) {
+  return peerHopRuns({
+    dir,
+    ours,
+    warmupMs: PEER_HOP_WARMUP_MS,
+    roundMs: PEER_HOP_ROUND_MS,
+    rounds: PEER_HOP_ROUNDS,
+  });
+}
+
+function peerHopTargets(l: Awaited<ReturnType<typeof peerHop>>) {
+  return { peer_hop_added_ms_p50: target(l.peer_hop_added_ms_p50, "<=", 0.5) };
+}
+
+/** (m): a peer's model ready → the routing table knows it. */
+function peerKnown() {
+  return peerKnownRuns({
+    dir,
+    runs: PEER_KNOWN_RUNS,
+    loadDelayMs: PEER_KNOWN_LOAD_DELAY_MS,
+    pollS: PEER_KNOWN_POLL_S,
+  });
+}
+
+function peerKnownTargets(m: Awaited<ReturnType<typeof peerKnown>>) {
+  return {
+    peer_known_ms_p99: target(m.peer_known_ms_p99, "<=", 1000),
+    peer_known_poll_ms_p99: target(m.peer_known_poll_ms_p99, "<=", PEER_KNOWN_POLL_S * 1000),
+  };
+}
+
+/** `--section NAME`: one section alone, with the machine figures and its targets. */
+async function alone(name: (typeof ALONE)[number]): Promise<void> {
   const loadStart = loadavg();
   const stale = await ensureBuilt();
-  const j = await observability(() => [process.pid]);
-  const report = {
-    machine: {
-      cores: cpus().length,
-      bun: Bun.version,
-      platform: `${process.platform}-${process.arch}`,
-      qm_revision: revision(),
-      qm_binary_older_than_src: stale,
-      loadavg_start: loadStart,
-      loadavg_end: loadavg(),
-      others_cpu_pct_max: Math.max(j.on.others_cpu_pct, j.off.others_cpu_pct),
-      contended: Math.max(j.on.others_cpu_pct, j.off.others_cpu_pct) > 5,
-    },
-    observability: j,
-    targets: observabilityTargets(j),
-  };
+  const machine = (othersMax: number | null) => ({
+    cores: cpus().length,
+    bun: Bun.version,
+    platform: `${process.platform}-${process.arch}`,
+    qm_revision: revision(),
+    qm_binary_older_than_src: stale,
+    loadavg_start: loadStart,
+    loadavg_end: loadavg(),
+    ...(othersMax === null ? {} : { others_cpu_pct_max: othersMax, contended: othersMax > 5 }),
+  });
+  let report: Record<string, unknown>;
+  if (name === "observability") {
+    const j = await observability(() => [process.pid]);
+    const othersMax = Math.max(j.on.others_cpu_pct, j.off.others_cpu_pct);
+    report = { machine: machine(othersMax), observability: j, targets: observabilityTargets(j) };
+  } else if (name === "peer-hop") {
+    const l = await peerHop(() => [process.pid]);
+    const othersMax = Math.max(
+      ...[l.whole_c1, l.stream_c1, l.whole_c8, l.stream_c8].map((c) => c.others_cpu_pct),
+    );
+    report = { machine: machine(othersMax), peer_hop: l, targets: peerHopTargets(l) };
+  } else {
+    const m = await peerKnown();
+    report = { machine: machine(null), peer_known: m, targets: peerKnownTargets(m) };
+  }
   process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
 }
 
 async function main(): Promise<void> {
-  if (sectionArg() === "observability") return observabilityAlone();
+  const section = sectionArg();
+  if (section !== null) return alone(section);
   const loadStart = loadavg();
   const stale = await ensureBuilt();
   const setup = {
@@ -237,6 +292,12 @@ async function main(): Promise<void> {
   // (j) What watching requests costs, on two qm processes of its own.
   log("observability");
   const j = await observability(() => [...oursA(), stream.pid, bareStream.proc.pid]);
+
+  // (l) One peer hop, and (m) how soon a peer's model is known, on qm processes of their own.
+  log("peer hop");
+  const l = await peerHop(() => [...oursA(), stream.pid, bareStream.proc.pid]);
+  log("peer known");
+  const m = await peerKnown();
 
   const others = [c1, c32, b]
     .flatMap((x) => [x.direct, x.bare, x.qm].map((y) => y.others_cpu_pct))
@@ -335,6 +396,8 @@ async function main(): Promise<void> {
     observability: j,
     matrix_solver: matrixSolver(),
     peer_route: route,
+    peer_hop: l,
+    peer_known: m,
     rss_mb: {
       idle,
       idle_state: "1 s after start, no model loaded",
@@ -356,6 +419,8 @@ async function main(): Promise<void> {
       ollama_added_ms_p99: target(g.added_ms_p99_over_passthrough, "<=", 1),
       ...responsesTargets(h),
       ...observabilityTargets(j),
+      ...peerHopTargets(l),
+      ...peerKnownTargets(m),
     },
   };
   process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);

@@ -64,7 +64,7 @@ export class PeerTable {
     configs: Record<string, PeerConfig>,
     /** Milliseconds on the injected clock. */
     private readonly now: () => number,
-    /** Told when a peer's health changes (`event: peer`). */
+    /** Told when a peer's health, or the state of one of its models, changes (`event: peer`). */
     private readonly onChange: (s: PeerStatusJson) => void = () => {},
     /** Wall-clock ms at clock `now()`, for `down_until_ms`. */
     private readonly wall: () => number = Date.now,
@@ -151,8 +151,10 @@ export class PeerTable {
     if (!p) return;
     const merged = new Map<string, Offer>(p.config.models.map((m) => [m, "offered"]));
     for (const [id, offer] of models) merged.set(id, offer);
+    const changed = !sameOffers(p.models, merged);
     p.models = merged;
     p.resident = resident;
+    if (changed) this.onChange(this.statusOf(p));
   }
 
   /** One model's change on a qm peer (its `event: model`). */
@@ -162,6 +164,7 @@ export class PeerTable {
     const was = p.models.get(model);
     p.models.set(model, offer);
     if (was !== "ready" && offer === "ready") p.resident++;
+    if (was !== offer) this.onChange(this.statusOf(p));
   }
 
   /** The peer's config, for the watch that follows it. */
@@ -243,4 +246,11 @@ export class PeerTable {
       };
     });
   }
+}
+
+/** The same models in the same states (in any order). */
+function sameOffers(a: ReadonlyMap<string, Offer>, b: ReadonlyMap<string, Offer>): boolean {
+  if (a.size !== b.size) return false;
+  for (const [id, offer] of a) if (b.get(id) !== offer) return false;
+  return true;
 }

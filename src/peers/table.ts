@@ -30,6 +30,8 @@ class Peer {
   inflight = 0;
   resident = 0;
   models: Map<string, Offer>;
+  /** A qm peer's exact aliases (alias → model id), from its status; none until then. */
+  aliases: ReadonlyMap<string, string> = new Map();
   constructor(
     readonly config: PeerConfig,
     readonly order: number,
@@ -213,6 +215,13 @@ export class PeerTable {
       inflight: p.inflight,
       resident: p.resident,
       models: p.models,
+      aliases: p.aliases,
     }));
+  }
+
+  /** The exact aliases a qm peer's status lists (alias → model id), replacing the last ones. */
+  discoveredAliases(peer: string, aliases: ReadonlyMap<string, string>): void {
+    const p = this.peers.get(peer);
+    if (p) p.aliases = aliases;
   }
 }

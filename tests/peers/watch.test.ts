@@ -122,6 +122,34 @@ describe("a qm peer's events", () => {
     await until(() => table.status()[0]?.models[0]?.state === "ready");
   });
 
+  test("its status' exact aliases route to it; patterns, unlisted models' and odd ones do not", async () => {
+    const { table, watch } = watched(QM, (g) => {
+      if (g.path !== "/api/status") return new Response("not found", { status: 404 });
+      return Response.json({
+        version: "x",
+        models: [
+          { id: "m2", state: "ready", aliases: ["fast", "claude-*", "", 7, "m3", "x".repeat(300)] },
+          { id: "m3", state: "stopped", aliases: ["fast", "slow"] },
+          { id: "hidden", state: "ready", unlisted: true, aliases: ["secret"] },
+          { id: "bare", state: "ready" },
+        ],
+      });
+    });
+    watch.start();
+    await until(() => table.status()[0]?.models.length === 3);
+    // Sent to the peer by the name the client used: the peer resolves its own alias.
+    expect(table.resolve("fast")).toMatchObject({ id: "fast", useModelName: "fast" });
+    expect(table.resolve("fast")?.peer).toEqual({ peer: "b", apiKey: "kb", remote: "fast" });
+    expect(table.resolve("b/slow")).toMatchObject({ id: "b/slow", useModelName: "slow" });
+    expect(table.resolve("slow")?.peer?.remote).toBe("slow");
+    // `m3` is a model id there: it stays the model, not m2's alias.
+    expect(table.resolve("m3")?.peer?.remote).toBe("m3");
+    for (const name of ["claude-x", "claude-*", "secret", "x".repeat(300)]) {
+      expect(table.resolve(name)).toBeUndefined();
+    }
+    expect(() => table.resolve("b/secret")).toThrow('peer "b" does not offer model "secret"');
+  });
+
   test("a llama-swap: /running and /v1/models", async () => {
     const { table, watch } = watched(QM, (g) => {
       if (g.path === "/v1/models") return Response.json({ data: [{ id: "a" }, { id: "b" }] });

@@ -219,6 +219,17 @@ export class PeerTable {
     }));
   }
 
+  /**
+   * The peer model `name` names (as `resolve` would route it, each peer taken as up), or
+   * undefined: for what qm can say of a model without calling anyone (`/api/show`).
+   */
+  lookup(name: string): ModelConfig | undefined {
+    const views = this.views().map((v) => ({ ...v, available: true }));
+    const r = route(name, views);
+    if (r?.kind !== "peer") return undefined;
+    return peerModel(this.peers.get(r.peer)!.config, r.remote, name);
+  }
+
   /** The exact aliases a qm peer's status lists (alias → model id), replacing the last ones. */
   discoveredAliases(peer: string, aliases: ReadonlyMap<string, string>): void {
     const p = this.peers.get(peer);

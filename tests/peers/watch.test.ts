@@ -59,7 +59,10 @@ api_key = "kb"
 poll_s = 5
 `;
 
-const status = (models: { id: string; state: string }[]) => ({ version: "x", models });
+const status = (models: { id: string; state: string; aliases?: string[] }[]) => ({
+  version: "x",
+  models,
+});
 
 function sse(frames: string[], keepOpen = false): Response {
   const enc = new TextEncoder();
@@ -84,7 +87,7 @@ describe("a qm peer's events", () => {
           `event: status\nid: 7\ndata: ${JSON.stringify(
             status([
               { id: "m2", state: "stopped" },
-              { id: "m3", state: "ready" },
+              { id: "m3", state: "ready", aliases: ["three"] },
             ]),
           )}\n\n`,
           `event: model\nid: 8\ndata: ${JSON.stringify({ type: "model", model: "m2", state: "ready" })}\n\n`,
@@ -98,6 +101,8 @@ describe("a qm peer's events", () => {
       { id: "m2", state: "ready" },
       { id: "m3", state: "ready" },
     ]);
+    // The snapshot's aliases are known (the stream ended, so the peer is down: `lookup`).
+    expect(table.lookup("three")?.peer?.remote).toBe("three");
     expect(got[0]?.headers.get("authorization")).toBe("Bearer kb");
     expect(got[0]?.headers.get("last-event-id")).toBeNull();
     timers.advance(1000);

@@ -9,7 +9,12 @@ export interface Discovered {
   models: Map<string, Offer>;
   /** Models loaded or loading on the peer: what it would have to evict for another. */
   resident: number;
+  /** A qm's exact aliases (alias → model id); patterns (`claude-*`) cannot be listed. */
+  aliases: Map<string, string>;
 }
+
+/** The longest alias taken from a peer's status (a model name, not a document). */
+const MAX_ALIAS = 256;
 
 type Json = Record<string, unknown>;
 const isObject = (v: unknown): v is Json => typeof v === "object" && v !== null;
@@ -25,13 +30,25 @@ const RESIDENT = new Set(["ready", "starting", "stopping", "sleeping"]);
 export function fromQmStatus(json: unknown): Discovered | null {
   if (!isObject(json) || !Array.isArray(json.models)) return null;
   const models = new Map<string, Offer>();
+  const named: [string, unknown][] = [];
   let resident = 0;
   for (const m of json.models) {
     if (!isObject(m) || typeof m.id !== "string" || m.unlisted === true) continue;
     models.set(m.id, offerOf(m.state));
     if (RESIDENT.has(String(m.state))) resident++;
+    named.push([m.id, m.aliases]);
   }
-  return { models, resident };
+  // An alias is routable only as an exact name: a pattern (`*`) matches names no list can
+  // hold, so it stays the peer's own business (`PEER/NAME` still reaches it there).
+  const aliases = new Map<string, string>();
+  for (const [id, list] of named) {
+    if (!Array.isArray(list)) continue;
+    for (const a of list) {
+      if (typeof a !== "string" || a === "" || a.length > MAX_ALIAS || a.includes("*")) continue;
+      if (!models.has(a) && !aliases.has(a)) aliases.set(a, id);
+    }
+  }
+  return { models, resident, aliases };
 }
 
 /** One qm `event: model` (`{model, state}`): the model's new state, or null. */
@@ -53,5 +70,5 @@ export function fromLlamaSwap(models: unknown, running: unknown): Discovered | n
     resident++;
     out.set(r.model, r.state === "ready" ? "ready" : "offered");
   }
-  return { models: out, resident };
+  return { models: out, resident, aliases: new Map() };
 }

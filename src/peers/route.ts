@@ -24,6 +24,19 @@ export interface PeerView {
    * resident count stands for it.
    */
   cost?: ((remote: string) => number) | undefined;
+  /**
+   * A qm peer's exact aliases (alias → its model's id there), from its status: a name routes
+   * to the peer as its model does and is sent as the client wrote it (the peer resolves it).
+   */
+  aliases?: ReadonlyMap<string, string> | undefined;
+}
+
+/** What `p` says of `name`, a model id or an alias of one there; undefined: not offered. */
+function offerOf(p: PeerView, name: string): Offer | undefined {
+  const direct = p.models.get(name);
+  if (direct !== undefined || p.aliases === undefined) return direct;
+  const id = p.aliases.get(name);
+  return id === undefined ? undefined : p.models.get(id);
 }
 
 export type Route =
@@ -47,19 +60,24 @@ export function route(
     const named = peers.find((p) => p.id === name.slice(0, slash));
     if (named) {
       const remote = name.slice(slash + 1);
-      if (!named.models.has(remote)) return { kind: "not_offered", peer: named.id, remote };
+      if (offerOf(named, remote) === undefined)
+        return { kind: "not_offered", peer: named.id, remote };
       if (!named.available || skip.has(named.id)) return { kind: "down", peer: named.id, remote };
       return { kind: "peer", peer: named.id, remote };
     }
   }
-  const open = peers.filter((p) => p.available && !skip.has(p.id) && p.models.has(name));
-  const ready = open.filter((p) => p.models.get(name) === "ready");
+  const open = peers.filter(
+    (p) => p.available && !skip.has(p.id) && offerOf(p, name) !== undefined,
+  );
+  const ready = open.filter((p) => offerOf(p, name) === "ready");
   const best =
     ready.length > 0 ? ready.sort(byLoad)[0] : open.sort((a, b) => byRoom(a, b, name))[0];
   if (best) return { kind: "peer", peer: best.id, remote: name };
   // Offered only by peers that are down: say which (a first choice, not a failover's next).
   if (skip.size > 0) return undefined;
-  const down = peers.filter((p) => p.models.has(name)).sort((a, b) => a.order - b.order)[0];
+  const down = peers
+    .filter((p) => offerOf(p, name) !== undefined)
+    .sort((a, b) => a.order - b.order)[0];
   return down ? { kind: "down", peer: down.id, remote: name } : undefined;
 }
 

@@ -47,6 +47,8 @@ class Peer {
   inflight = 0;
   resident = 0;
   models: Map<string, Offer>;
+  /** A qm peer's exact aliases (alias → model id), from its status; none until then. */
+  aliases: ReadonlyMap<string, string> = new Map();
   constructor(
     readonly config: PeerConfig,
     readonly order: number,
@@ -242,9 +244,29 @@ export class PeerTable {
         inflight: node !== null ? managed!.inflight(node) : p.inflight,
         resident: p.resident,
         models: p.models,
+        aliases: p.aliases,
         cost: node !== null ? (remote: string) => managed!.cost(node, remote) : undefined,
       };
     });
+  }
+
+  /**
+   * The peer model `name` names (as `resolve` would route it, each peer taken as up), or
+   * undefined: for what qm can say of a model without calling anyone (`/api/show`).
+   */
+  lookup(name: string): ModelConfig | undefined {
+    const views = this.views().map((v) => ({ ...v, available: true }));
+    const r = route(name, views);
+    if (r?.kind !== "peer") return undefined;
+    const config = this.peers.get(r.peer)!.config;
+    if (config.kind === "mistralrs") return this.managed?.model(r.peer, r.remote);
+    return peerModel(config, r.remote, name);
+  }
+
+  /** The exact aliases a qm peer's status lists (alias → model id), replacing the last ones. */
+  discoveredAliases(peer: string, aliases: ReadonlyMap<string, string>): void {
+    const p = this.peers.get(peer);
+    if (p) p.aliases = aliases;
   }
 }
 

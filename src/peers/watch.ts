@@ -143,6 +143,7 @@ export class PeerWatch {
           const found = fromQmStatus(await res.json());
           if (!found) throw new Error(`/api/status answered ${res.status}`);
           this.table.discovered(name, found.models, found.resident);
+          this.table.discoveredAliases(name, found.aliases);
           this.table.report(name, { ok: true });
         }
       } else {
@@ -213,7 +214,10 @@ export class PeerWatch {
         }
         if (e.event === "status") {
           const found = fromQmStatus(data);
-          if (found) this.table.discovered(name, found.models, found.resident);
+          if (found) {
+            this.table.discovered(name, found.models, found.resident);
+            this.table.discoveredAliases(name, found.aliases);
+          }
         } else if (e.event === "model") {
           const m = fromQmModelEvent(data);
           if (m) this.table.modelChanged(name, m.model, m.offer);

@@ -123,3 +123,65 @@ describe("every API through a peer", () => {
     expect(net.sent[0]?.path).toBe("/v1/completions");
   });
 });
+
+describe("a qm peer's wait status reaches every SSE API's client", () => {
+  const QM = `
+[peers.box2]
+url = "http://box2.test"
+kind = "qm"
+api_key = "k2"
+`;
+  /** The peer loads the model: its stream opens with wait-status comments, then the answer. */
+  const LOADING = `: qm-status: waiting 1\n\n: qm-status: loading 10%\n\n: keep-alive\n\n${STREAM}`;
+  const commentsAndEvents = (text: string) =>
+    text
+      .split("\n")
+      .filter((l) => l.startsWith(":") || l.startsWith("event:"))
+      .map((l) => (l.startsWith(":") ? l : l.slice(7)));
+
+  function qmPeer() {
+    const gw = peerGateway(QM);
+    gw.peers.discovered("box2", new Map([["big", "offered"]]), 0);
+    net.answer = () => sseResponse(LOADING);
+    return gw;
+  }
+
+  test("Anthropic: the comments come first, before message_start; the keep-alive is not relayed", async () => {
+    const res = await post(appOf(qmPeer()), "/v1/messages", {
+      model: "big",
+      max_tokens: 50,
+      stream: true,
+      messages: hi,
+    });
+    expect(res.status).toBe(200);
+    const seen = commentsAndEvents(await res.text());
+    expect(seen.slice(0, 3)).toEqual([
+      ": qm-status: waiting 1",
+      ": qm-status: loading 10%",
+      "message_start",
+    ]);
+    expect(seen).not.toContain(": keep-alive");
+    expect(seen.at(-1)).toBe("message_stop");
+    expect(sentChat().stream).toBe(true);
+  });
+
+  test("Responses: response.created at once, then the comments, then the answer", async () => {
+    const res = await post(appOf(qmPeer()), "/v1/responses", {
+      model: "big",
+      input: "hi",
+      stream: true,
+    });
+    expect(res.status).toBe(200);
+    const seen = commentsAndEvents(await res.text());
+    expect(seen.slice(0, 5)).toEqual([
+      "response.created",
+      "response.in_progress",
+      ": qm-status: waiting 1",
+      ": qm-status: loading 10%",
+      "response.output_item.added",
+    ]);
+    expect(seen).not.toContain(": keep-alive");
+    expect(seen.at(-1)).toBe("response.completed");
+    sentChat();
+  });
+});

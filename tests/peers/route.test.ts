@@ -17,6 +17,25 @@ function peer(id: string, models: Record<string, Offer>, extra: Partial<PeerView
 }
 
 describe("route", () => {
+  test("a qm peer's alias routes as its model does, sent as the client wrote it", () => {
+    const aliases = new Map([["fast", "m"]]);
+    const peers = [
+      peer("a", { m: "offered" }, { order: 0, aliases }),
+      peer("b", { m: "ready" }, { order: 1, aliases }),
+    ];
+    // The alias takes its model's state: b has it ready.
+    expect(route("fast", peers)).toEqual({ kind: "peer", peer: "b", remote: "fast" });
+    expect(route("a/fast", peers)).toEqual({ kind: "peer", peer: "a", remote: "fast" });
+    // An alias of a model the peer does not list, or a name no alias is, is not offered.
+    const stale = [peer("c", { m: "ready" }, { aliases: new Map([["gone", "x"]]) })];
+    expect(route("gone", stale)).toBeUndefined();
+    expect(route("c/gone", stale)).toEqual({ kind: "not_offered", peer: "c", remote: "gone" });
+    expect(route("slow", peers)).toBeUndefined();
+    // Only down peers have it: the 502 names the first.
+    const down = peers.map((p) => ({ ...p, available: false }));
+    expect(route("fast", down)).toEqual({ kind: "down", peer: "a", remote: "fast" });
+  });
+
   test("PEER/MODEL: that peer, or why not (it lacks the model, or it is down)", () => {
     const peers = [peer("a", { m: "offered" }), peer("b", { m: "ready" }, { available: false })];
     expect(route("a/m", peers)).toEqual({ kind: "peer", peer: "a", remote: "m" });

@@ -3,7 +3,7 @@ import { describe, expect, test } from "bun:test";
 import type { StatusJson } from "../../src/api/gateway.ts";
 import { QmMetrics } from "../../src/api/metrics/prometheus.ts";
 import { useFakeFetch } from "../support/fake-fetch.ts";
-import { appOf, bodyOf, call } from "../support/in-process.ts";
+import { appOf, bodyOf, call, post } from "../support/in-process.ts";
 import { completion } from "../support/openai-answers.ts";
 import { peerGateway, refused } from "./support.ts";
 
@@ -79,6 +79,80 @@ describe("peers in the listings", () => {
     expect(s?.last_error).toContain("connection refused");
     expect(typeof s?.down_until_ms).toBe("number");
     expect(gw.changes.map((c) => c.state)).toEqual(["down"]);
+  });
+});
+
+describe("Ollama's /api/show and /api/ps for peer models", () => {
+  const QM = `${TOML}
+[peers.qm2]
+url = "http://qm2.test"
+kind = "qm"
+`;
+  function qmGateway() {
+    const gw = peerGateway(QM);
+    gw.peers.discovered(
+      "qm2",
+      new Map([
+        ["coder", "ready"],
+        ["chat", "offered"],
+      ]),
+      1,
+    );
+    gw.peers.discoveredAliases("qm2", new Map([["fast", "coder"]]));
+    return gw;
+  }
+
+  test("show: bare, PEER/MODEL, an alias, :latest; it names the peer and asks nobody", async () => {
+    const gw = qmGateway();
+    const app = appOf(gw);
+    const shown: Record<string, string> = {
+      big: 'served by peer "box2" as "big"',
+      "box2/big": 'served by peer "box2" as "big"',
+      "big:latest": 'served by peer "box2" as "big"',
+      "qm2/coder": 'served by peer "qm2" as "coder"',
+      fast: 'served by peer "qm2" as "fast"',
+    };
+    for (const [model, says] of Object.entries(shown)) {
+      const res = await post(app, "/api/show", { model });
+      expect(res.status).toBe(200);
+      const body = await bodyOf(res);
+      expect(body.modelfile).toContain(says);
+      expect(body.modelfile).not.toContain("cmd:");
+      expect(body.capabilities).toEqual(["completion", "tools"]);
+    }
+    expect(net.sent).toHaveLength(0);
+  });
+
+  test("show: a peer that lacks the model, or a slash that names nobody, is Ollama's 404", async () => {
+    const app = appOf(qmGateway());
+    for (const model of ["box2/nope", "qm2/", "nobody/big", "box2/big/x", "x".repeat(5000)]) {
+      const res = await post(app, "/api/show", { model });
+      expect(res.status).toBe(404);
+      expect(await bodyOf(res)).toEqual({ error: `model "${model}" not found` });
+    }
+  });
+
+  test("show still answers for a peer that is down (from the table)", async () => {
+    const gw = qmGateway();
+    gw.peers.report("box2", { ok: false, error: "refused" });
+    expect(gw.peers.health("box2")).toBe("down");
+    const res = await post(appOf(gw), "/api/show", { model: "box2/big" });
+    expect(res.status).toBe(200);
+  });
+
+  test("ps lists a peer's loaded models as PEER/MODEL while the peer is up", async () => {
+    const gw = qmGateway();
+    const app = appOf(gw);
+    const ps = (await bodyOf(await call(app, "GET", "/api/ps"))).models;
+    // box2's `big` is only offered, qm2's `chat` too: only `coder` is loaded.
+    expect(ps.map((m: { name: string }) => m.name)).toEqual(["qm2/coder"]);
+    expect(ps[0]).toMatchObject({
+      model: "qm2/coder",
+      size_vram: 0,
+      expires_at: "2318-01-01T00:00:00Z",
+    });
+    gw.peers.report("qm2", { ok: false, error: "refused" });
+    expect((await bodyOf(await call(app, "GET", "/api/ps"))).models).toEqual([]);
   });
 });
 

@@ -59,7 +59,10 @@ api_key = "kb"
 poll_s = 5
 `;
 
-const status = (models: { id: string; state: string }[]) => ({ version: "x", models });
+const status = (models: { id: string; state: string; aliases?: string[] }[]) => ({
+  version: "x",
+  models,
+});
 
 function sse(frames: string[], keepOpen = false): Response {
   const enc = new TextEncoder();
@@ -84,7 +87,7 @@ describe("a qm peer's events", () => {
           `event: status\nid: 7\ndata: ${JSON.stringify(
             status([
               { id: "m2", state: "stopped" },
-              { id: "m3", state: "ready" },
+              { id: "m3", state: "ready", aliases: ["three"] },
             ]),
           )}\n\n`,
           `event: model\nid: 8\ndata: ${JSON.stringify({ type: "model", model: "m2", state: "ready" })}\n\n`,
@@ -98,6 +101,8 @@ describe("a qm peer's events", () => {
       { id: "m2", state: "ready" },
       { id: "m3", state: "ready" },
     ]);
+    // The snapshot's aliases are known (the stream ended, so the peer is down: `lookup`).
+    expect(table.lookup("three")?.peer?.remote).toBe("three");
     expect(got[0]?.headers.get("authorization")).toBe("Bearer kb");
     expect(got[0]?.headers.get("last-event-id")).toBeNull();
     timers.advance(1000);
@@ -120,6 +125,34 @@ describe("a qm peer's events", () => {
     expect(got.filter((g) => g.path === "/api/status")).toHaveLength(1);
     timers.advance(1);
     await until(() => table.status()[0]?.models[0]?.state === "ready");
+  });
+
+  test("its status' exact aliases route to it; patterns, unlisted models' and odd ones do not", async () => {
+    const { table, watch } = watched(QM, (g) => {
+      if (g.path !== "/api/status") return new Response("not found", { status: 404 });
+      return Response.json({
+        version: "x",
+        models: [
+          { id: "m2", state: "ready", aliases: ["fast", "claude-*", "", 7, "m3", "x".repeat(300)] },
+          { id: "m3", state: "stopped", aliases: ["fast", "slow"] },
+          { id: "hidden", state: "ready", unlisted: true, aliases: ["secret"] },
+          { id: "bare", state: "ready" },
+        ],
+      });
+    });
+    watch.start();
+    await until(() => table.status()[0]?.models.length === 3);
+    // Sent to the peer by the name the client used: the peer resolves its own alias.
+    expect(table.resolve("fast")).toMatchObject({ id: "fast", useModelName: "fast" });
+    expect(table.resolve("fast")?.peer).toEqual({ peer: "b", apiKey: "kb", remote: "fast" });
+    expect(table.resolve("b/slow")).toMatchObject({ id: "b/slow", useModelName: "slow" });
+    expect(table.resolve("slow")?.peer?.remote).toBe("slow");
+    // `m3` is a model id there: it stays the model, not m2's alias.
+    expect(table.resolve("m3")?.peer?.remote).toBe("m3");
+    for (const name of ["claude-x", "claude-*", "secret", "x".repeat(300)]) {
+      expect(table.resolve(name)).toBeUndefined();
+    }
+    expect(() => table.resolve("b/secret")).toThrow('peer "b" does not offer model "secret"');
   });
 
   test("a llama-swap: /running and /v1/models", async () => {

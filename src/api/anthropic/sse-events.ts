@@ -18,6 +18,11 @@ export interface BigLine {
 
 export interface SseEventsOptions {
   onEvent(data: string, name: string | undefined): void;
+  /**
+   * Each comment line's text (after the colon and one optional space), in order with the
+   * events; unset, comments are dropped with no work at all.
+   */
+  onComment?: ((text: string) => void) | undefined;
   /** A data line longer than this, the first of its event, goes to `bigLine()`. */
   bigLineBytes: number;
   bigLine: () => BigLine;
@@ -146,7 +151,11 @@ export class SseEvents {
       this.dispatch();
       return;
     }
-    if (l.charCodeAt(0) === 58) return; // a comment
+    if (l.charCodeAt(0) === 58) {
+      // A comment.
+      this.opts.onComment?.(l.slice(l.charCodeAt(1) === SPACE ? 2 : 1));
+      return;
+    }
     const colon = l.indexOf(":");
     const field = colon === -1 ? l : l.slice(0, colon);
     const value = colon === -1 ? "" : l.slice(colon + (l.charCodeAt(colon + 1) === SPACE ? 2 : 1));

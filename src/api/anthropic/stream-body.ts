@@ -2,7 +2,8 @@
  * The thin stream around the pure translator: reads the upstream's SSE bytes (`SseEvents` frames
  * them per the WHATWG SSE spec; a huge data line goes through `DeltaScanner` as it comes),
  * feeds each event to the `StreamTranslator`, and hands its Anthropic events on as the client
- * asks for them.
+ * asks for them. An upstream `: qm-status` comment (a qm peer loading the model) is relayed as
+ * the same comment, in order with the events (`relayedComment`); other comments are dropped.
  *
  * It also writes `ping` events while nothing else has gone out for `pingMs`: prefill of a long
  * prompt on a local GPU can take minutes, and llama-server holds even its response headers
@@ -11,6 +12,7 @@
  */
 import type { ReadWatch } from "../../proxy/deadline.ts";
 import { asQmError } from "../../shared/errors.ts";
+import { relayedComment } from "../../shared/sse.ts";
 import { realTimers, type Timers } from "../../shared/timer.ts";
 import { readUpstream } from "../exchange/read-upstream.ts";
 import { fromQmError, fromUpstream } from "./errors.ts";
@@ -81,6 +83,11 @@ export function translatedStream(o: TranslatedStreamOptions): ReadableStream<Uin
   const events = new SseEvents({
     onEvent: (data, name) => {
       pending += t.event(data, name);
+    },
+    // A qm peer's wait status (`: qm-status: loading 42%`) reaches the client as it came, in
+    // its place among the events; other comments stay dropped.
+    onComment: (text) => {
+      pending += relayedComment(text);
     },
     bigLineBytes: o.bigLineBytes ?? BIG_LINE_BYTES,
     bigLine: () =>

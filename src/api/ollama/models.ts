@@ -71,10 +71,23 @@ export function psEntry(m: ModelConfig, s: ModelStatusJson, modifiedAt: string, 
   return { ...tag, expires_at: expiresAt(s, now), size_vram: Math.round(s.est_vram_gb * GIB) };
 }
 
+/**
+ * A loaded model of a peer (its state there "ready"), by its `PEER/MODEL` name. Its size and
+ * when the peer will unload it are the peer's business: 0, and Ollama's "never".
+ */
+export function peerPsEntry(m: ModelConfig, modifiedAt: string) {
+  const { modified_at: _, ...tag } = tagEntry(m, modifiedAt);
+  return { ...tag, expires_at: NEVER, size_vram: 0 };
+}
+
+/** `/api/show`: a peer's model says which peer serves it and by what name, nothing more. */
 export function showEntry(m: ModelConfig, modifiedAt: string) {
   const d = details(m);
+  const origin = m.peer
+    ? `# served by peer "${m.peer.peer}" as "${m.peer.remote}"\n`
+    : `# cmd: ${m.cmd}\n`;
   return {
-    modelfile: `# served by quartermaster\n# cmd: ${m.cmd}\n`,
+    modelfile: `# served by quartermaster\n${origin}`,
     parameters: "",
     template: "",
     details: d,

@@ -12,7 +12,7 @@ import { parseJsonObject, readBody } from "../request/body.ts";
 import { handleGenerate } from "./chat.ts";
 import { handleEmbed } from "./embed.ts";
 import { ollamaError } from "./errors.ts";
-import { isResident, psEntry, showEntry, tagEntry } from "./models.ts";
+import { isResident, peerPsEntry, psEntry, showEntry, tagEntry } from "./models.ts";
 
 /** The Ollama API level qm answers as (clients gate features on it). */
 export const OLLAMA_VERSION = "0.9.0";
@@ -59,6 +59,14 @@ export function ollamaRoutes(
           const m = gw.config.models[s.id];
           return m && !m.unlisted ? [psEntry(m, s, modifiedAt, now)] : [];
         });
+      // A peer's loaded models, by their `PEER/MODEL` names, while the peer is up (a down
+      // peer's last word on its models is stale).
+      const peers = gw.peers;
+      for (const r of peers?.models() ?? []) {
+        if (r.state === "ready" && peers?.health(r.model.peer!.peer) === "up") {
+          models.push(peerPsEntry(r.model, modifiedAt));
+        }
+      }
       return { models };
     },
   };
@@ -112,7 +120,10 @@ export function ollamaRoutes(
         if (typeof name !== "string" || name === "") {
           throw new QmError("bad_request", 'the request has no "model" string');
         }
-        const model = gw.resolve(name) ?? gw.resolve(name.replace(/:latest$/, ""));
+        // A peer's model is described from the routing table (bare, alias or `PEER/MODEL`,
+        // the peer's health aside): nothing is sent to the peer.
+        const byName = (n: string) => gw.resolve(n) ?? gw.peers?.lookup(n);
+        const model = byName(name) ?? byName(name.replace(/:latest$/, ""));
         if (!model) throw new QmError("model_not_found", `model "${name}" not found`);
         return Response.json(showEntry(model, modifiedAt));
       } catch (err) {

@@ -3,7 +3,9 @@
  * bytes as they come, hands each chunk to the translator and writes the events it returns, one
  * write and one flush per chunk (nothing is buffered beyond that). `response.created` goes out
  * at once; while nothing else has gone out for `pingMs` (a long prefill), an SSE comment keeps
- * the connection alive — every SSE parser drops comments. A failure of the upstream (a refusal
+ * the connection alive — every SSE parser drops comments. An upstream `: qm-status` comment (a
+ * qm peer loading the model) goes out as the same comment, in order with the events, and
+ * counts as a write (no keep-alive while they come). A failure of the upstream (a refusal
  * after the 200, a cut, a timeout) becomes `response.failed`.
  */
 import type { ReadWatch } from "../../proxy/deadline.ts";
@@ -12,7 +14,7 @@ import { sseComment, sseEvent } from "../../shared/sse.ts";
 import { realTimers, type Timers } from "../../shared/timer.ts";
 import { upstreamErrorObject } from "../anthropic/errors.ts";
 import { readUpstream } from "../exchange/read-upstream.ts";
-import type { ResponsesEvent, ResponsesStream } from "./translate/stream.ts";
+import { type ResponsesEvent, type ResponsesStream, relayedFrame } from "./translate/stream.ts";
 
 export interface ResponsesBodyOptions {
   /** The upstream's response, or the promise of it (rejecting with a QmError). */
@@ -34,10 +36,13 @@ export interface ResponsesBodyOptions {
 
 export const KEEP_ALIVE = sseComment("keep-alive");
 
-/** Events as SSE frames, each with its `event:` line, as OpenAI sends them. */
+/**
+ * Events as SSE frames, each with its `event:` line, as OpenAI sends them; a relayed upstream
+ * comment as its comment frame.
+ */
 export function framesOf(events: ResponsesEvent[]): string {
   let s = "";
-  for (const e of events) s += sseEvent(JSON.stringify(e), e.type);
+  for (const e of events) s += relayedFrame(e) ?? sseEvent(JSON.stringify(e), e.type);
   return s;
 }
 

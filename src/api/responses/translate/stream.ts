@@ -21,6 +21,7 @@
  */
 
 import { createParser, type EventSourceParser } from "eventsource-parser";
+import { relayedComment } from "../../../shared/sse.ts";
 import type { OaiUsage } from "../../anthropic/translate/openai-types.ts";
 import type { AnswerFigures } from "../../exchange/figures.ts";
 import { itemId } from "./ids.ts";
@@ -39,6 +40,18 @@ const isObj = (v: unknown): v is Obj => typeof v === "object" && v !== null && !
 
 /** One Responses event: `type`, `sequence_number`, and the event's own fields. */
 export type ResponsesEvent = Obj & { type: string; sequence_number: number };
+
+/**
+ * The `type` of an upstream `: qm-status` comment relayed in its place among the events (no
+ * Responses event type starts with a colon): `frame` is the comment frame itself, and it takes
+ * no sequence number (`-1`).
+ */
+export const RELAYED = ":comment";
+
+/** A relayed comment among the events, or null for a Responses event. */
+export function relayedFrame(e: ResponsesEvent): string | null {
+  return e.type === RELAYED ? (e.frame as string) : null;
+}
 
 export interface StreamShape extends Shape {
   /** Item ids; random `msg_…`/`fc_…`/`rs_…` unless a test makes them predictable. */
@@ -85,7 +98,15 @@ export class ResponsesStream {
 
   constructor(private readonly shape: StreamShape) {
     this.ids = shape.ids ?? itemId;
-    this.parser = createParser({ onEvent: (e) => this.event(e.data, e.event) });
+    this.parser = createParser({
+      onEvent: (e) => this.event(e.data, e.event),
+      // A qm peer's wait status (`: qm-status: loading 42%`) goes on to the client as the same
+      // comment, in its place among the events; other comments are dropped.
+      onComment: (text) => {
+        const frame = relayedComment(text);
+        if (frame !== "") this.events.push({ type: RELAYED, sequence_number: -1, frame });
+      },
+    });
   }
 
   get finished(): boolean {

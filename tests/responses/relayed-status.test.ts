@@ -1,0 +1,125 @@
+/**
+ * A qm peer's wait status through the Responses stream: each upstream `: qm-status` comment
+ * reaches the client as the same comment, in its place among the events, however the bytes
+ * are cut; other comments and over-long ones are dropped; while they come no keep-alive is due.
+ */
+import { describe, expect, test } from "bun:test";
+import { framesOf, KEEP_ALIVE, responsesBody } from "../../src/api/responses/stream-body.ts";
+import {
+  RELAYED,
+  type ResponsesEvent,
+  ResponsesStream,
+} from "../../src/api/responses/translate/stream.ts";
+import { RELAYED_COMMENT_BYTES } from "../../src/shared/sse.ts";
+import { FakeTimers } from "../support/fake-timers.ts";
+import { chunk } from "../support/openai-answers.ts";
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+const shape = () => ({ id: "resp_1", model: "m", createdAt: 1, echo: {}, ids: () => "id_1" });
+const data = (o: object) => `data: ${JSON.stringify(o)}\n\n`;
+const ANSWER = `${data(chunk({ content: "Hi" }))}: qm-status: between\n\n${data(chunk({}, "stop"))}data: [DONE]\n\n`;
+const UPSTREAM = `: qm-status: waiting 1\n\n:qm-status: loading 10%\n\n: keep-alive\n\n${ANSWER}`;
+
+function run(parts: Uint8Array[]): ResponsesEvent[] {
+  const t = new ResponsesStream(shape());
+  const events = [...t.start()];
+  for (const p of parts) events.push(...t.chunk(p));
+  events.push(...t.end());
+  return events;
+}
+
+/** Comment lines and event names, in the order the client got them. */
+const outline = (frames: string) =>
+  frames
+    .split("\n")
+    .filter((l) => l.startsWith(":") || l.startsWith("event:"))
+    .map((l) => (l.startsWith(":") ? l : l.slice(7)));
+
+describe("the Responses translator relays the wait status", () => {
+  test("in its place among the events, without a sequence number; at every split", () => {
+    const bytes = encoder.encode(UPSTREAM);
+    const whole = run([bytes]);
+    expect(outline(framesOf(whole))).toEqual([
+      "response.created",
+      "response.in_progress",
+      ": qm-status: waiting 1",
+      ": qm-status: loading 10%",
+      "response.output_item.added",
+      "response.content_part.added",
+      "response.output_text.delta",
+      ": qm-status: between",
+      "response.output_text.done",
+      "response.content_part.done",
+      "response.output_item.done",
+      "response.completed",
+    ]);
+    // Sequence numbers count the events only.
+    const seqs = whole.filter((e) => e.type !== RELAYED).map((e) => e.sequence_number);
+    expect(seqs).toEqual(seqs.map((_, i) => i));
+    const want = JSON.stringify(whole);
+    for (let k = 1; k < bytes.length; k++) {
+      const got = JSON.stringify(run([bytes.slice(0, k), bytes.slice(k)]));
+      if (got !== want) expect(`split at ${k}: ${got}`).toBe(want);
+    }
+    expect(JSON.stringify(run(Array.from(bytes, (b) => Uint8Array.of(b))))).toBe(want);
+  });
+
+  test("an over-long qm-status comment and other comments are dropped", () => {
+    const long = `: qm-status: ${"x".repeat(RELAYED_COMMENT_BYTES)}\n\n`;
+    const frames = framesOf(run([encoder.encode(`${long}: ping\n\n${ANSWER}`)]));
+    expect(outline(frames).filter((l) => l.startsWith(":"))).toEqual([": qm-status: between"]);
+    expect(frames).not.toContain("xxxx");
+  });
+});
+
+describe("the Responses stream wrapper", () => {
+  test("response.created at once, then the relayed comments; they hold off the keep-alive", async () => {
+    const timers = new FakeTimers();
+    let push: (text: string) => void = () => {};
+    let close: () => void = () => {};
+    const upstream = new Response(
+      new ReadableStream<Uint8Array>({
+        start(c) {
+          push = (text) => c.enqueue(encoder.encode(text));
+          close = () => c.close();
+        },
+      }),
+      { headers: { "content-type": "text/event-stream" } },
+    );
+    const ends: boolean[] = [];
+    const reader = responsesBody({
+      upstream,
+      translator: new ResponsesStream(shape()),
+      model: "m",
+      pingMs: 1000,
+      timers,
+      onEnd: (answered) => ends.push(answered),
+      onCancel: () => {},
+    }).getReader();
+    const read = async () => decoder.decode((await reader.read()).value);
+    expect(await read()).toStartWith("event: response.created\n");
+    timers.advance(900);
+    push(": qm-status: loading 10%\n\n");
+    expect(await read()).toBe(": qm-status: loading 10%\n\n");
+    // 900 ms after the relayed comment: still no keep-alive due.
+    timers.advance(900);
+    push(": keep-alive from the peer\n\n");
+    timers.advance(99);
+    push(`${data(chunk({ content: "Hi" }, "stop"))}data: [DONE]\n\n`);
+    const answer = await read();
+    expect(answer).not.toContain(KEEP_ALIVE);
+    expect(answer).not.toContain("from the peer");
+    expect(answer).toContain("event: response.output_text.delta");
+    close();
+    let rest = "";
+    for (;;) {
+      const step = await reader.read();
+      if (step.done) break;
+      rest += decoder.decode(step.value);
+    }
+    expect(outline(answer + rest).at(-1)).toBe("response.completed");
+    expect(ends).toEqual([true]);
+    expect(timers.pending).toBe(0);
+  });
+});

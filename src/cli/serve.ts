@@ -38,15 +38,9 @@ export async function serveCommand(argv: string[]): Promise<number> {
   for (const url of server.urls) log.info(`listening on ${url}`);
   for (const w of missingPrograms(Object.values(config.models))) log.warn(w);
   if (server.metricsUrl) log.info(`metrics on ${server.metricsUrl}/metrics`);
-  const managed = Object.values(config.peers).filter((p) => p.kind === "mistralrs");
-  if (managed.length > 0) {
-    log.warn(
-      `[peers] ${managed.map((p) => p.id).join(", ")}: kind "mistralrs" is not available in this version; their models are not served`,
-    );
-  }
-  const routed = Object.values(config.peers).filter((p) => p.kind !== "mistralrs");
-  if (routed.length > 0) {
-    log.info(`peers: ${routed.map((p) => `${p.id} (${p.kind}, ${p.url})`).join(", ")}`);
+  const peers = Object.values(config.peers);
+  if (peers.length > 0) {
+    log.info(`peers: ${peers.map((p) => `${p.id} (${p.kind}, ${p.url})`).join(", ")}`);
   }
 
   return new Promise<number>((resolve) => {

@@ -30,7 +30,10 @@ const STATUSES: ReadonlySet<string> = new Set([
 /** The most of a node's answer qm reads (a model list is small). */
 const MAX_ANSWER_BYTES = 4 * 1024 * 1024;
 
-export class NodeApiError extends Error {}
+export class NodeApiError extends Error {
+  /** The node could not be reached, or gave no answer in time (not: it answered badly). */
+  unreachable = false;
+}
 
 export class MistralrsApi {
   private readonly fetch: Fetcher;
@@ -118,8 +121,11 @@ export class MistralrsApi {
           proxy: false,
         } as RequestInit);
       } catch (err) {
-        if (limit.signal.aborted) throw this.error(what, `gave no answer within ${timeoutMs} ms`);
-        throw this.error(what, `failed: ${describe(err)}`);
+        const e = limit.signal.aborted
+          ? this.error(what, `gave no answer within ${timeoutMs} ms`)
+          : this.error(what, `failed: ${describe(err)}`);
+        e.unreachable = signal?.aborted !== true;
+        throw e;
       }
       const bytes = await res.arrayBuffer().catch((err: unknown) => {
         throw this.error(what, `failed: ${describe(err)}`);

@@ -6,7 +6,7 @@
  */
 import { nodeModel, nodeModelId } from "../config/node-models.ts";
 import type { Config, ModelConfig, PeerConfig } from "../config/types.ts";
-import { MistralrsApi, type NodeModelStatus } from "../peers/mistralrs.ts";
+import { MistralrsApi, NodeApiError, type NodeModelStatus } from "../peers/mistralrs.ts";
 import type { PeerTable } from "../peers/table.ts";
 import type { Fetcher } from "../peers/watch.ts";
 import type { ModelState } from "../scheduler/types.ts";
@@ -381,6 +381,10 @@ export class NodeServer implements ModelServer {
     } catch (err) {
       this.state = "stopped";
       const e = ctl.signal.aborted ? this.aborted() : asQmError(err);
+      // An unreachable node is down for routing now, not only at its next poll.
+      if (err instanceof NodeApiError && err.unreachable) {
+        host.table()?.report(this.node, { ok: false, error: e.message });
+      }
       // The load may have gone through on the node before the failure was seen.
       this.resident = !ctl.signal.aborted;
       this.line(`load failed: ${e.message}`);

@@ -148,6 +148,8 @@ describe("a managed mistral.rs node", () => {
     expect(a.error?.status).toBe(502);
     expect(a.error?.message).toContain('node "n"');
     expect(a.error?.message).toContain("connection refused");
+    // Down for routing at once, not only at the next poll.
+    expect(t.rt.status().peers?.[0]).toMatchObject({ name: "n", state: "down" });
   });
 
   test("discovery: with models = [] the node's list joins the scheduler, and a bare name routes there", async () => {
@@ -279,5 +281,39 @@ describe("a managed mistral.rs node", () => {
     expect(t.log()).toContain("node n: restarted");
     during.value!.release();
     t.rt.beginShutdown();
+  });
+});
+
+describe("a managed node across a config reload", () => {
+  test("discovered models stay while their node does; removing the node retires its models", async () => {
+    const fake = new FakeMistralrs({ models: ["x"], loaded: ["x"] });
+    const head = `[resources]\ngpu_probe = "off"\n`;
+    const withNode = `${head}[peers.n]\nurl = "http://n.test"\nkind = "mistralrs"\n`;
+    let text = withNode;
+    const timers = new FakeTimers();
+    const rt = new Runtime(config(text), {
+      clock: timers,
+      timers,
+      log: createLogger("error", () => {}),
+      makeProcess: fakeServers().make,
+      nodeFetch: fake.fetch,
+      loadConfig: (isPortFree) => config(text, { isPortFree }),
+    });
+    rt.start();
+    await flush();
+    expect(rt.modelState("n/x")).toBe("ready");
+    // An unrelated change: the node and its discovered model are kept, still ready.
+    text = `${withNode}[models.local]\ncmd = "run"\nproxy = "http://127.0.0.1:9"\n`;
+    const kept = rt.reloadConfig();
+    expect(kept.ok && kept.changes.removed).toEqual([]);
+    expect(rt.modelState("n/x")).toBe("ready");
+    text = head;
+    const gone = rt.reloadConfig();
+    expect(gone.ok && gone.changes.removed).toEqual(["n/x", "local"]);
+    await flush();
+    expect(rt.status().models.map((m) => m.id)).toEqual([]);
+    expect(rt.peers).toBeNull();
+    rt.beginShutdown();
+    expect(timers.pending).toBe(0);
   });
 });

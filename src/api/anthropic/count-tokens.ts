@@ -15,7 +15,7 @@ import { anthropicError } from "./errors.ts";
 import { requestId } from "./ids.ts";
 import { readRequest } from "./request-body.ts";
 import { estimatePrompt } from "./translate/estimate.ts";
-import { profileFromCommand } from "./translate/profile.ts";
+import { profileOf } from "./translate/profile.ts";
 import { translatePrompt } from "./translate/request.ts";
 import { countPromptTokens } from "./upstream.ts";
 import { type CountTokensRequest, CountTokensRequestSchema } from "./wire.ts";
@@ -30,7 +30,7 @@ export async function handleCountTokens(ctx: AnthropicRequest): Promise<Response
       request,
       CountTokensRequestSchema,
     );
-    const profile = profileFromCommand(model.argv);
+    const profile = profileOf(model);
     const prompt = translatePrompt(body, profile);
     headers.set("x-qm-model", model.id);
     const answer = (n: number, how: "upstream" | "estimate") => {

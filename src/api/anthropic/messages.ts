@@ -23,7 +23,7 @@ import { type ParsedRequest, readRequest } from "./request-body.ts";
 import { translatedStream } from "./stream-body.ts";
 import { estimatePrompt } from "./translate/estimate.ts";
 import type { OaiChatRequest } from "./translate/openai-types.ts";
-import { type Profile, profileFromCommand } from "./translate/profile.ts";
+import { type Profile, profileOf } from "./translate/profile.ts";
 import { type Prompt, toOpenAI, translatePrompt } from "./translate/request.ts";
 import { fromOpenAI, type ResponseOptions } from "./translate/response.ts";
 import { StreamTranslator } from "./translate/stream.ts";
@@ -54,7 +54,7 @@ export async function handleMessages(ctx: AnthropicRequest): Promise<Response> {
     if (parsed.model.anthropicNative)
       return runExchange(nativeExchange(ctx, parsed, headers, asks));
     const { model, body } = parsed;
-    const profile = profileFromCommand(model.argv);
+    const profile = profileOf(model);
     prompt = translatePrompt(body, profile);
     oai = toOpenAI(body, { profile, upstreamModel: model.useModelName || body.model }, prompt);
   } catch (err) {
@@ -84,7 +84,7 @@ export async function handleMessages(ctx: AnthropicRequest): Promise<Response> {
     // The translator parses the answer anyway: it tells the observer how it ended.
     observer: new Observer(null),
     body: parsed.bytes,
-    parsed: { ctx, oai, profile: profileFromCommand(model.argv), prompt, shape },
+    parsed: { ctx, oai, profile: profileOf(model), prompt, shape },
     send: sendTranslated,
   });
 }

@@ -150,7 +150,11 @@ export class Call implements UpstreamCall, DeadlineReport {
       id: 0,
       time: this.arrived,
       model: this.modelId,
-      ...(this.peer ? { peer: this.peer.peer } : {}),
+      ...(this.peer
+        ? { peer: this.peer.peer }
+        : this.model.node
+          ? { peer: this.model.node.node }
+          : {}),
       api: this.api,
       status: this.status,
       answered: this.answeredInFull,
@@ -178,6 +182,7 @@ export class Call implements UpstreamCall, DeadlineReport {
   tag(headers: Headers): void {
     headers.set("x-qm-model", this.modelId);
     if (this.peer) headers.set("x-qm-peer", this.peer.peer);
+    else if (this.model.node) headers.set("x-qm-peer", this.model.node.node);
     headers.set("x-qm-model-loaded", this.loaded ? "true" : "false");
     if (this.waitedMs >= 0) headers.set("x-qm-wait-ms", String(this.waitedMs));
   }

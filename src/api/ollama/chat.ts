@@ -16,7 +16,7 @@ import { failureLogLine } from "../../proxy/causes.ts";
 import { forward } from "../../proxy/forward.ts";
 import { asQmError } from "../../shared/errors.ts";
 import type { Logger } from "../../shared/log.ts";
-import { profileFromCommand } from "../anthropic/translate/profile.ts";
+import { profileOf } from "../anthropic/translate/profile.ts";
 import type { Call } from "../exchange/call.ts";
 import { type Asks, admit, type Exchange, headersOf, runExchange } from "../exchange/exchange.ts";
 import { Observer } from "../exchange/observer.ts";
@@ -63,7 +63,7 @@ export function ollamaModel(gw: Gateway, name: unknown): ModelConfig | Promise<M
  */
 async function atContext(gw: Gateway, model: ModelConfig, numCtx: number | undefined) {
   if (numCtx === undefined || model.variantOf) return model;
-  if (profileFromCommand(model.argv) !== "llamacpp") return model;
+  if (profileOf(model) !== "llamacpp") return model;
   if (numCtx < MIN_CTX || numCtx > MAX_CTX) {
     throw badRequest(
       `"options.num_ctx" must be from ${MIN_CTX} to ${MAX_CTX}, got ${numCtx}`,
@@ -93,7 +93,7 @@ export async function handleGenerate(
     bytes = await readBody(request, gw.config.server.maxBodyBytes);
     const body = parseJsonObject(bytes);
     const base = await ollamaModel(gw, modelName(body));
-    const profile = profileFromCommand(base.argv);
+    const profile = profileOf(base);
     const upstreamModel = base.useModelName || base.id;
     ask = (kind === "chat" ? chatRequest : generateRequest)(body, profile, upstreamModel);
     model = await atContext(gw, base, ask.numCtx);

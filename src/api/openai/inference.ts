@@ -3,7 +3,7 @@ import { OPENAI_TOOL_CALLS } from "../../proxy/end-scan.ts";
 import { forward } from "../../proxy/forward.ts";
 import { asQmError } from "../../shared/errors.ts";
 import type { Logger } from "../../shared/log.ts";
-import { profileFromCommand } from "../anthropic/translate/profile.ts";
+import { profileOf } from "../anthropic/translate/profile.ts";
 import type { Call } from "../exchange/call.ts";
 import {
   type Asks,
@@ -110,13 +110,13 @@ async function parse(
 function usageAsk(model: ModelConfig, obj: Record<string, unknown>): "set" | "insert" | "as-is" {
   const options = obj.stream_options;
   if (options === undefined) {
-    if (profileFromCommand(model.argv) === "llamacpp") return "as-is";
+    if (profileOf(model) === "llamacpp") return "as-is";
     obj.stream_options = { include_usage: true };
     return "insert";
   }
   if (typeof options !== "object" || options === null || Array.isArray(options)) return "as-is";
   const o = options as Record<string, unknown>;
-  if (o.include_usage === true || profileFromCommand(model.argv) === "llamacpp") return "as-is";
+  if (o.include_usage === true || profileOf(model) === "llamacpp") return "as-is";
   o.include_usage = true;
   return "set";
 }

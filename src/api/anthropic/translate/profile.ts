@@ -4,7 +4,14 @@
  * compiles tool schemas into grammars, vLLM renamed `reasoning_content` to `reasoning`, the
  * thinking switches differ. The config has no backend field, so the model's command decides.
  */
+import type { ModelConfig } from "../../../config/types.ts";
+
 export type Profile = "llamacpp" | "vllm" | "mistralrs" | "generic";
+
+/** A model's dialect: a managed mistral.rs node's models speak mistral.rs's; others, by command. */
+export function profileOf(model: Pick<ModelConfig, "argv" | "node">): Profile {
+  return model.node ? "mistralrs" : profileFromCommand(model.argv);
+}
 
 export function profileFromCommand(argv: readonly string[]): Profile {
   const program = (argv[0] ?? "").split("/").pop() ?? "";

@@ -34,6 +34,8 @@ export interface NodeHost {
   adopt(id: string): void;
   gone(id: string, detail: string): void;
   unload(id: string): void;
+  /** Loads a model as `POST /api/models/{id}/load` does (no request waits on it). */
+  load(id: string): void;
   /** A model found on a node joins the scheduler (like a `?ctx=` variant). */
   addModel(model: ModelConfig): void;
   table(): PeerTable | null;
@@ -242,10 +244,15 @@ export class ManagedNodes {
     n.gate = new Promise<void>((resolve) => {
       open = resolve;
     });
+    const pinned = this.modelsOf(n)
+      .filter((m) => m.node!.pinned && this.host.state(m.id) === "ready")
+      .map((m) => m.id);
     void this.defrag(n).finally(() => {
       n.gate = null;
       n.restarting = false;
       open();
+      // Pinned models are the node's to keep: the restart took them, so they load again.
+      if (!this.closed) for (const id of pinned) this.host.load(id);
       if (!this.closed && n.timer !== null) {
         // Look at once: what the node loaded at its start is adopted.
         this.pollThenSchedule(n);

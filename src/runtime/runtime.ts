@@ -154,6 +154,15 @@ export class Runtime implements Effects, Gateway {
       adopt: (id) => this.scheduler.adopt(id),
       gone: (id, detail) => this.scheduler.gone(id, detail),
       unload: (id) => this.scheduler.unload(id),
+      load: (id) => {
+        const model = this.config.models[id];
+        if (!model) return;
+        this.acquire(model, new AbortController().signal, { holdMs: 0 }).then(
+          (lease) => lease.release(),
+          (err: unknown) =>
+            opts.log.warn(`model ${id}: ${err instanceof Error ? err.message : String(err)}`),
+        );
+      },
       addModel: (model) => {
         this.config.models[model.id] = model;
         this.runner.add(model);

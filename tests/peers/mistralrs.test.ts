@@ -239,7 +239,7 @@ describe("a managed mistral.rs node", () => {
   });
 
   test("defrag: after N cycles, once idle, the node restarts; a request meanwhile waits, then is served", async () => {
-    const fake = new FakeMistralrs({ models: ["a", "b"] });
+    const fake = new FakeMistralrs({ models: ["a", "b", "p"] });
     const ran: string[][] = [];
     let finish = (_code: number) => {};
     const restart = (argv: string[]) => {
@@ -252,11 +252,12 @@ describe("a managed mistral.rs node", () => {
       });
     };
     const t = setup(
-      `models = ["a", "b"]\nmax_loaded = 1\ndefrag_after_cycles = 2\nrestart_cmd = "systemctl restart mistralrs"`,
+      `models = ["a", "b"]\nmax_loaded = 2\npinned = ["p"]\ndefrag_after_cycles = 2\nrestart_cmd = "systemctl restart mistralrs"`,
       fake,
       "",
       restart,
     );
+    (await t.up("n/p")).release();
     (await t.up("n/a")).release();
     (await t.up("n/b")).release(); // cycle 1: a unloaded
     expect(ran).toEqual([]);
@@ -269,7 +270,15 @@ describe("a managed mistral.rs node", () => {
     expect(ran).toEqual([["systemctl", "restart", "mistralrs"]]);
     // The resident model was stopped through the scheduler, without an unload (the restart frees it).
     expect(t.state("n/a")).toBe("stopped");
-    expect(fake.calls).toEqual(["reload a", "unload a", "reload b", "unload b", "reload a"]);
+    expect(t.state("n/p")).toBe("stopped");
+    expect(fake.calls).toEqual([
+      "reload p",
+      "reload a",
+      "unload a",
+      "reload b",
+      "unload b",
+      "reload a",
+    ]);
     const during = t.acquire("n/b");
     await flush();
     expect(during.done).toBe(false);
@@ -279,6 +288,9 @@ describe("a managed mistral.rs node", () => {
     expect(during.value?.model.id).toBe("n/b");
     expect(fake.restarts).toBe(1);
     expect(t.log()).toContain("node n: restarted");
+    // The pinned model the restart took is loaded again.
+    expect(t.state("n/p")).toBe("ready");
+    expect(fake.calls.slice(6).sort()).toEqual(["reload b", "reload p"]);
     during.value!.release();
     t.rt.beginShutdown();
   });

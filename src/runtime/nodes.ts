@@ -17,6 +17,9 @@ import type { ModelServer } from "./swap-runner.ts";
 
 /** How often a start asks the node whether its model has loaded. */
 const STATUS_POLL_MS = 250;
+/** At most this many models are taken from one node's list; longer ids are passed over. */
+const MAX_DISCOVERED = 1000;
+const MAX_ID_LENGTH = 256;
 /** The lifecycle lines kept per node model (`/api/models/{id}/logs`). */
 const LOG_LINES = 200;
 
@@ -206,11 +209,15 @@ export class ManagedNodes {
   private reconcile(n: Node, listed: ReadonlyMap<string, NodeModelStatus>): void {
     const { host } = this;
     const discover = n.config.models.length === 0;
+    let found = this.modelsOf(n).filter((m) => m.node!.discovered).length;
     for (const [remote, status] of listed) {
       const id = nodeModelId(n.config.id, remote);
       let model = host.config.models[id];
+      // A model of this box that happens to be named NODE/MODEL is not the node's.
+      if (model && model.node?.node !== n.config.id) continue;
       if (!model) {
-        if (!discover) continue;
+        if (!discover || !usableId(remote) || found >= MAX_DISCOVERED) continue;
+        found++;
         model = nodeModel(n.config, remote, true);
         host.log.info(`node ${n.config.id}: found model ${remote} (${status})`);
         host.addModel(model);
@@ -453,6 +460,12 @@ export class NodeServer implements ModelServer {
     if (this.lines.length > LOG_LINES) this.lines.shift();
     this.nodes.hostDeps.onLine(this.id, line);
   }
+}
+
+/** A node's id for a model that qm can list and route: bounded, printable, no control bytes. */
+function usableId(id: string): boolean {
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: control bytes are what is refused
+  return id.length <= MAX_ID_LENGTH && !/[\u0000-\u001f\u007f]/.test(id);
 }
 
 function sleep(timers: Timers, ms: number, signal?: AbortSignal): Promise<void> {

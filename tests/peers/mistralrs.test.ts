@@ -175,6 +175,22 @@ describe("a managed mistral.rs node", () => {
     expect(t.timers.pending).toBe(0);
   });
 
+  test("hostile lists: control bytes and over-long ids are passed over; a local model named NODE/MODEL stays local", async () => {
+    const long = "x".repeat(300);
+    const fake = new FakeMistralrs({ models: ["ok", "bad\u0000id", long, "mine"] });
+    const t = setup(``, fake, `[models."n/mine"]\ncmd = "run"\nproxy = "http://127.0.0.1:9"\n`);
+    t.rt.start();
+    await flush();
+    expect(
+      t.rt
+        .status()
+        .models.map((m) => m.id)
+        .sort(),
+    ).toEqual(["n/mine", "n/ok"]);
+    expect(t.rt.resolve("n/mine")?.node).toBeUndefined();
+    t.rt.beginShutdown();
+  });
+
   test("a model unloaded outside qm is stopped at the next poll, and the next request reloads it", async () => {
     const fake = new FakeMistralrs({ models: ["a"] });
     const t = setup(`models = ["a"]`, fake);

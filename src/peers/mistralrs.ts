@@ -5,6 +5,7 @@
  * is an error naming the node, never a throw of the parser's. src/peers/mistralrs.md.
  */
 import type { PeerConfig } from "../config/types.ts";
+import { readAtMost } from "../shared/read-at-most.ts";
 import type { Timers } from "../shared/timer.ts";
 import { peerCredentials } from "./target.ts";
 import { describe, type Fetcher, setTimeoutSignal } from "./watch.ts";
@@ -127,10 +128,10 @@ export class MistralrsApi {
         e.unreachable = signal?.aborted !== true;
         throw e;
       }
-      const bytes = await res.arrayBuffer().catch((err: unknown) => {
+      const bytes = await readAtMost(res, MAX_ANSWER_BYTES).catch((err: unknown) => {
         throw this.error(what, `failed: ${describe(err)}`);
       });
-      if (bytes.byteLength > MAX_ANSWER_BYTES) throw this.error(what, "answered too much");
+      if (bytes === null) throw this.error(what, `answered more than ${MAX_ANSWER_BYTES} bytes`);
       let json: unknown = null;
       try {
         json = JSON.parse(new TextDecoder().decode(bytes));

@@ -7,6 +7,7 @@
  * `qm_upstream_scrape_errors_total{model}` counts it.
  */
 import { Counter, Gauge, type Registry } from "prom-client";
+import { readAtMost } from "../../shared/read-at-most.ts";
 import { ExpositionError, type Family, formatFamily, parseExposition } from "./exposition.ts";
 import { mergeUpstream, type Scraped } from "./merge.ts";
 
@@ -132,26 +133,9 @@ export class UpstreamMetrics {
       await res.body?.cancel().catch(() => {});
       throw new Error(`GET ${url} answered HTTP ${res.status}`);
     }
-    const length = Number(res.headers.get("content-length") ?? Number.NaN);
-    if (length > this.maxBytes) {
-      await res.body?.cancel().catch(() => {});
-      throw tooLarge();
-    }
-    if (!res.body) return "";
-    const reader = res.body.getReader();
-    const chunks: Uint8Array[] = [];
-    let size = 0;
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      size += value.byteLength;
-      if (size > this.maxBytes) {
-        await reader.cancel().catch(() => {});
-        throw tooLarge();
-      }
-      chunks.push(value);
-    }
-    return new TextDecoder().decode(Buffer.concat(chunks));
+    const bytes = await readAtMost(res, this.maxBytes);
+    if (bytes === null) throw tooLarge();
+    return new TextDecoder().decode(bytes);
   }
 }
 

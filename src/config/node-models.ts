@@ -16,13 +16,23 @@ export function namedNodeModels(peer: PeerConfig): string[] {
   return [...new Set([...peer.models, ...Object.keys(peer.node.estVramGb), ...peer.node.pinned])];
 }
 
-export function nodeModel(peer: PeerConfig, remote: string, discovered = false): ModelConfig {
-  const node = peer.node!;
+/**
+ * A model served elsewhere (a peer, a node): nothing of it is ever spawned here; `proxy` is the
+ * other box's URL and `useModelName` its name for the model.
+ */
+export function remoteModel(o: {
+  id: string;
+  url: string;
+  remote: string;
+  firstByteTimeoutMs: number;
+  estVramGb: number;
+  sendLoadingState: boolean;
+}): ModelConfig {
   return {
-    id: nodeModelId(peer.id, remote),
+    id: o.id,
     cmd: "",
     argv: [],
-    proxy: peer.url,
+    proxy: o.url,
     port: null,
     checkEndpoint: null,
     cmdStop: "",
@@ -30,27 +40,43 @@ export function nodeModel(peer: PeerConfig, remote: string, discovered = false):
     env: {},
     ttlS: 0,
     concurrencyLimit: 0,
-    estVramGb: node.estVramGb[remote] ?? 0,
+    estVramGb: o.estVramGb,
     estRamGb: 0,
-    sendLoadingState: true,
+    sendLoadingState: o.sendLoadingState,
     unlisted: false,
-    useModelName: remote,
+    useModelName: o.remote,
     params: null,
     anthropicNative: false,
     responsesNative: false,
     stopTimeoutS: 0,
-    firstByteTimeoutMs: peer.timeoutMs,
+    firstByteTimeoutMs: o.firstByteTimeoutMs,
+    // Silences while the other box loads are its business; its own limits apply there.
     stallTimeoutMs: 0,
     scrapeUpstreamMetrics: false,
     group: DEFAULT_GROUP,
     template: {
       cmd: "",
-      proxy: peer.url,
+      proxy: o.url,
       checkEndpoint: "",
       cmdStop: "",
-      useModelName: remote,
+      useModelName: o.remote,
       env: {},
     },
+  };
+}
+
+export function nodeModel(peer: PeerConfig, remote: string, discovered = false): ModelConfig {
+  const node = peer.node!;
+  return {
+    ...remoteModel({
+      id: nodeModelId(peer.id, remote),
+      url: peer.url,
+      remote,
+      firstByteTimeoutMs: peer.timeoutMs,
+      estVramGb: node.estVramGb[remote] ?? 0,
+      // A node's load is this box's to report, with wait-status comments like a local one.
+      sendLoadingState: true,
+    }),
     node: {
       node: peer.id,
       apiKey: peer.apiKey,

@@ -3,45 +3,21 @@
  * peer's URL, its first-byte limit the peer's `timeout_s`, and the name sent upstream the
  * peer's own name for it; nothing of it is ever started, leased or held here.
  */
-import { DEFAULT_GROUP, type ModelConfig, type PeerConfig } from "../config/types.ts";
+import { remoteModel } from "../config/node-models.ts";
+import type { ModelConfig, PeerConfig } from "../config/types.ts";
 
 /** `id` is the name it is listed and recorded under (`box2/llama` or a bare `llama`). */
 export function peerModel(peer: PeerConfig, remote: string, id: string): ModelConfig {
   return {
-    id,
-    cmd: "",
-    argv: [],
-    proxy: peer.url,
-    port: null,
-    checkEndpoint: null,
-    cmdStop: "",
-    aliases: [],
-    env: {},
-    ttlS: 0,
-    concurrencyLimit: 0,
-    estVramGb: 0,
-    estRamGb: 0,
-    // The peer answers its own wait (a qm peer relays its `: qm-status` comments).
-    sendLoadingState: false,
-    unlisted: false,
-    useModelName: remote,
-    params: null,
-    anthropicNative: false,
-    responsesNative: false,
-    stopTimeoutS: 0,
-    firstByteTimeoutMs: peer.timeoutMs,
-    // A remote load's silences are the peer's business; its own limits apply there.
-    stallTimeoutMs: 0,
-    scrapeUpstreamMetrics: false,
-    group: DEFAULT_GROUP,
-    template: {
-      cmd: "",
-      proxy: peer.url,
-      checkEndpoint: "",
-      cmdStop: "",
-      useModelName: remote,
-      env: {},
-    },
+    ...remoteModel({
+      id,
+      url: peer.url,
+      remote,
+      firstByteTimeoutMs: peer.timeoutMs,
+      estVramGb: 0,
+      // The peer answers its own wait (a qm peer relays its `: qm-status` comments).
+      sendLoadingState: false,
+    }),
     peer: { peer: peer.id, apiKey: peer.apiKey, remote },
   };
 }

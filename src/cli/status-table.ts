@@ -85,7 +85,15 @@ function fleet(peers: NonNullable<StatusJson["peers"]>, now: number): string[] {
     return [p.name, p.kind, `${p.state}${until}`, String(p.inflight), models || "-", p.url];
   });
   const out = table(head, rows);
-  for (const p of peers) if (p.last_error) out.push(`${p.name}: ${p.last_error}`);
+  for (const p of peers) {
+    if (!p.last_error) continue;
+    // A peer back up keeps its last error in status; here it is told as past.
+    out.push(
+      p.state === "up"
+        ? `${p.name} (up again; last error): ${p.last_error}`
+        : `${p.name}: ${p.last_error}`,
+    );
+  }
   out.push("(* loaded and ready on the peer)");
   return out;
 }

@@ -19,7 +19,7 @@ test("one row per peer: kind, state (and for how long down), models (* ready), u
           { id: "qwen", state: "offered" },
         ],
         inflight: 2,
-        last_error: null,
+        last_error: 'peer "box2": connection reset',
         down_until_ms: null,
       },
       {
@@ -44,6 +44,8 @@ test("one row per peer: kind, state (and for how long down), models (* ready), u
     /^cloud\s+openai\s+down 4s\s+0\s+big\s+http:\/\/10\.0\.0\.3:8000$/,
   );
   expect(text).toContain('cloud: peer "cloud": model "big" failed to answer: connection refused');
+  // A peer that is up again: its last error is told as past.
+  expect(text).toContain('box2 (up again; last error): peer "box2": connection reset');
   // Without peers, no fleet table.
   expect(renderStatus(base)).not.toContain("PEER");
 });

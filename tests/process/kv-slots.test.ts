@@ -191,10 +191,9 @@ describe("KvSlots", () => {
       settled = true;
       return o;
     });
-    await Bun.sleep(0);
-    await Bun.sleep(0);
+    await turnOver();
     timers.advance(2999);
-    await Bun.sleep(0);
+    await turnOver();
     expect(settled).toBe(false);
     timers.advance(1);
     const o = await saving;
@@ -247,6 +246,11 @@ describe("KvSlots", () => {
   });
 });
 
+/** A few turns of the event loop (no timed wait): what was going to settle has. */
+async function turnOver(): Promise<void> {
+  for (let i = 0; i < 5; i++) await new Promise((r) => setImmediate(r));
+}
+
 /** A demo model with keep_kv set (ModelProcess does not care what the program is). */
 function keepKvModel(id: string, kv: KeepKv): ModelConfig {
   return { ...demoModel(id), keepKv: kv };
@@ -293,7 +297,7 @@ describe("ModelProcess with keep_kv", () => {
     // Wait (on the real process's health) until the restore call has arrived and is held.
     for (let i = 0; i < 1000 && !restoreAsked; i++) await Bun.sleep(5);
     expect(restoreAsked).toBe(true);
-    await Bun.sleep(50);
+    await turnOver();
     expect(started).toBe(false);
     expect(proc.state).toBe("starting");
     releaseRestore();
@@ -327,6 +331,39 @@ describe("ModelProcess with keep_kv", () => {
     await proc.stop();
     expect(proc.state).toBe("stopped");
     expect(cap.lines.some((l) => l.includes("KV not saved"))).toBe(true);
+  });
+
+  test("a stop waits for a hung save only until keep_kv_timeout_s, then stops", async () => {
+    const kv = kvConfig({ timeoutMs: 20_000 });
+    const timers = new FakeTimers();
+    let asked = false;
+    const hang: SlotsFetch = () => {
+      asked = true;
+      return new Promise<Response>(() => {});
+    };
+    const cap = captureLogger();
+    const proc = new ModelProcess(keepKvModel("kv-d", kv), {
+      healthCheckTimeoutS: 10,
+      log: cap.log,
+      kvFetch: hang,
+      kvTimers: timers,
+    });
+    made.push(proc);
+    await proc.start();
+    let stopped = false;
+    const stopping = proc.stop().then(() => {
+      stopped = true;
+    });
+    for (let i = 0; i < 100 && !asked; i++) await Bun.sleep(1);
+    expect(asked).toBe(true);
+    timers.advance(19_999);
+    await turnOver();
+    expect(stopped).toBe(false);
+    expect(proc.pid).not.toBeNull(); // still running: the save is being waited for
+    timers.advance(1);
+    await stopping;
+    expect(proc.state).toBe("stopped");
+    expect(cap.lines.some((l) => l.includes("save abandoned after 20000 ms"))).toBe(true);
   });
 
   test("stop({save:false}) (shutdown) asks nothing", async () => {

@@ -4,15 +4,16 @@
  * the same model without keep_kv comes back cold.
  */
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
-import { chmodSync, existsSync, readFileSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { configFile, postJson } from "../support/e2e.ts";
+import { configFile, postJson, until } from "../support/e2e.ts";
 import { QM, type QmServer, startQm } from "../support/qm-process.ts";
 
 setDefaultTimeout(30_000);
 
 let qm: QmServer;
 let stateDir: string;
+let configPath: string;
 
 beforeAll(async () => {
   const cfg = configFile((dir) => {
@@ -34,6 +35,7 @@ cmd = "\${demo} --token-ms 0"
 `;
   });
   stateDir = cfg.stateDir;
+  configPath = cfg.path;
   qm = await startQm(cfg.path);
 });
 
@@ -79,5 +81,25 @@ describe("keep_kv", () => {
     await turn("other", "elsewhere");
     expect(await turn("cold", "turn 3")).toBe(0);
     expect(existsSync(join(stateDir, "kv", "cold"))).toBe(false);
+  });
+
+  test("a config change drops the saved cache: the next start is cold", async () => {
+    // "warm" was stopped by the swaps above, its slot saved.
+    const dir = join(stateDir, "kv", "warm");
+    expect(existsSync(join(dir, "slot-0.bin"))).toBe(true);
+    const text = readFileSync(configPath, "utf8");
+    writeFileSync(
+      configPath,
+      text.replace("--name warm --token-ms 0", "--name warm --token-ms 0 --tokens 5"),
+    );
+    const res = await postJson(qm.url, "/api/config/reload");
+    expect(res.status).toBe(200);
+    await until(
+      async () => qm.log(),
+      (log) => log.includes("config reloaded"),
+    );
+    expect(await turn("warm", "turn 4")).toBe(0);
+    expect(qm.log()).toContain('model "warm": saved KV cache removed');
+    expect(readdirSync(dir).includes("slot-0.bin")).toBe(false);
   });
 });

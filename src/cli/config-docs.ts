@@ -321,6 +321,21 @@ export const CONFIG_DOCS: Record<DocumentedSection, SectionDoc> = {
           'Merge the server\'s own Prometheus metrics (`GET {proxy}/metrics`) into qm\'s `/metrics` while the model is ready, each series labelled `model="ID"` (a `model` label of its own becomes `upstream_model`). `"auto"`: on for `llama-server` started with `--metrics` and for vLLM, off otherwise; `true` or `false` decides.',
         example: true,
       },
+      keep_kv: {
+        meaning:
+          "llama-server only: keep the model's KV cache across a stop. qm adds `--slot-save-path <state_dir>/kv/<model>/`; before any stop of a ready model but a crash or shutdown (a swap, the TTL, an unload, a restart) it saves each slot with a cached prompt (`POST /slots/{id}?action=save`), and after the next start, before the first request is let in, restores them (`action=restore`), so an agent's long prompt is not processed again. Failures are logged and the model carries on cold. The files go when the model's command or env changes. Refused for a command that does not run `llama-server`.",
+        example: true,
+      },
+      keep_kv_max_mb: {
+        meaning:
+          "Most the model's `keep_kv` folder may hold, in MiB; past it the oldest saved slots are removed.",
+        example: 8192,
+      },
+      keep_kv_timeout_s: {
+        meaning:
+          "One deadline for all of a stop's slot saves (and for a start's restores); a save still running past it is abandoned and the stop goes on.",
+        example: 30,
+      },
     },
   },
   peers: {

@@ -17,13 +17,15 @@ import {
 } from "./macros.ts";
 import type { PortAllocator } from "./ports.ts";
 import type { ConfigFile, ModelFile, PeerFile } from "./schema.ts";
-import type { BodyParams, ModelConfig, NodeSettings, PeerConfig } from "./types.ts";
-import { scrapesMetricsByDefault } from "./variant.ts";
+import type { BodyParams, KeepKv, ModelConfig, NodeSettings, PeerConfig } from "./types.ts";
+import { isLlamaServer, scrapesMetricsByDefault } from "./variant.ts";
 
 export interface BuildContext {
   issues: Issues;
   map: SourceMap;
   scope: MacroScope;
+  /** `server.state_dir`, default applied: where `keep_kv` folders live. */
+  stateDir: string;
 }
 
 /** Table ids in the order they are written (object key order puts "7" before "a"). */
@@ -102,16 +104,18 @@ function buildModel(ctx: BuildContext, id: string, m: ModelFile, ports: PortAllo
       `must start with "/" or be "none", got ${JSON.stringify(check)}`,
     );
   }
+  const env_ = Object.fromEntries(env.map(([name, e]) => [name, text(e)]));
+  const keepKv = m.keep_kv ? keepKvOf(ctx, id, m, argv, env_) : null;
   const config: ModelConfig = {
     id,
-    cmd,
-    argv,
+    cmd: keepKv ? `${cmd} --slot-save-path ${keepKv.dir}/` : cmd,
+    argv: keepKv ? [...argv, "--slot-save-path", `${keepKv.dir}/`] : argv,
     proxy,
     port,
     checkEndpoint: check === "none" ? null : check,
     cmdStop: text(fields.cmdStop),
     aliases: [...m.aliases],
-    env: Object.fromEntries(env.map(([name, e]) => [name, text(e)])),
+    env: env_,
     ttlS: m.ttl_s,
     concurrencyLimit: m.concurrency_limit,
     estVramGb: m.est_vram_gb,
@@ -130,6 +134,7 @@ function buildModel(ctx: BuildContext, id: string, m: ModelFile, ports: PortAllo
         ? scrapesMetricsByDefault(argv)
         : m.scrape_upstream_metrics,
     group: "", // set once groups are known
+    keepKv,
     template: {
       cmd: raw(fields.cmd),
       proxy: raw(fields.proxy),
@@ -140,6 +145,45 @@ function buildModel(ctx: BuildContext, id: string, m: ModelFile, ports: PortAllo
     },
   };
   return config;
+}
+
+/**
+ * `keep_kv = true`: llama-server only (its `--slot-save-path` and `/slots` API); the folder is
+ * `<state_dir>/kv/<id made safe>`, and the hash covers what makes a saved cache another's.
+ */
+function keepKvOf(
+  ctx: BuildContext,
+  id: string,
+  m: ModelFile,
+  argv: string[],
+  env: Record<string, string>,
+): KeepKv | null {
+  if (argv.length > 0 && !isLlamaServer(argv)) {
+    ctx.issues.at(
+      ["models", id, "keep_kv"],
+      "keep_kv needs llama-server (its --slot-save-path and /slots API); this model's cmd does not run llama-server",
+    );
+    return null;
+  }
+  if (argv.includes("--slot-save-path")) {
+    ctx.issues.at(
+      ["models", id, "keep_kv"],
+      "keep_kv sets --slot-save-path itself: remove it from cmd",
+    );
+    return null;
+  }
+  return {
+    dir: `${ctx.stateDir.replace(/\/+$/, "")}/kv/${safeName(id)}`,
+    maxBytes: m.keep_kv_max_mb * 1024 * 1024,
+    timeoutMs: Math.round(m.keep_kv_timeout_s * 1000),
+    hash: Bun.hash(JSON.stringify([argv, env])).toString(16),
+  };
+}
+
+/** A model id as one path segment: other characters become "_", with a hash when any did. */
+export function safeName(id: string): string {
+  const safe = id.replace(/[^A-Za-z0-9._-]/g, "_").replace(/^\.+/, "_");
+  return safe === id ? id : `${safe}-${Bun.hash(id).toString(16).slice(0, 8)}`;
 }
 
 /** Models that passed schema validation, expanded; broken ones are left out. */

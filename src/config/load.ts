@@ -63,7 +63,8 @@ export function loadConfigText(text: string, opts: LoadOptions): Config {
     opts.isPortFree ?? isPortFreeOnLoopback,
     reserved,
   );
-  const ctx = { issues, map, scope };
+  const stateDir = file.server.state_dir || defaultStateDir();
+  const ctx = { issues, map, scope, stateDir };
   const models = buildModels(ctx, file, ports);
   const peers = buildPeers(ctx, file);
   const { groups, groupOf } = buildGroups(file, map, issues);
@@ -92,7 +93,7 @@ export function loadConfigText(text: string, opts: LoadOptions): Config {
       logLevel: server.log_level,
       allowedHosts: server.allowed_hosts.map((h) => h.toLowerCase()),
       corsOrigins: server.cors_origins.map((o) => o.toLowerCase().replace(/\/+$/, "")),
-      stateDir: server.state_dir || defaultStateDir(),
+      stateDir,
       responsesStore: server.responses_store,
       responsesStoreBytes: Math.round(server.responses_store_mb * 1024 * 1024),
       watchConfig: server.watch_config,

@@ -53,6 +53,7 @@ export function remoteModel(o: {
     // Silences while the other box loads are its business; its own limits apply there.
     stallTimeoutMs: 0,
     scrapeUpstreamMetrics: false,
+    keepKv: null,
     group: DEFAULT_GROUP,
     template: {
       cmd: "",

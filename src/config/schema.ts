@@ -145,6 +145,12 @@ export const ModelSchema = Type.Object(
     scrape_upstream_metrics: Type.Union([Type.Literal("auto"), Type.Boolean()], {
       default: "auto",
     }),
+    /** llama-server only: save its slots' KV cache before a stop, restore them after a start. */
+    keep_kv: Type.Boolean({ default: false }),
+    /** The model's KV folder is kept under this size; the oldest files go first. */
+    keep_kv_max_mb: Type.Integer({ minimum: 1, maximum: 16777216, default: 4096 }),
+    /** One deadline for all saves before a stop (and all restores after a start). */
+    keep_kv_timeout_s: Type.Number({ minimum: 0.1, maximum: 3600, default: 20 }),
   },
   closed,
 );

@@ -102,6 +102,8 @@ export interface ModelConfig {
   scrapeUpstreamMetrics: boolean;
   /** The group it belongs to; ungrouped models belong to the implicit default group. */
   group: string;
+  /** `keep_kv = true` (llama-server): where and how its slots are saved across a stop; else null. */
+  keepKv: KeepKv | null;
   /**
    * The model's strings with every macro resolved except `${PORT}`, `${MODEL_ID}` (and
    * `${PID}`): what a `model?ctx=N` variant is minted from, with a port of its own.
@@ -126,6 +128,18 @@ export interface ModelConfig {
    * here like a local model, loaded and unloaded over the node's HTTP API (src/peers/mistralrs.md).
    */
   node?: NodeTarget;
+}
+
+/** A model's saved KV cache (`keep_kv`, src/process/design.md). */
+export interface KeepKv {
+  /** `<state_dir>/kv/<model id made safe>` (passed with a trailing "/" as `--slot-save-path`). */
+  dir: string;
+  /** `keep_kv_max_mb` in bytes. */
+  maxBytes: number;
+  /** `keep_kv_timeout_s` in milliseconds: one deadline for a whole save (or restore). */
+  timeoutMs: number;
+  /** Hash of the argv (without the save path) and env: files saved under another are removed. */
+  hash: string;
 }
 
 /** A managed node's model: the node, its key, the node's id for the model. */

@@ -98,5 +98,7 @@ export function mintVariant(
     unlisted: true,
     estVramGb: opts.estVramGb,
     variantOf: { base: base.id, ctx: opts.ctx },
+    // A cache saved at one context size is no use at another: variants keep none.
+    keepKv: null,
   };
 }

@@ -50,6 +50,10 @@ export interface DemoOptions {
   markdown?: true;
   /** Each inference request prints one line to stdout (a model's log that moves). */
   logRequests?: true;
+  /** llama-server's `GET /slots` and `POST /slots/{id}?action=save|restore` (one slot). */
+  slots?: true;
+  /** Where slot saves go (`--slot-save-path`, a "/" added when missing); else 501 on actions. */
+  slotSavePath?: string;
 }
 
 /**
@@ -106,6 +110,9 @@ Options:
                            and histogram), as llama-server --metrics does
   --markdown               answers are a short Markdown document (heading, list, code)
   --log-requests           print one line to stdout per inference request
+  --slots                  GET /slots and POST /slots/0?action=save|restore, as llama-server
+                           (one slot; chat usage reports the cached prefix as cached_tokens)
+  --slot-save-path DIR     where slot saves go (with --slots)
   --crash-at-start         print an error to stderr and exit 1 before listening
   --crash-after-tokens N   exit 1 mid-response after N tokens
   --exit-after-ms N        exit 1 by itself N ms after start (a crash of a ready model)
@@ -157,10 +164,14 @@ const BOOL_FLAGS: Record<string, BoolKey> = {
 };
 
 /** Switches whose option is absent unless given. */
-const OPTIONAL_BOOL_FLAGS: Record<string, "hangBeforeHeaders" | "markdown" | "logRequests"> = {
+const OPTIONAL_BOOL_FLAGS: Record<
+  string,
+  "hangBeforeHeaders" | "markdown" | "logRequests" | "slots"
+> = {
   "--hang-before-headers": "hangBeforeHeaders",
   "--markdown": "markdown",
   "--log-requests": "logRequests",
+  "--slots": "slots",
 };
 
 export function parseDemoFlags(argv: readonly string[]): DemoFlagsResult {
@@ -195,6 +206,12 @@ export function parseDemoFlags(argv: readonly string[]): DemoFlagsResult {
         return { kind: "error", message: `--bad-sse needs one of ${BAD_SSE.join(", ")}` };
       }
       options.badSse = kind as BadSse;
+      continue;
+    }
+    if (flag === "--slot-save-path") {
+      const dir = inline ?? argv[++i];
+      if (!dir) return { kind: "error", message: `${flag} needs a path` };
+      options.slotSavePath = dir.endsWith("/") ? dir : `${dir}/`;
       continue;
     }
     if (flag === "-m" || flag === "--model") {

@@ -27,9 +27,12 @@ import {
   untilAborted,
 } from "./http.ts";
 import { contextOverflow } from "./llama-extras.ts";
+import type { DemoSlots } from "./slots.ts";
 
 export interface DemoContext {
   options: DemoOptions;
+  /** `--slots`: the one slot whose cached prefix chat usage reports. */
+  slots?: DemoSlots | null;
   table: TokenTable;
   /** Simulated crash: the process dies with exit code 1 after `message` reaches stderr. */
   crash(message: string): void;
@@ -104,7 +107,8 @@ export async function chatCompletions(ctx: DemoContext, req: Request): Promise<R
     toolCall,
     ...(reasoning ? { reasoning } : {}),
   };
-  const use = usage(c.promptTokens, completionTokens, ctx.options.cachedTokens);
+  const cached = ctx.slots ? ctx.slots.take(c.body) : ctx.options.cachedTokens;
+  const use = usage(c.promptTokens, completionTokens, cached);
   if (c.stream) {
     return streamPlan(ctx, req, chatStreamPlan({ ...input, usage: c.includeUsage ? use : null }));
   }

@@ -10,6 +10,7 @@ import { json, jsonText, openAiError, pathOf, untilAborted } from "./http.ts";
 import { chatCompletions, completions, type DemoContext, embeddings } from "./inference.ts";
 import { applyTemplate, props, tokenize } from "./llama-extras.ts";
 import { DemoMetrics, METRICS_CONTENT_TYPE } from "./metrics.ts";
+import { DemoSlots } from "./slots.ts";
 
 export interface DemoServerHooks {
   /** A simulated crash (`--crash-after-tokens`): must end the process with exit code 1. */
@@ -36,7 +37,9 @@ export function startDemoServer(options: DemoOptions, hooks: DemoServerHooks): D
   const now = hooks.now ?? (() => performance.now());
   const readyAt = now() + options.loadDelayMs;
   let counter = 0;
+  const slots = options.slots ? new DemoSlots(options) : null;
   const ctx: DemoContext = {
+    slots,
     options,
     table: buildTokens(options.name, options.tokens, options.markdown === true),
     crash: hooks.crash,
@@ -71,6 +74,12 @@ export function startDemoServer(options: DemoOptions, hooks: DemoServerHooks): D
       return method === "GET" ? jsonText(modelsBody) : notAllowed(method, path);
     }
     if (path === "/props") return method === "GET" ? props(options) : notAllowed(method, path);
+    if (slots && (path === "/slots" || path.startsWith("/slots/"))) {
+      if (path === "/slots") return method === "GET" ? slots.list() : notAllowed(method, path);
+      if (method !== "POST") return notAllowed(method, path);
+      const action = new URLSearchParams(query).get("action") ?? "";
+      return slots.action(req, path.slice("/slots/".length), action);
+    }
     if (path === "/metrics") {
       if (method !== "GET") return notAllowed(method, path);
       if (!metrics) return openAiError(501, "metrics are off: start the demo with --metrics");

@@ -10,6 +10,7 @@ export {
   type ModelProcessOptions,
   type ProcessState,
   STDERR_TAIL_LINES,
+  type StopOptions,
 } from "./model-process.ts";
 export { liveGroups } from "./process-group.ts";
 export { killAllSync, type Supervision, startSupervision } from "./supervision.ts";

@@ -8,6 +8,7 @@ import type { ModelConfig } from "../config/types.ts";
 import { QmError } from "../shared/errors.ts";
 import type { Logger } from "../shared/log.ts";
 import { RingBuffer } from "../shared/ring-buffer.ts";
+import type { Timers } from "../shared/timer.ts";
 import { delay } from "./delay.ts";
 import {
   describeStatus,
@@ -17,6 +18,7 @@ import {
   type ProcessExit,
 } from "./exit-info.ts";
 import { type HealthOutcome, waitHealthy } from "./health.ts";
+import { KvSlots, type SlotsFetch } from "./kv-slots.ts";
 import { killLeftovers, signalTree } from "./leftovers.ts";
 import { pumpLines } from "./line-splitter.ts";
 import { claimPort, portOf } from "./port-guard.ts";
@@ -43,6 +45,14 @@ export interface ModelProcessOptions {
   logLines?: number;
   /** The model was re-rendered (moved to a free port) before a start: requests follow it. */
   onConfigChange?: (model: ModelConfig) => void;
+  /** `keep_kv`: the fetch and timers its `/slots` calls use (tests inject fakes). */
+  kvFetch?: SlotsFetch;
+  kvTimers?: Timers;
+}
+
+export interface StopOptions {
+  /** `keep_kv`: save the slots of a ready model first (default true; shutdown says false). */
+  save?: boolean;
 }
 
 /** Lines of stderr carried in exits and error messages. */
@@ -56,6 +66,8 @@ interface Run {
   readonly start: number;
   readonly startedAt: number;
   readonly stderr: RingBuffer<string>;
+  /** The model's `keep_kv` slots, or null. */
+  readonly kv: KvSlots | null;
   /** Ends the readiness poll (stop, exit or its outcome). */
   readonly abort: AbortController;
   /** Set by stop(): its exit is expected and is not reported through onExit. */
@@ -132,12 +144,16 @@ export class ModelProcess {
     return started;
   }
 
-  /** Stops the process group; resolves once the process has exited. Idempotent. */
-  stop(): Promise<void> {
+  /**
+   * Stops the process group; resolves once the process has exited. Idempotent. A ready
+   * `keep_kv` model saves its slots first (bounded), unless `save` is false.
+   */
+  stop(opts: StopOptions = {}): Promise<void> {
     if (this.stopping !== null) return this.stopping;
     const run = this.run;
     if (run === null) return this.draining?.then(() => {}) ?? Promise.resolve();
-    const stopping = this.terminate(run).finally(() => {
+    const save = run.kv !== null && opts.save !== false && this._state === "ready";
+    const stopping = (save ? this.saveThenTerminate(run) : this.terminate(run)).finally(() => {
       if (this.stopping === stopping) this.stopping = null;
     });
     this.stopping = stopping;
@@ -199,12 +215,31 @@ export class ModelProcess {
         throw foreign;
       }
     }
+    if (run.kv !== null) {
+      // Before start() resolves, so before the first waiter is granted; never fails the start.
+      await run.kv.restore(model.proxy);
+      if (run.stopRequested || run.exited) {
+        throw new QmError(
+          "cancelled",
+          `loading model "${model.id}" was cancelled: it was stopped before it became ready`,
+        );
+      }
+    }
     const ms = Math.round(performance.now() - run.startedAt);
     this.opts.log.info(`model "${model.id}" ready in ${ms} ms (pid ${run.pid})`);
     this.setState("ready");
   }
 
   private spawn(model: ModelConfig): Run {
+    const kv = model.keepKv
+      ? new KvSlots(model.id, model.keepKv, {
+          log: this.opts.log,
+          ...(this.opts.kvFetch ? { fetch: this.opts.kvFetch } : {}),
+          ...(this.opts.kvTimers ? { timers: this.opts.kvTimers } : {}),
+        })
+      : null;
+    // The folder exists, and holds no other config's files, before the server starts.
+    kv?.prepare();
     // The mark lets qm recognise the model's descendants wherever they end up.
     const proc = spawnModel(model, tree.marker(model.id));
     // Record the group before anything can await, so killAllSync always sees it.
@@ -226,6 +261,7 @@ export class ModelProcess {
       start: leader.start,
       startedAt: performance.now(),
       stderr,
+      kv,
       abort: new AbortController(),
       stopRequested: false,
       exited: false,
@@ -273,6 +309,15 @@ export class ModelProcess {
       }
     }
     return exit;
+  }
+
+  /** `keep_kv`: the slots are saved (bounded, never failing), then the process is stopped. */
+  private async saveThenTerminate(run: Run): Promise<void> {
+    run.stopRequested = true;
+    run.abort.abort();
+    this.setState("stopping");
+    if (!run.exited) await run.kv!.save(run.model.proxy);
+    await this.terminate(run);
   }
 
   private terminate(run: Run): Promise<void> {

@@ -33,6 +33,7 @@ const PROCESS_KEYS: [string, (m: ModelConfig) => unknown][] = [
   ["cmd_stop", (m) => m.template.cmdStop],
   ["env", (m) => m.template.env],
   ["stop_timeout_s", (m) => m.stopTimeoutS],
+  ["keep_kv", (m) => m.keepKv],
 ];
 
 /** Keys read per request or per decision: applied at once, the process kept. */

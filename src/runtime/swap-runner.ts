@@ -5,7 +5,7 @@
  */
 import type { Config, ModelConfig } from "../config/types.ts";
 import type { ProcessView, SpawnVerdict } from "../gpu/index.ts";
-import { exitError, ModelProcess, type ProcessExit } from "../process/index.ts";
+import { exitError, ModelProcess, type ProcessExit, type StopOptions } from "../process/index.ts";
 import type { Swap, SwapResult } from "../scheduler/types.ts";
 import { asQmError, QmError } from "../shared/errors.ts";
 import type { Logger } from "../shared/log.ts";
@@ -16,8 +16,11 @@ import { followMove } from "./reload.ts";
 export interface ModelServer extends ProcessView {
   /** Resolves once the model is ready; rejects with a QmError when it cannot be. */
   start(): Promise<void>;
-  /** Resolves once the process is gone (at once when none runs). Idempotent. */
-  stop(): Promise<void>;
+  /**
+   * Resolves once the process is gone (at once when none runs). Idempotent. A ready `keep_kv`
+   * model saves its slots first unless `save` is false.
+   */
+  stop(opts?: StopOptions): Promise<void>;
   logs(): string[];
   stderrTail(lines?: number): string[];
 }
@@ -148,7 +151,8 @@ export class SwapRunner {
   /** Stops every model process (shutdown); resolves when all are gone. */
   async stopAll(): Promise<void> {
     this.closed = true;
-    await Promise.all([...this.processes.values()].map((p) => p.stop()));
+    // Shutdown saves no KV cache: it is bounded by shutdown_timeout_s (src/process/design.md).
+    await Promise.all([...this.processes.values()].map((p) => p.stop({ save: false })));
   }
 
   private async run(swap: Swap, run: SwapRun): Promise<void> {

@@ -77,6 +77,7 @@ describe("defaults", () => {
       firstByteTimeoutMs: 600_000,
       stallTimeoutMs: 120_000,
       scrapeUpstreamMetrics: false,
+      keepKv: null,
       group: DEFAULT_GROUP,
       template: {
         cmd: "server",
@@ -273,6 +274,7 @@ models_dir = "/models"
       firstByteTimeoutMs: 600_000,
       stallTimeoutMs: 120_000,
       scrapeUpstreamMetrics: false,
+      keepKv: null,
       group: "gpu",
       template: {
         cmd: "llama-server --port ${PORT} -m /models/qwen.gguf",

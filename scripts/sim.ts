@@ -95,6 +95,11 @@ export function simulate(mode: Mode, p: SimParams = DEFAULTS): SimResult {
     abortSwap(swapId) {
       throw new Error(`swap ${swapId} aborted: nothing in the simulation unloads or leaves`);
     },
+    sleepModels(models) {
+      t.at(p.stopMs, () => {
+        for (const m of models) sched.slept(m, true);
+      });
+    },
     stopModels(models) {
       t.at(p.stopMs, () => {
         for (const m of models) sched.stopped(m);

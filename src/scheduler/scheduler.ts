@@ -91,7 +91,11 @@ export class Scheduler {
   stopped(model: string): void {
     this.run(() => this.swaps.stopped(model));
   }
-  /** A ready model's process exited without being asked to. */
+  /** A model asked to sleep through `Effects.sleepModels` is asleep (or, false, was stopped). */
+  slept(model: string, asleep: boolean): void {
+    this.run(() => this.swaps.slept(model, asleep));
+  }
+  /** A ready (or sleeping) model's process exited without being asked to. */
   exited(model: string, error: QmError): void {
     this.run(() => this.onExited(model, error));
   }
@@ -327,7 +331,7 @@ export class Scheduler {
     this.holds.drained(m, unload);
     // `keep_alive: 0`: idle now, and asked to go once idle (no wake needed for "now").
     if (!unload && m.keepAliveMs === 0) {
-      this.swaps.stopOutsideSwap(this.holds.idleExpired(this.view.stopping), "keep_alive 0");
+      this.swaps.evictOutsideSwap(this.holds.idleExpired(this.view.stopping), "keep_alive 0");
     }
   }
 
@@ -338,7 +342,8 @@ export class Scheduler {
 
   private onExited(model: string, error: QmError): void {
     const m = this.models.get(model);
-    if (!m || m.state !== "ready") return; // exits during a swap come back as swapDone
+    // Exits during a swap come back as swapDone; a sleeping process may die in its sleep.
+    if (!m || (m.state !== "ready" && m.state !== "sleeping")) return;
     this.models.crashed(model, error.message);
   }
 
@@ -361,12 +366,14 @@ export class Scheduler {
   private onWake(): void {
     this.holds.woke();
     // TTL deadlines pass only with time, and every one has the wake timer armed for it.
-    if (!this.closed) this.swaps.stopOutsideSwap(this.holds.idleExpired(this.view.stopping), "ttl");
+    // An `evict = "sleep"` model's TTL puts it to sleep; the rest stop.
+    if (!this.closed)
+      this.swaps.evictOutsideSwap(this.holds.idleExpired(this.view.stopping), "ttl");
   }
 
   private onShed(limitGb: number): void {
     const victims = idleToShed(limitGb, this.config, this.models, this.swaps, this.clock.now());
-    this.swaps.stopOutsideSwap(victims, "GPU memory pressure");
+    this.swaps.evictOutsideSwap(victims, "GPU memory pressure");
   }
 
   private onReconfigure(c: Reconfigure): void {

@@ -152,7 +152,7 @@ describe("evict = sleep", () => {
   test("a sleeping process that dies is failed, and the next request starts it cold", () => {
     const h = aEvicted();
     h.sched.swapDone(h.fx.lastSwap().id, { ok: true, asleep: ["a"] });
-    h.sched.exited("a", new QmError("upstream_exited", "gone"));
+    h.sched.exited("a", new QmError("upstream_crashed", "gone"));
     expect(h.state("a")).toBe("failed");
     h.sched.serveDone(2);
     h.req("a");

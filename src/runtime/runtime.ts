@@ -204,9 +204,11 @@ export class Runtime implements Effects, Gateway {
           scheduler.swapDone(id, result);
         },
         stopped: (model) => scheduler.stopped(model),
+        slept: (model, asleep) => scheduler.slept(model, asleep),
         exited: (model, error) => scheduler.exited(model, error),
       },
       gpu: this.gpu,
+      counts: this.metrics,
       makeProcess: withNodes(
         this.nodes,
         opts.makeProcess ??
@@ -492,6 +494,11 @@ export class Runtime implements Effects, Gateway {
   stopModels(models: string[], reason: string): void {
     this.metrics.stopped(models, reason);
     this.runner.stopModels(models, reason);
+  }
+
+  sleepModels(models: string[], reason: string): void {
+    this.metrics.stopped(models, reason);
+    this.runner.sleepModels(models, reason);
   }
 
   wakeAt(atMs: number | null): void {

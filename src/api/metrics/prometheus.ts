@@ -88,6 +88,8 @@ export class QmMetrics {
   private readonly swapDuration: Histogram<"model">;
   private readonly loadFailures: Counter<"model">;
   private readonly stops: Counter<"model" | "reason">;
+  private readonly sleeps: Counter<"model" | "result">;
+  private readonly wakes: Counter<"model" | "result">;
   private readonly holds: Record<HoldChange, Counter<"model">>;
   private readonly gauges: Record<string, Gauge<string>>;
   /** Swaps in progress: when each started (the runtime's clock, ms). */
@@ -193,6 +195,16 @@ export class QmMetrics {
       "qm_evictions_total",
       "Models stopped by qm: by the groups' rules for a swap (swap), to fit a memory budget (budget), idle past their TTL or keep_alive, shed under GPU memory pressure, or unloaded.",
       ["model", "reason"],
+    );
+    this.sleeps = counter(
+      "qm_sleeps_total",
+      'Evictions of `evict = "sleep"` models, by how the sleep went: ok (asleep, process kept) or failed (stopped instead). Each is also an eviction in qm_evictions_total.',
+      ["model", "result"],
+    );
+    this.wakes = counter(
+      "qm_wakes_total",
+      "Sleeping models brought back for a request: ok (woken) or cold (the wake failed and the model was restarted).",
+      ["model", "result"],
     );
     this.holds = {
       granted: counter(
@@ -344,6 +356,16 @@ export class QmMetrics {
   stopped(models: readonly string[], reason: string): void {
     const label = stopReason(reason);
     for (const model of models) this.stops.inc({ model, reason: label });
+  }
+
+  /** An `evict = "sleep"` model was put to sleep (`ok`) or could not be and was stopped. */
+  slept(model: string, ok: boolean): void {
+    this.sleeps.inc({ model, result: ok ? "ok" : "failed" });
+  }
+
+  /** A sleeping model was woken (`ok`) or, failing that, restarted cold. */
+  woke(model: string, result: "ok" | "cold"): void {
+    this.wakes.inc({ model, result });
   }
 
   /** A model's hold was granted, ran out, or was preempted (the scheduler's `holdChanged`). */

@@ -227,7 +227,8 @@ export const CONFIG_DOCS: Record<DocumentedSection, SectionDoc> = {
         example: [["qwen-7b", "embed"], ["llama-70b"]],
       },
       evict_cost: {
-        meaning: "Cost of evicting a model, by id (1 when not listed).",
+        meaning:
+          'Cost of evicting a model, by id (when not listed: 1, or 0.1 for an `evict = "sleep"` model — putting it to sleep is cheap).',
         example: { "llama-70b": 10 },
       },
     },

@@ -514,12 +514,22 @@ export class Runtime implements Effects, Gateway {
     const line = `model ${model}: ${state}${detail ? ` — ${detail}` : ""}`;
     if (state === "failed") this.opts.log.warn(line);
     else this.opts.log.info(line);
-    this.loadTimes.state(model, state);
+    // A level-1 sleeper keeps its weights in host RAM: charged to the RAM budget while asleep.
+    const m = this.config.models[model];
+    this.budget.sleeping(
+      model,
+      state === "sleeping" && m && m.sleepLevel === 1 ? m.estRamGb : null,
+    );
+    // A wake is not a load: its seconds would skew the load-time estimates.
+    const waking = state === "starting" && detail === "waking";
+    if (!waking) this.loadTimes.state(model, state);
     this.loadEvents.state(model, state);
     this.nodes.stateChanged(model, state);
     // A load's event says how long it is expected to take (null: never loaded before).
     const expected =
-      state === "starting" ? { expected_load_ms: this.loadTimes.expected(model) } : {};
+      state === "starting"
+        ? { expected_load_ms: waking ? null : this.loadTimes.expected(model) }
+        : {};
     this.events.publish({ type: "model", model, state, detail: detail ?? null, ...expected });
     this.reloads.settled(model, state);
   }

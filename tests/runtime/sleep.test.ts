@@ -178,3 +178,24 @@ describe("sleep outside swaps", () => {
     expect(b.state).toBe("stopped");
   });
 });
+
+describe("RAM while asleep", () => {
+  test("a level-1 sleeper's est_ram_gb is charged to the RAM budget until it wakes or stops", async () => {
+    const { LiveBudget } = await import("../../src/runtime/live-budget.ts");
+    const cfg = config(`[resources]\nram_budget_gb = 32\n${TOML}`);
+    const budget = new LiveBudget(cfg.resources);
+    expect(budget.ramGb()).toBe(32);
+    budget.sleeping("a", 20);
+    expect(budget.ramGb()).toBe(12);
+    budget.sleeping("b", 40);
+    expect(budget.ramGb()).toBeGreaterThan(0); // full, but still a budget (0 means none)
+    expect(budget.ramGb()).toBeLessThan(0.001);
+    budget.sleeping("b", null);
+    budget.sleeping("a", null);
+    expect(budget.ramGb()).toBe(32);
+    // Without a RAM budget nothing is charged.
+    const none = new LiveBudget(config(TOML).resources);
+    none.sleeping("a", 20);
+    expect(none.ramGb()).toBe(0);
+  });
+});

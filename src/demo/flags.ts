@@ -50,7 +50,19 @@ export interface DemoOptions {
   markdown?: true;
   /** Each inference request prints one line to stdout (a model's log that moves). */
   logRequests?: true;
+  /**
+   * vLLM's sleep API (`--enable-sleep-mode`): `POST /sleep?level=N`, `POST /wake_up`,
+   * `GET /is_sleeping`. While asleep inference answers 503.
+   */
+  sleepMode?: true;
+  /** How long `POST /wake_up` takes (ms); default `DEFAULT_WAKE_MS`. */
+  wakeMs?: number;
+  /** `POST /wake_up` answers 500 and the server stays asleep (a wake that fails). */
+  failWake?: true;
 }
+
+/** How long a wake takes unless `--wake-ms` says otherwise. */
+export const DEFAULT_WAKE_MS = 50;
 
 /**
  * `--bad-sse KIND`: `no-done` ends cleanly but without `data: [DONE]`; `mid-event` stops in
@@ -106,6 +118,10 @@ Options:
                            and histogram), as llama-server --metrics does
   --markdown               answers are a short Markdown document (heading, list, code)
   --log-requests           print one line to stdout per inference request
+  --sleep-mode             serve vLLM's sleep API: POST /sleep?level=1|2, POST /wake_up,
+                           GET /is_sleeping; while asleep inference answers 503
+  --wake-ms N              POST /wake_up takes N ms (default 50; with --sleep-mode)
+  --fail-wake              POST /wake_up answers 500 and the server stays asleep
   --crash-at-start         print an error to stderr and exit 1 before listening
   --crash-after-tokens N   exit 1 mid-response after N tokens
   --exit-after-ms N        exit 1 by itself N ms after start (a crash of a ready model)
@@ -129,7 +145,8 @@ type OptionalIntKey =
   | "cachedTokens"
   | "firstTokenMs"
   | "ctxSize"
-  | "stallAfterTokens";
+  | "stallAfterTokens"
+  | "wakeMs";
 
 const INT_FLAGS: Record<string, IntKey> = {
   "--port": "port",
@@ -148,6 +165,7 @@ const OPTIONAL_INT_FLAGS: Record<string, OptionalIntKey> = {
   "--first-token-ms": "firstTokenMs",
   "--ctx-size": "ctxSize",
   "--stall-after-tokens": "stallAfterTokens",
+  "--wake-ms": "wakeMs",
 };
 const BOOL_FLAGS: Record<string, BoolKey> = {
   "--crash-at-start": "crashAtStart",
@@ -157,10 +175,15 @@ const BOOL_FLAGS: Record<string, BoolKey> = {
 };
 
 /** Switches whose option is absent unless given. */
-const OPTIONAL_BOOL_FLAGS: Record<string, "hangBeforeHeaders" | "markdown" | "logRequests"> = {
+const OPTIONAL_BOOL_FLAGS: Record<
+  string,
+  "hangBeforeHeaders" | "markdown" | "logRequests" | "sleepMode" | "failWake"
+> = {
   "--hang-before-headers": "hangBeforeHeaders",
   "--markdown": "markdown",
   "--log-requests": "logRequests",
+  "--sleep-mode": "sleepMode",
+  "--fail-wake": "failWake",
 };
 
 export function parseDemoFlags(argv: readonly string[]): DemoFlagsResult {

@@ -25,7 +25,7 @@ const SWAP_BUCKETS = [0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60, 120, 300, 600];
 /** Generation speed: CPU offload at a few tokens/s, a small model on a big GPU at hundreds. */
 const TPS_BUCKETS = [1, 2, 5, 10, 20, 30, 50, 75, 100, 150, 200, 300, 500, 1000];
 
-const STATES = ["stopped", "starting", "ready", "stopping", "failed"] as const;
+const STATES = ["stopped", "starting", "ready", "stopping", "failed", "sleeping"] as const;
 
 /** 1 GB in qm's configs and status is a GiB (`gpu/units.ts`). */
 const BYTES_PER_GB = 2 ** 30;

@@ -237,6 +237,7 @@ export class Runtime implements Effects, Gateway {
       addProcess: (model) => this.runner.add(model),
       removeProcess: (id) => this.runner.remove(id),
       reconfigure: (change) => this.scheduler.reconfigure(change),
+      unload: (id) => this.scheduler.unload(id),
       makePolicy: (cfg) => makePolicy(cfg, this.budget),
       budget: this.budget,
       gpuReading: () => this.gpu.last !== null,

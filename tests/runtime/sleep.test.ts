@@ -199,3 +199,54 @@ describe("RAM while asleep", () => {
     expect(none.ramGb()).toBe(0);
   });
 });
+
+describe("sleep in the runtime (real scheduler, fake servers and timers)", () => {
+  test("TTL sleeps the model in its process; status, RAM and events say so; a request wakes it", async () => {
+    const { Runtime } = await import("../../src/runtime/runtime.ts");
+    const { FakeTimers } = await import("../support/fake-timers.ts");
+    const cfg = config(
+      `[resources]\ngpu_probe = "off"\nram_budget_gb = 64\n` +
+        `[models.v]\ncmd = "x"\nproxy = "http://127.0.0.1:9"\nevict = "sleep"\nttl_s = 5\nest_vram_gb = 8\nest_ram_gb = 16\n`,
+    );
+    const timers = new FakeTimers();
+    const fakes = fakeServers();
+    const rt = new Runtime(cfg, {
+      clock: timers,
+      timers,
+      log: createLogger("error", () => {}),
+      makeProcess: fakes.make,
+    });
+    const events: string[] = [];
+    rt.subscribe((e) => {
+      if (e.type === "model") events.push(`${e.model}:${e.state}:${e.detail ?? ""}`);
+    });
+    const grant = rt.acquire(cfg.models.v!, new AbortController().signal);
+    await settle();
+    fakes.of("v").ready();
+    (await grant).release();
+    const pid = fakes.of("v").pid;
+    timers.advance(5000);
+    await settle();
+    const s = rt.status();
+    expect(s.models[0]).toMatchObject({ state: "sleeping", pid });
+    expect(s.resources).toMatchObject({ vram_used_gb: 0, ram_used_gb: 16 });
+    expect(rt.budget.ramGb()).toBe(48);
+    expect(fakes.of("v").sleepLevels).toEqual([1]);
+    const again = rt.acquire(cfg.models.v!, new AbortController().signal);
+    await settle();
+    (await again).release();
+    expect(fakes.of("v")).toMatchObject({ wakes: 1, starts: 1, pid });
+    expect(rt.status().models[0]!.state).toBe("ready");
+    expect(rt.budget.ramGb()).toBe(64);
+    expect(events).toContain("v:stopping:to sleep");
+    expect(events).toContain("v:sleeping:");
+    expect(events).toContain("v:starting:waking");
+    // Shutdown stops every process.
+    rt.beginShutdown();
+    const down = rt.stopAll();
+    await settle();
+    fakes.of("v").stopped();
+    await down;
+    expect(fakes.of("v").state).toBe("stopped");
+  });
+});

@@ -37,6 +37,8 @@ export class Scheduler {
   private readonly pending: (() => void)[] = [];
   private running = false;
   private readonly view: DecideView;
+  /** Sleeping models being stopped to free the RAM they hold (decide step 3b). */
+  private readonly freeingRam = new Set<string>();
   /** Some model is retired (removed by a reload) and not yet forgotten. */
   private anyRetired = false;
 
@@ -69,6 +71,7 @@ export class Scheduler {
       inTransition: (id) => this.swaps.inTransition(id),
       held: (id) => this.models.held(id, this.clock.now()),
       evictionFor: (id) => this.policy.evictionFor(id, this.models.runningLru()),
+      ramSleeper: () => this.ramSleeper(),
     };
   }
 
@@ -89,7 +92,10 @@ export class Scheduler {
   }
   /** A model asked to stop through `Effects.stopModels` is gone. */
   stopped(model: string): void {
-    this.run(() => this.swaps.stopped(model));
+    this.run(() => {
+      this.freeingRam.delete(model);
+      this.swaps.stopped(model);
+    });
   }
   /** A model asked to sleep through `Effects.sleepModels` is asleep (or, false, was stopped). */
   slept(model: string, asleep: boolean): void {
@@ -272,6 +278,10 @@ export class Scheduler {
       case "fail":
         this.effects.fail(q.spec.id, d.error);
         return true;
+      case "freeRam":
+        this.freeingRam.add(d.sleeper);
+        this.swaps.stopOutsideSwap([d.sleeper], `RAM for ${q.spec.model}`);
+        return false;
       case "swap":
         this.holds.preempting(d.evict);
         this.swaps.begin(q.spec.model, d.evict, q, d.budget);
@@ -279,6 +289,19 @@ export class Scheduler {
       case "queue":
         return false;
     }
+  }
+
+  /** Decide step 3b: `"freeing"`, the least-recently-used idle sleeper holding RAM, or null. */
+  private ramSleeper(): string | null {
+    if (this.freeingRam.size > 0) return "freeing";
+    let best: { id: string; lastUse: number } | null = null;
+    for (const m of this.models.all()) {
+      if (m.state !== "sleeping" || this.swaps.inTransition(m.id)) continue;
+      const c = this.config.models[m.id];
+      if (!c || c.sleepLevel !== 1 || !(c.estRamGb > 0)) continue;
+      if (best === null || m.lastUse < best.lastUse) best = { id: m.id, lastUse: m.lastUse };
+    }
+    return best?.id ?? null;
   }
 
   /** Requests queued or waiting on a swap. */

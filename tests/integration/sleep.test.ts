@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { chat, serve, status, until } from "../support/e2e.ts";
-import type { QmServer } from "../support/qm-process.ts";
+import { QM, type QmServer } from "../support/qm-process.ts";
 
 // Real processes: loads and wakes take real time.
 setDefaultTimeout(20_000);
@@ -109,7 +109,7 @@ describe("evict = sleep", () => {
     expect(text).toMatch(/qm_model_state\{model="vllm",state="sleeping"\} 1\n/);
   });
 
-  test("an explicit unload of a sleeping model ends its process", async () => {
+  test("qm status shows it sleeping; an explicit unload ends its process", async () => {
     await answered("vllm");
     const pid = (await model("vllm")).pid!;
     await answered("other");
@@ -117,6 +117,9 @@ describe("evict = sleep", () => {
       () => model("vllm"),
       (m) => m.state === "sleeping",
     );
+    const cli = Bun.spawnSync([QM, "status", "--url", qm.url]);
+    const table = cli.stdout.toString();
+    expect(table).toMatch(/vllm\s+sleeping/);
     const res = await fetch(`${qm.url}/api/models/vllm/unload`, { method: "POST" });
     expect(res.status).toBeLessThan(300);
     await until(

@@ -1,6 +1,11 @@
 /** `evict = "sleep"`: eviction puts a model to sleep, a request wakes it (design.md, "Sleep"). */
 import { describe, expect, test } from "bun:test";
+import { GroupPolicy } from "../../src/policy/group.ts";
+import { Scheduler } from "../../src/scheduler/scheduler.ts";
 import { QmError } from "../../src/shared/errors.ts";
+import { config } from "../support/config.ts";
+import { FakeClock } from "../support/fake-clock.ts";
+import { FakeEffects } from "../support/fake-effects.ts";
 import { harness } from "../support/harness.ts";
 
 const model = (id: string, extra = "") =>
@@ -167,5 +172,41 @@ describe("evict = sleep", () => {
     expect(h.fx.swaps.length).toBe(1);
     h.sched.serveDone(1);
     expect(h.fx.lastSwap()).toMatchObject({ target: "b", sleep: ["a"] });
+  });
+
+  test("short of RAM that a level-1 sleeper holds: that sleeper is stopped, then the request starts", () => {
+    const cfg = config(
+      `[resources]\nram_budget_gb = 32\n` +
+        model("s", 'evict = "sleep"\nest_ram_gb = 20\nttl_s = 5') +
+        model("t", "est_ram_gb = 20") +
+        '[groups.cpu]\npool = "ram"\nswap = false\nexclusive = false\nmembers = ["s", "t"]\n',
+    );
+    const clock = new FakeClock(0);
+    const fx = new FakeEffects();
+    // The runtime's budget: a level-1 sleeper's RAM is off the RAM budget while it sleeps.
+    let sched!: Scheduler;
+    const budget = {
+      vramGb: () => 0,
+      ramGb: () => 32 - (sched.state("s") === "sleeping" ? 20 : 0),
+    };
+    sched = new Scheduler(cfg, new GroupPolicy(cfg, budget), fx, clock);
+    sched.request({ id: 1, model: "s" });
+    sched.swapDone(fx.lastSwap().id, { ok: true });
+    sched.serveDone(1);
+    clock.advance(5000);
+    sched.wake();
+    sched.slept("s", true);
+    expect(sched.state("s")).toBe("sleeping");
+    sched.request({ id: 2, model: "t" });
+    expect(fx.stops).toEqual([["s"]]);
+    expect(fx.log).toContain("stop [s] RAM for t");
+    expect(fx.failed.size).toBe(0);
+    expect(fx.swaps.length).toBe(1); // waits for the sleeper to go
+    sched.request({ id: 3, model: "t" }); // a second waiter does not stop anything more
+    expect(fx.stops).toEqual([["s"]]);
+    sched.stopped("s");
+    expect(fx.lastSwap()).toMatchObject({ target: "t", evict: [] });
+    sched.swapDone(fx.lastSwap().id, { ok: true });
+    expect(fx.granted).toEqual([1, 2, 3]);
   });
 });

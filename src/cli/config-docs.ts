@@ -310,7 +310,7 @@ export const CONFIG_DOCS: Record<DocumentedSection, SectionDoc> = {
       },
       sleep_level: {
         meaning:
-          "vLLM sleep level for `evict = \"sleep\"`: `1` moves the weights to host RAM (the model's `est_ram_gb` stays charged to the RAM budget while it sleeps), `2` discards them (nothing is charged; waking reloads the weights from disk).",
+          'vLLM sleep level for `evict = "sleep"`: `1` moves the weights to host RAM (the model\'s `est_ram_gb` stays charged to the RAM budget while it sleeps), `2` discards them (nothing is charged; waking reloads the weights from disk).',
         example: 2,
       },
       responses_api: {

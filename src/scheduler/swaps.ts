@@ -63,11 +63,13 @@ export class SwapBook {
     this.models.setState(target, "starting", wake ? "waking" : undefined);
     this.models.touch(target);
     this.effects.loading(first.spec.id, target);
-    const { waiters: _w, abortedFor: _a, ...plain } = swap;
     this.effects.startSwap({
-      ...plain,
+      id: swap.id,
+      target,
       evict: [...evict],
+      budget: [...budget],
       ...(sleep.length > 0 ? { sleep: [...sleep] } : {}),
+      ...(wake ? { wake } : {}),
     });
   }
 

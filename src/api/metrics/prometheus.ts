@@ -34,6 +34,8 @@ const BYTES_PER_GB = 2 ** 30;
 export function stopReason(reason: string): string {
   if (reason === "ttl" || reason === "unload" || reason === "swap") return reason;
   if (reason.startsWith("keep_alive")) return "keep_alive";
+  // A sleeping model stopped to free the RAM it held for another (scheduler step 3b).
+  if (reason.startsWith("RAM for ")) return "budget";
   // Shed: stopped while idle because the GPU's memory ran short (`scheduler.shed`).
   if (reason.includes("memory")) return "shed";
   return "other";

@@ -2,7 +2,8 @@
 // (one swap group), driven through the real scheduler with a fake clock. Each loop asks its model,
 // generates, makes a tool call, and asks again; every round but the last ends in tool calls.
 // Printed for hold_on = "request", hold_on = "tool_calls" and holds off: swap count, each loop's
-// total time and the makespan.
+// total time and the makespan; then, holds off, the cost of a swap per eviction mode: the
+// models stopped and loaded cold (`evict = "stop"`) or put to sleep and woken (`evict = "sleep"`).
 import { loadConfigText } from "../src/config/index.ts";
 import { GroupPolicy } from "../src/policy/group.ts";
 import { Scheduler } from "../src/scheduler/scheduler.ts";
@@ -14,6 +15,9 @@ export interface SimParams {
   loadMs: number;
   genMs: number;
   stopMs: number;
+  /** `evict = "sleep"`: how long putting a model to sleep and waking it take. */
+  sleepMs: number;
+  wakeMs: number;
 }
 
 export const DEFAULTS: SimParams = {
@@ -22,13 +26,22 @@ export const DEFAULTS: SimParams = {
   loadMs: 8000,
   genMs: 3000,
   stopMs: 500,
+  sleepMs: 500,
+  wakeMs: 1500,
 };
 
-type Mode = { name: string; scheduler: string };
+/** `evict`: the models' eviction mode (default "stop"). */
+type Mode = { name: string; scheduler: string; evict?: "stop" | "sleep" };
 export const MODES: Mode[] = [
   { name: 'hold_on = "request"', scheduler: 'hold_ms = 10000\nhold_on = "request"' },
   { name: 'hold_on = "tool_calls"', scheduler: 'hold_ms = 10000\nhold_on = "tool_calls"' },
   { name: "holds off", scheduler: "hold_ms = 0" },
+];
+
+/** Swap cost per eviction mode, holds off (every round swaps). */
+export const EVICT_MODES: Mode[] = [
+  { name: 'evict = "stop"', scheduler: "hold_ms = 0", evict: "stop" },
+  { name: 'evict = "sleep"', scheduler: "hold_ms = 0", evict: "sleep" },
 ];
 
 export interface SimResult {
@@ -56,10 +69,11 @@ class Timeline {
 }
 
 export function simulate(mode: Mode, p: SimParams = DEFAULTS): SimResult {
+  const evict = `evict = "${mode.evict ?? "stop"}"\n`;
   const config = loadConfigText(
     `[scheduler]\n${mode.scheduler}\npatience_ms = 300000\n\n` +
-      `[models.m1]\ncmd = "x"\nproxy = "http://127.0.0.1:9"\n` +
-      `[models.m2]\ncmd = "x"\nproxy = "http://127.0.0.1:9"\n`,
+      `[models.m1]\ncmd = "x"\nproxy = "http://127.0.0.1:9"\n${evict}` +
+      `[models.m2]\ncmd = "x"\nproxy = "http://127.0.0.1:9"\n${evict}`,
     { file: "sim.toml", env: {}, isPortFree: () => true },
   );
   const t = new Timeline();
@@ -89,11 +103,18 @@ export function simulate(mode: Mode, p: SimParams = DEFAULTS): SimResult {
     },
     startSwap(swap: Swap) {
       swaps++;
-      const stop = swap.evict.length > 0 ? p.stopMs : 0;
-      t.at(stop + p.loadMs, () => sched.swapDone(swap.id, { ok: true }));
+      const asleep = swap.sleep ?? [];
+      const stop = swap.evict.length === 0 ? 0 : asleep.length > 0 ? p.sleepMs : p.stopMs;
+      const load = swap.wake ? p.wakeMs : p.loadMs;
+      t.at(stop + load, () => sched.swapDone(swap.id, { ok: true, asleep }));
     },
     abortSwap(swapId) {
       throw new Error(`swap ${swapId} aborted: nothing in the simulation unloads or leaves`);
+    },
+    sleepModels(models) {
+      t.at(p.stopMs, () => {
+        for (const m of models) sched.slept(m, true);
+      });
     },
     stopModels(models) {
       t.at(p.stopMs, () => {
@@ -140,5 +161,16 @@ if (import.meta.main) {
       `| ${r.mode} | ${r.swaps} | ${s(r.loopMs[0]!)} | ${s(r.loopMs[1]!)} | ${s(r.makespanMs)} |\n`,
     );
   }
-  process.stdout.write(`\n${JSON.stringify(results)}\n`);
+  const evictions = EVICT_MODES.map((m) => simulate(m));
+  process.stdout.write(
+    `\nSwap cost per eviction mode (holds off): stop ${p.stopMs / 1000} s + load ${p.loadMs / 1000} s, ` +
+      `or sleep ${p.sleepMs / 1000} s + wake ${p.wakeMs / 1000} s.\n\n` +
+      "| eviction | swaps | loop 1 | loop 2 | makespan |\n|---|---|---|---|---|\n",
+  );
+  for (const r of evictions) {
+    process.stdout.write(
+      `| ${r.mode} | ${r.swaps} | ${s(r.loopMs[0]!)} | ${s(r.loopMs[1]!)} | ${s(r.makespanMs)} |\n`,
+    );
+  }
+  process.stdout.write(`\n${JSON.stringify([...results, ...evictions])}\n`);
 }

@@ -227,7 +227,8 @@ export const CONFIG_DOCS: Record<DocumentedSection, SectionDoc> = {
         example: [["qwen-7b", "embed"], ["llama-70b"]],
       },
       evict_cost: {
-        meaning: "Cost of evicting a model, by id (1 when not listed).",
+        meaning:
+          'Cost of evicting a model, by id (when not listed: 1, or 0.1 for an `evict = "sleep"` model — putting it to sleep is cheap).',
         example: { "llama-70b": 10 },
       },
     },
@@ -301,6 +302,16 @@ export const CONFIG_DOCS: Record<DocumentedSection, SectionDoc> = {
       anthropic_native: {
         meaning:
           "The server speaks the Anthropic Messages API itself: `/v1/messages` is passed through instead of translated.",
+      },
+      evict: {
+        meaning:
+          '`"stop"`: evicting the model (a swap, `ttl_s`, `keep_alive`, GPU memory pressure) ends its process. `"sleep"`: it is put to sleep over the server\'s sleep API instead (vLLM with `--enable-sleep-mode` and `VLLM_SERVER_DEV_MODE=1`: `POST /sleep?level=N`, `POST /wake_up`, `GET /is_sleeping`); the process stays, its state is `sleeping`, it counts as stopped for the VRAM budget, and the next request wakes it (seconds, not a cold start). A model that fails to sleep is stopped; one that fails to wake is restarted cold. An explicit unload, a reload that removes it, and shutdown still stop the process.',
+        example: "sleep",
+      },
+      sleep_level: {
+        meaning:
+          'vLLM sleep level for `evict = "sleep"`: `1` moves the weights to host RAM (the model\'s `est_ram_gb` stays charged to the RAM budget while it sleeps), `2` discards them (nothing is charged; waking reloads the weights from disk).',
+        example: 2,
       },
       responses_api: {
         meaning:

@@ -125,6 +125,8 @@ function buildModel(ctx: BuildContext, id: string, m: ModelFile, ports: PortAllo
     useModelName: text(fields.useModelName),
     params: bodyParams(ctx, at, m.strip_params, m.set_params),
     anthropicNative: m.anthropic_native,
+    evict: m.evict,
+    sleepLevel: m.sleep_level,
     responsesNative: m.responses_api === "native",
     stopTimeoutS: m.stop_timeout_s,
     firstByteTimeoutMs: Math.round(m.first_byte_timeout_s * 1000),

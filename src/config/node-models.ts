@@ -47,6 +47,8 @@ export function remoteModel(o: {
     useModelName: o.remote,
     params: null,
     anthropicNative: false,
+    evict: "stop",
+    sleepLevel: 1,
     responsesNative: false,
     stopTimeoutS: 0,
     firstByteTimeoutMs: o.firstByteTimeoutMs,

@@ -135,6 +135,9 @@ export const ModelSchema = Type.Object(
     strip_params: strings(),
     set_params: Type.Record(Type.String(), Type.Unknown(), { default: {} }),
     anthropic_native: Type.Boolean({ default: false }),
+    /** What evicting it does: stop the process, or put it to sleep (vLLM `--enable-sleep-mode`). */
+    evict: oneOf(["stop", "sleep"], "stop"),
+    sleep_level: Type.Union([Type.Literal(1), Type.Literal(2)], { default: 1 }),
     responses_api: oneOf(["translate", "native"], "translate"),
     stop_timeout_s: seconds(10),
     /** Longest wait for the upstream's first byte (headers or body); 0 = none. */

@@ -91,6 +91,13 @@ export interface ModelConfig {
   /** `strip_params` / `set_params`, applied to every upstream request body; null: none. */
   params: BodyParams | null;
   anthropicNative: boolean;
+  /**
+   * What evicting it does: `"stop"` ends the process; `"sleep"` puts it to sleep over the
+   * server's sleep API (vLLM `POST /sleep?level=N`), and the next request wakes it.
+   */
+  evict: "stop" | "sleep";
+  /** vLLM sleep level: 1 moves the weights to host RAM, 2 discards them. */
+  sleepLevel: 1 | 2;
   /** `responses_api = "native"`: `/v1/responses` is passed through, not translated. */
   responsesNative: boolean;
   stopTimeoutS: number;

@@ -54,7 +54,19 @@ export interface DemoOptions {
   slots?: true;
   /** Where slot saves go (`--slot-save-path`, a "/" added when missing); else 501 on actions. */
   slotSavePath?: string;
+  /**
+   * vLLM's sleep API (`--enable-sleep-mode`): `POST /sleep?level=N`, `POST /wake_up`,
+   * `GET /is_sleeping`. While asleep inference answers 503.
+   */
+  sleepMode?: true;
+  /** How long `POST /wake_up` takes (ms); default `DEFAULT_WAKE_MS`. */
+  wakeMs?: number;
+  /** `POST /wake_up` answers 500 and the server stays asleep (a wake that fails). */
+  failWake?: true;
 }
+
+/** How long a wake takes unless `--wake-ms` says otherwise. */
+export const DEFAULT_WAKE_MS = 50;
 
 /**
  * `--bad-sse KIND`: `no-done` ends cleanly but without `data: [DONE]`; `mid-event` stops in
@@ -113,6 +125,10 @@ Options:
   --slots                  GET /slots and POST /slots/0?action=save|restore, as llama-server
                            (one slot; chat usage reports the cached prefix as cached_tokens)
   --slot-save-path DIR     where slot saves go (with --slots)
+  --sleep-mode             serve vLLM's sleep API: POST /sleep?level=1|2, POST /wake_up,
+                           GET /is_sleeping; while asleep inference answers 503
+  --wake-ms N              POST /wake_up takes N ms (default 50; with --sleep-mode)
+  --fail-wake              POST /wake_up answers 500 and the server stays asleep
   --crash-at-start         print an error to stderr and exit 1 before listening
   --crash-after-tokens N   exit 1 mid-response after N tokens
   --exit-after-ms N        exit 1 by itself N ms after start (a crash of a ready model)
@@ -136,7 +152,8 @@ type OptionalIntKey =
   | "cachedTokens"
   | "firstTokenMs"
   | "ctxSize"
-  | "stallAfterTokens";
+  | "stallAfterTokens"
+  | "wakeMs";
 
 const INT_FLAGS: Record<string, IntKey> = {
   "--port": "port",
@@ -155,6 +172,7 @@ const OPTIONAL_INT_FLAGS: Record<string, OptionalIntKey> = {
   "--first-token-ms": "firstTokenMs",
   "--ctx-size": "ctxSize",
   "--stall-after-tokens": "stallAfterTokens",
+  "--wake-ms": "wakeMs",
 };
 const BOOL_FLAGS: Record<string, BoolKey> = {
   "--crash-at-start": "crashAtStart",
@@ -166,12 +184,14 @@ const BOOL_FLAGS: Record<string, BoolKey> = {
 /** Switches whose option is absent unless given. */
 const OPTIONAL_BOOL_FLAGS: Record<
   string,
-  "hangBeforeHeaders" | "markdown" | "logRequests" | "slots"
+  "hangBeforeHeaders" | "markdown" | "logRequests" | "slots" | "sleepMode" | "failWake"
 > = {
   "--hang-before-headers": "hangBeforeHeaders",
   "--markdown": "markdown",
   "--log-requests": "logRequests",
   "--slots": "slots",
+  "--sleep-mode": "sleepMode",
+  "--fail-wake": "failWake",
 };
 
 export function parseDemoFlags(argv: readonly string[]): DemoFlagsResult {

@@ -5,7 +5,7 @@
  */
 import type { Server } from "bun";
 import { buildTokens } from "./completion.ts";
-import type { DemoOptions } from "./flags.ts";
+import { DEFAULT_WAKE_MS, type DemoOptions } from "./flags.ts";
 import { json, jsonText, openAiError, pathOf, untilAborted } from "./http.ts";
 import { chatCompletions, completions, type DemoContext, embeddings } from "./inference.ts";
 import { applyTemplate, props, tokenize } from "./llama-extras.ts";
@@ -59,6 +59,30 @@ export function startDemoServer(options: DemoOptions, hooks: DemoServerHooks): D
   const failMessage = `demo upstream ${options.name} answers every request with HTTP ${options.failStatus} (--fail-status)`;
   const loaded = () => options.loadDelayMs === 0 || now() >= readyAt;
   const metrics = options.metrics ? new DemoMetrics() : null;
+  /** vLLM's sleep API (`--sleep-mode`): asleep since `POST /sleep`, until a wake. */
+  let asleep = false;
+
+  async function sleepApi(req: Request, path: string, query: string): Promise<Response> {
+    const method = req.method;
+    if (path === "/is_sleeping") {
+      return method === "GET" ? json({ is_sleeping: asleep }) : notAllowed(method, path);
+    }
+    if (method !== "POST") return notAllowed(method, path);
+    if (path === "/sleep") {
+      const level = new URLSearchParams(query).get("level") ?? "1";
+      if (level !== "1" && level !== "2") {
+        return openAiError(400, `level must be 1 or 2, got ${JSON.stringify(level)}`);
+      }
+      asleep = true;
+      if (options.logRequests) process.stdout.write(`sleeping (level ${level})\n`);
+      return new Response(null, { status: 200 });
+    }
+    if (options.failWake) return openAiError(500, "wake_up failed (--fail-wake)");
+    await new Promise((resolve) => setTimeout(resolve, options.wakeMs ?? DEFAULT_WAKE_MS));
+    asleep = false;
+    if (options.logRequests) process.stdout.write("awake\n");
+    return new Response(null, { status: 200 });
+  }
 
   async function fetch(req: Request, srv: Server<undefined>): Promise<Response> {
     const { path, query } = pathOf(req.url);
@@ -70,6 +94,7 @@ export function startDemoServer(options: DemoOptions, hooks: DemoServerHooks): D
       return loaded() ? jsonText(HEALTH_OK) : jsonText(HEALTH_LOADING, 503);
     }
     if (path === "/debug/echo" || path.startsWith("/debug/echo/")) return echo(req, path, query);
+    if (options.sleepMode && SLEEP_ROUTES.has(path)) return sleepApi(req, path, query);
     if (path === "/v1/models") {
       return method === "GET" ? jsonText(modelsBody) : notAllowed(method, path);
     }
@@ -93,6 +118,8 @@ export function startDemoServer(options: DemoOptions, hooks: DemoServerHooks): D
     if (options.logRequests) process.stdout.write(`${method} ${path}\n`);
     if (options.failStatus !== null) return openAiError(options.failStatus, failMessage);
     if (!loaded()) return openAiError(503, "Loading model", "unavailable_error");
+    if (asleep)
+      return openAiError(503, "the model is sleeping: POST /wake_up first", "unavailable_error");
     // A slow generation must not be cut by Bun's per-connection idle timer.
     srv.timeout(req, 0);
     // A wedged server: the request is taken, nothing ever comes back.
@@ -120,6 +147,8 @@ export function startDemoServer(options: DemoOptions, hooks: DemoServerHooks): D
     stop: () => server.stop(true),
   };
 }
+
+const SLEEP_ROUTES = new Set(["/sleep", "/wake_up", "/is_sleeping"]);
 
 const INFERENCE: Record<string, (ctx: DemoContext, req: Request) => Promise<Response>> = {
   "/v1/chat/completions": chatCompletions,

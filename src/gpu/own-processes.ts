@@ -14,6 +14,11 @@
 export interface ProcessView {
   readonly state: "stopped" | "starting" | "ready" | "stopping";
   readonly pid: number | null;
+  /**
+   * Put to sleep over its server's sleep API: alive, but not required on the GPU (a reading
+   * that does not list it is still trusted; one that does attributes its memory to qm).
+   */
+  readonly asleep?: boolean;
 }
 
 export interface OwnPids {
@@ -45,7 +50,7 @@ export class OwnProcesses {
     for (const p of processes) {
       if (p.state !== "stopped") allStopped = false;
       if (p.pid === null) continue;
-      (p.state === "ready" ? ready : transient).push(p.pid);
+      (p.state === "ready" && !p.asleep ? ready : transient).push(p.pid);
     }
     const alive = new Set([...ready, ...transient]);
     for (const pid of this.#alive) {

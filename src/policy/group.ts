@@ -67,7 +67,7 @@ export class GroupPolicy implements EvictionPolicy {
           evictable: inRam,
           unknownIsFree: true,
         });
-        if (fit.kind === "cannot") return { ok: false, reason: fit.reason };
+        if (fit.kind === "cannot") return { ok: false, reason: fit.reason, pool: "RAM" };
         if (fit.kind === "fits") {
           return { ok: true, evict: [...strangers, ...fit.evict], budget: fit.evict };
         }
@@ -108,7 +108,7 @@ export class GroupPolicy implements EvictionPolicy {
         evictable: inRam,
         unknownIsFree: true,
       });
-      if (ram.kind === "cannot") return { ok: false, reason: ram.reason };
+      if (ram.kind === "cannot") return { ok: false, reason: ram.reason, pool: "RAM" };
       if (ram.kind === "fits") {
         evict = [...evict, ...ram.evict];
         budget = [...budget, ...ram.evict];

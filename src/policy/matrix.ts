@@ -1,6 +1,9 @@
 import type { Config } from "../config/types.ts";
 import type { Eviction, EvictionPolicy } from "./types.ts";
 
+/** What evicting an `evict = "sleep"` model costs when `matrix.evict_cost` does not list it. */
+export const SLEEP_EVICT_COST = 0.1;
+
 /**
  * The matrix policy (`router.policy = "matrix"`): `matrix.sets` lists the model sets allowed to
  * be resident together. To run a target, pick among the sets that contain it the one whose
@@ -11,7 +14,7 @@ export class MatrixPolicy implements EvictionPolicy {
   private readonly setsOf = new Map<string, ReadonlySet<string>[]>();
   private readonly cost: (id: string) => number;
 
-  constructor(config: Pick<Config, "matrix">) {
+  constructor(config: Pick<Config, "matrix"> & Partial<Pick<Config, "models">>) {
     for (const members of config.matrix.sets) {
       const set: ReadonlySet<string> = new Set(members);
       for (const id of set) {
@@ -21,7 +24,11 @@ export class MatrixPolicy implements EvictionPolicy {
       }
     }
     const costs = config.matrix.evictCost;
-    this.cost = (id) => (Object.hasOwn(costs, id) ? costs[id]! : 1);
+    const models = config.models ?? {};
+    // Evicting an `evict = "sleep"` model costs a fraction of a stop: it comes back in seconds.
+    const unlisted = (id: string) =>
+      Object.hasOwn(models, id) && models[id]!.evict === "sleep" ? SLEEP_EVICT_COST : 1;
+    this.cost = (id) => (Object.hasOwn(costs, id) ? costs[id]! : unlisted(id));
   }
 
   addVariant(variant: string, base: string): void {

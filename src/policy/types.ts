@@ -10,7 +10,15 @@ export type Eviction =
       /** The part of `evict` stopped to fit a VRAM or RAM budget (the rest: group rules). */
       budget?: string[];
     }
-  | { ok: false; reason: string };
+  | {
+      ok: false;
+      reason: string;
+      /**
+       * `"RAM"`: it does not fit the RAM budget. Sleeping models' RAM is taken off that budget
+       * (they are not among `running`): the scheduler may stop one to make room.
+       */
+      pool?: "RAM";
+    };
 
 export interface EvictionPolicy {
   /**

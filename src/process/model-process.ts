@@ -23,6 +23,7 @@ import { killLeftovers, signalTree } from "./leftovers.ts";
 import { pumpLines } from "./line-splitter.ts";
 import { claimPort, portOf } from "./port-guard.ts";
 import { trackGroup, untrackGroup } from "./process-group.ts";
+import { sleepServer, wakeServer } from "./sleep-api.ts";
 import { type ModelSubprocess, spawnModel } from "./spawn.ts";
 import { foreignListener, freePortFor } from "./start-guard.ts";
 import { STDIO_DRAIN_MS } from "./stop-command.ts";
@@ -81,6 +82,7 @@ interface Run {
 export class ModelProcess {
   private model: ModelConfig;
   private _state: ProcessState = "stopped";
+  private _asleep = false;
   private run: Run | null = null;
   private starting: Promise<void> | null = null;
   private stopping: Promise<void> | null = null;
@@ -108,6 +110,48 @@ export class ModelProcess {
 
   get pid(): number | null {
     return this.run?.pid ?? null;
+  }
+
+  /** Put to sleep over the server's sleep API (`sleep`), until `wake` or the process ends. */
+  get asleep(): boolean {
+    return this._asleep;
+  }
+
+  /**
+   * Puts the ready server to sleep (`POST /sleep?level=N`, confirmed by `GET /is_sleeping`);
+   * the process stays. Rejects with a QmError when it is not running or will not sleep.
+   */
+  async sleep(level: 1 | 2): Promise<void> {
+    const run = this.run;
+    if (run === null || this._state !== "ready") {
+      throw new QmError(
+        "upstream_start_failed",
+        `model "${this.id}" is not running: it cannot sleep`,
+      );
+    }
+    await sleepServer(this.sleepCall(run), level);
+    if (this.run === run) this._asleep = true;
+  }
+
+  /** Wakes a sleeping server (`POST /wake_up`, confirmed); rejects as `sleep` does. */
+  async wake(): Promise<void> {
+    const run = this.run;
+    if (run === null || this._state !== "ready") {
+      throw new QmError(
+        "upstream_start_failed",
+        `model "${this.id}" is not running: it cannot wake`,
+      );
+    }
+    await wakeServer(this.sleepCall(run));
+    if (this.run === run) this._asleep = false;
+  }
+
+  private sleepCall(run: Run) {
+    return {
+      model: run.model.id,
+      base: run.model.proxy,
+      timeoutMs: this.opts.healthCheckTimeoutS * 1000,
+    };
   }
 
   /** Recent stdout and stderr lines, oldest first, across restarts. */
@@ -335,6 +379,7 @@ export class ModelProcess {
   }
 
   private setState(state: ProcessState): void {
+    if (state !== "ready") this._asleep = false;
     if (this._state === state) return;
     this._state = state;
     this.opts.onStateChange?.(state);

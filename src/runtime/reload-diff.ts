@@ -48,6 +48,8 @@ const LIVE_KEYS: [string, (m: ModelConfig) => unknown][] = [
   ["use_model_name", (m) => m.useModelName],
   ["strip_params/set_params", (m) => m.params],
   ["anthropic_native", (m) => m.anthropicNative],
+  ["evict", (m) => m.evict],
+  ["sleep_level", (m) => m.sleepLevel],
   ["responses_api", (m) => m.responsesNative],
   ["first_byte_timeout_s", (m) => m.firstByteTimeoutMs],
   ["stall_timeout_s", (m) => m.stallTimeoutMs],

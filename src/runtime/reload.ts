@@ -36,6 +36,12 @@ export interface ReloadHost {
   addProcess(model: ModelConfig): void;
   removeProcess(id: string): void;
   reconfigure(change: Reconfigure): void;
+  /**
+   * Unloads a model (the scheduler's `unload`): a sleeping model whose process settings
+   * changed is stopped, so that its next request starts the new process rather than wake
+   * the old one.
+   */
+  unload?(id: string): void;
   makePolicy(config: Config): EvictionPolicy;
   budget: LiveBudget;
   /** The GPU watch has a reading (then it sets the VRAM limit itself at the next one). */
@@ -118,6 +124,7 @@ export class ConfigReloads {
     const { host } = this;
     const live = host.config;
     const changes = diffConfig(live, next);
+    const sleepers: string[] = [];
     for (const id of changes.removed) {
       // One that is down goes now; a running one stays until the scheduler reports it down.
       if (host.state(id) === "stopped") host.removeProcess(id);
@@ -143,6 +150,7 @@ export class ConfigReloads {
         live.models[id] = keepProcess(current, n);
         if (restart) this.pending.set(id, n);
         else this.pending.delete(id);
+        if (restart && state === "sleeping") sleepers.push(id);
       }
     }
     live.scheduler = next.scheduler;
@@ -165,6 +173,7 @@ export class ConfigReloads {
       if (m.variantOf) policy.addVariant(m.id, m.variantOf.base);
     }
     host.reconfigure({ config: live, policy, retire: changes.removed });
+    for (const id of sleepers) host.unload?.(id);
     return changes;
   }
 

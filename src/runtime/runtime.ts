@@ -204,9 +204,11 @@ export class Runtime implements Effects, Gateway {
           scheduler.swapDone(id, result);
         },
         stopped: (model) => scheduler.stopped(model),
+        slept: (model, asleep) => scheduler.slept(model, asleep),
         exited: (model, error) => scheduler.exited(model, error),
       },
       gpu: this.gpu,
+      counts: this.metrics,
       makeProcess: withNodes(
         this.nodes,
         opts.makeProcess ??
@@ -235,6 +237,7 @@ export class Runtime implements Effects, Gateway {
       addProcess: (model) => this.runner.add(model),
       removeProcess: (id) => this.runner.remove(id),
       reconfigure: (change) => this.scheduler.reconfigure(change),
+      unload: (id) => this.scheduler.unload(id),
       makePolicy: (cfg) => makePolicy(cfg, this.budget),
       budget: this.budget,
       gpuReading: () => this.gpu.last !== null,
@@ -494,6 +497,11 @@ export class Runtime implements Effects, Gateway {
     this.runner.stopModels(models, reason);
   }
 
+  sleepModels(models: string[], reason: string): void {
+    this.metrics.stopped(models, reason);
+    this.runner.sleepModels(models, reason);
+  }
+
   wakeAt(atMs: number | null): void {
     this.wake.at(atMs);
   }
@@ -507,12 +515,22 @@ export class Runtime implements Effects, Gateway {
     const line = `model ${model}: ${state}${detail ? ` — ${detail}` : ""}`;
     if (state === "failed") this.opts.log.warn(line);
     else this.opts.log.info(line);
-    this.loadTimes.state(model, state);
+    // A level-1 sleeper keeps its weights in host RAM: charged to the RAM budget while asleep.
+    const m = this.config.models[model];
+    this.budget.sleeping(
+      model,
+      state === "sleeping" && m && m.sleepLevel === 1 ? m.estRamGb : null,
+    );
+    // A wake is not a load: its seconds would skew the load-time estimates.
+    const waking = state === "starting" && detail === "waking";
+    if (!waking) this.loadTimes.state(model, state);
     this.loadEvents.state(model, state);
     this.nodes.stateChanged(model, state);
     // A load's event says how long it is expected to take (null: never loaded before).
     const expected =
-      state === "starting" ? { expected_load_ms: this.loadTimes.expected(model) } : {};
+      state === "starting"
+        ? { expected_load_ms: waking ? null : this.loadTimes.expected(model) }
+        : {};
     this.events.publish({ type: "model", model, state, detail: detail ?? null, ...expected });
     this.reloads.settled(model, state);
   }

@@ -50,7 +50,10 @@ export function buildStatus(inputs: StatusInputs): StatusJson {
   const models = snap.models.map((s) => {
     const m = (inputs.modelOf?.(s.id) ?? config.models[s.id])!;
     // A managed node's models hold its memory, not this box's.
-    if (s.state !== "stopped" && s.state !== "failed" && !m.node) {
+    if (s.state === "sleeping") {
+      // Its GPU memory is let go of; at level 1 its weights wait in host RAM.
+      if (m.sleepLevel === 1) ramUsed += m.estRamGb;
+    } else if (s.state !== "stopped" && s.state !== "failed" && !m.node) {
       used += m.estVramGb;
       ramUsed += m.estRamGb;
     }

@@ -23,6 +23,14 @@ export interface ModelServer extends ProcessView {
   stop(opts?: StopOptions): Promise<void>;
   logs(): string[];
   stderrTail(lines?: number): string[];
+  /**
+   * Servers with a sleep API (`evict = "sleep"`): put the ready server to sleep / wake it,
+   * the process kept; each rejects with a QmError when it cannot. Absent: cannot sleep.
+   */
+  sleep?(level: 1 | 2): Promise<void>;
+  wake?(): Promise<void>;
+  /** Asleep now (sleep() succeeded, no wake() or exit since). */
+  readonly asleep?: boolean;
 }
 
 /** Makes the supervisor of `model`; `onExit` hears every exit that `stop()` did not ask for. */
@@ -54,7 +62,15 @@ export function modelProcesses(
 export interface SwapEvents {
   swapDone(swapId: number, result: SwapResult): void;
   stopped(model: string): void;
+  /** A model asked to sleep outside a swap is asleep, or (false) was stopped instead. */
+  slept(model: string, asleep: boolean): void;
   exited(model: string, error: QmError): void;
+}
+
+/** What the runner tells the metrics of sleeps and wakes. */
+export interface SleepCounts {
+  slept(model: string, ok: boolean): void;
+  woke(model: string, result: "ok" | "cold"): void;
 }
 
 /** The spawn guard (`GpuWatch`): may a model start now, and memory qm let go of. */
@@ -70,6 +86,7 @@ export interface SwapRunnerDeps {
   events: SwapEvents;
   gpu: SpawnGate;
   makeProcess: ProcessFactory;
+  counts?: SleepCounts;
 }
 
 /** A swap in progress. */
@@ -148,6 +165,41 @@ export class SwapRunner {
     }
   }
 
+  /**
+   * `Effects.sleepModels`: puts each model to sleep (one that will not sleep is stopped);
+   * reports each with `slept(model, asleep)`.
+   */
+  sleepModels(models: string[], reason: string): void {
+    this.deps.log.info(`putting ${models.join(", ")} to sleep (${reason})`);
+    for (const id of models) {
+      void this.putToSleep(id).then((asleep) => {
+        this.deps.gpu.noteReleased();
+        this.deps.events.slept(id, asleep);
+      });
+    }
+  }
+
+  /**
+   * Puts `id` to sleep at its `sleep_level`; true once it is asleep. A server that cannot
+   * sleep (no sleep API, an error, no answer in time) is stopped instead: false.
+   */
+  private async putToSleep(id: string): Promise<boolean> {
+    const proc = this.processes.get(id)!;
+    const level = this.deps.models()[id]?.sleepLevel ?? 1;
+    try {
+      if (!proc.sleep) throw new Error("its server has no sleep API");
+      await proc.sleep(level);
+      this.deps.counts?.slept(id, true);
+      this.deps.log.info(`model ${id}: asleep (level ${level}, pid ${proc.pid ?? "?"})`);
+      return true;
+    } catch (err) {
+      this.deps.counts?.slept(id, false);
+      this.deps.log.warn(`model ${id}: ${errorText(err)}; stopping it instead`);
+      await proc.stop().catch((e) => this.deps.log.error(`stopping ${id}: ${String(e)}`));
+      return false;
+    }
+  }
+
   /** Stops every model process (shutdown); resolves when all are gone. */
   async stopAll(): Promise<void> {
     this.closed = true;
@@ -171,8 +223,15 @@ export class SwapRunner {
     };
     let spawned = false;
     let result: SwapResult;
+    const toSleep = new Set(swap.sleep ?? []);
+    const asleep: string[] = [];
     try {
-      await Promise.all(swap.evict.map((id) => this.processes.get(id)!.stop()));
+      await Promise.all(
+        swap.evict.map(async (id) => {
+          if (!toSleep.has(id)) return this.processes.get(id)!.stop();
+          if (await this.putToSleep(id)) asleep.push(id);
+        }),
+      );
       let stop = blocked();
       if (stop) throw stop;
       // The spawn guard: with what the card really has free now, can the target load?
@@ -187,10 +246,11 @@ export class SwapRunner {
       stop = blocked();
       if (stop) throw stop;
       spawned = true;
-      await target.start();
-      result = { ok: true };
+      if (swap.wake) await this.wakeOrRestart(swap.target, target, run);
+      else await target.start();
+      result = { ok: true, asleep };
     } catch (err) {
-      result = { ok: false, error: asQmError(err) };
+      result = { ok: false, error: asQmError(err), asleep };
     }
     if (!result.ok && result.error.detail) {
       log.warn(`model "${swap.target}": ${result.error.detail}`);
@@ -199,16 +259,41 @@ export class SwapRunner {
       // Whatever the start did, the report waits until the target is down (and always comes).
       await target.stop().catch((err) => log.error(`stopping ${swap.target}: ${String(err)}`));
       if (spawned) gpu.noteReleased();
-      result = { ok: false, error: unloaded(swap.target) };
+      result = { ok: false, error: unloaded(swap.target), asleep };
     }
     this.swaps.delete(swap.id);
     events.swapDone(swap.id, result);
+  }
+
+  /**
+   * Wakes a sleeping target; should that fail (an error, no answer in time, the process gone),
+   * it is restarted cold: stopped, then started, as a swap would start it.
+   */
+  private async wakeOrRestart(id: string, target: ModelServer, run: SwapRun): Promise<void> {
+    const { log } = this.deps;
+    try {
+      if (!target.wake) throw new Error("its server has no sleep API");
+      await target.wake();
+      this.deps.counts?.woke(id, "ok");
+      log.info(`model ${id}: awake (pid ${target.pid ?? "?"})`);
+      return;
+    } catch (err) {
+      log.warn(`model ${id}: ${errorText(err)}; restarting it cold`);
+    }
+    await target.stop();
+    if (run.abortedFor !== null) throw unloaded(id);
+    this.deps.counts?.woke(id, "cold");
+    await target.start();
   }
 
   private onExit(id: string, exit: ProcessExit): void {
     // The report names the model and how it ended; the supervisor has logged the tail.
     this.deps.events.exited(id, exitError(id, exit));
   }
+}
+
+function errorText(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
 }
 
 function unloaded(model: string): QmError {

@@ -26,11 +26,16 @@ export interface DecideView {
   held(id: string): boolean;
   /** The eviction policy's answer for bringing `id` in (asked only when the tree gets there). */
   evictionFor(id: string): Eviction;
+  /**
+   * Room in RAM held by sleeping models: `"freeing"` while one is being stopped for it, else
+   * the least-recently-used idle sleeper that holds RAM (level 1, `est_ram_gb`), or null.
+   */
+  ramSleeper(): string | null;
 }
 
 /** Why a request has to wait; `busy` and `held` name the evict set that blocks it. */
 export type QueueReason =
-  | { why: "aborting" | "unavailable" | "full" | "stopping" | "collision" }
+  | { why: "aborting" | "unavailable" | "full" | "stopping" | "collision" | "freeing" }
   | { why: "busy" | "held"; evict: string[] };
 
 export type Decision =
@@ -38,6 +43,8 @@ export type Decision =
   | { kind: "grant" }
   | ({ kind: "queue" } & QueueReason)
   | { kind: "fail"; error: QmError }
+  /** Stop this sleeping model to free the RAM it holds; the request waits meanwhile. */
+  | { kind: "freeRam"; sleeper: string }
   | { kind: "swap"; evict: string[]; budget: string[] };
 
 /** Steps 2–6 of the decision tree (design.md) for one request. Pure: it only reads `view`. */
@@ -55,7 +62,13 @@ export function decide(req: DecideRequest, view: DecideView): Decision {
   }
   if (m.state === "stopping") return queue("stopping");
   const plan = view.evictionFor(id);
-  if (!plan.ok) return { kind: "fail", error: new QmError("cannot_fit", plan.reason) };
+  if (!plan.ok) {
+    // 3b. short of RAM that sleeping models hold → stop one (least recently used) and wait.
+    const sleeper = plan.pool === "RAM" ? view.ramSleeper() : null;
+    if (sleeper === "freeing") return queue("freeing");
+    if (sleeper !== null) return { kind: "freeRam", sleeper };
+    return { kind: "fail", error: new QmError("cannot_fit", plan.reason) };
+  }
   const { evict } = plan;
   // 4. the swap collides with one in flight (or a stop in progress) → queue.
   if (evict.some((v) => view.inTransition(v))) return queue("collision");
@@ -70,6 +83,8 @@ export function decide(req: DecideRequest, view: DecideView): Decision {
   return { kind: "swap", evict, budget: plan.budget ?? [] };
 }
 
-function queue(why: "aborting" | "unavailable" | "full" | "stopping" | "collision"): Decision {
+function queue(
+  why: "aborting" | "unavailable" | "full" | "stopping" | "collision" | "freeing",
+): Decision {
   return { kind: "queue", why };
 }

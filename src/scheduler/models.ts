@@ -31,6 +31,8 @@ export interface ModelEntry {
    * `ttlMs` while the process lives: 0 = stop once idle, negative = never; null = `ttlMs`.
    */
   keepAliveMs: number | null;
+  /** Live setting: what evicting it does (`evict`). */
+  evictMode: "stop" | "sleep";
 }
 
 /** How long `m` may stay idle before it is stopped; null = for ever. */
@@ -46,6 +48,10 @@ export function idleExpiry(m: ModelEntry): number | null {
   return ttl === null ? null : m.idleSince + ttl;
 }
 
+/** The settings a model's entry takes from its config (and from each reload). */
+type LiveSettings = Pick<ModelConfig, "id" | "concurrencyLimit" | "ttlS"> &
+  Partial<Pick<ModelConfig, "evict">>;
+
 /** The scheduler's per-model book-keeping. Plain data, touched only from scheduler events. */
 export class ModelTable {
   private readonly byId = new Map<string, ModelEntry>();
@@ -59,7 +65,7 @@ export class ModelTable {
     for (const m of Object.values(config.models)) this.add(m);
   }
 
-  add(m: Pick<ModelConfig, "id" | "concurrencyLimit" | "ttlS">): void {
+  add(m: LiveSettings): void {
     if (this.byId.has(m.id)) return;
     this.byId.set(m.id, {
       id: m.id,
@@ -77,11 +83,12 @@ export class ModelTable {
       ttlMs: m.ttlS * 1000,
       keepAliveMs: null,
       retired: false,
+      evictMode: m.evict ?? "stop",
     });
   }
 
   /** A reload: the live settings of a configured model (added when new, un-retired when back). */
-  update(m: Pick<ModelConfig, "id" | "concurrencyLimit" | "ttlS">): void {
+  update(m: LiveSettings): void {
     const e = this.byId.get(m.id);
     if (!e) {
       this.add(m);
@@ -89,6 +96,7 @@ export class ModelTable {
     }
     e.concurrencyLimit = m.concurrencyLimit;
     e.ttlMs = m.ttlS * 1000;
+    e.evictMode = m.evict ?? "stop";
     if (e.retired) {
       // Back in the config before it was gone: the stop its removal asked for is off.
       e.retired = false;
@@ -155,7 +163,10 @@ export class ModelTable {
     return !!m && (m.concurrencyLimit === 0 || m.inflight < m.concurrencyLimit);
   }
 
-  /** Models holding memory (starting, ready, stopping), least-recently-used first. */
+  /**
+   * Models holding memory (starting, ready, stopping), least-recently-used first. Sleeping
+   * ones are not in it: like stopped ones, they hold no GPU memory the policy accounts for.
+   */
   runningLru(): string[] {
     return this.all()
       .filter((m) => m.state === "starting" || m.state === "ready" || m.state === "stopping")

@@ -37,6 +37,8 @@ export class Scheduler {
   private readonly pending: (() => void)[] = [];
   private running = false;
   private readonly view: DecideView;
+  /** Sleeping models being stopped to free the RAM they hold (decide step 3b). */
+  private readonly freeingRam = new Set<string>();
   /** Some model is retired (removed by a reload) and not yet forgotten. */
   private anyRetired = false;
 
@@ -69,6 +71,7 @@ export class Scheduler {
       inTransition: (id) => this.swaps.inTransition(id),
       held: (id) => this.models.held(id, this.clock.now()),
       evictionFor: (id) => this.policy.evictionFor(id, this.models.runningLru()),
+      ramSleeper: () => this.ramSleeper(),
     };
   }
 
@@ -89,9 +92,16 @@ export class Scheduler {
   }
   /** A model asked to stop through `Effects.stopModels` is gone. */
   stopped(model: string): void {
-    this.run(() => this.swaps.stopped(model));
+    this.run(() => {
+      this.freeingRam.delete(model);
+      this.swaps.stopped(model);
+    });
   }
-  /** A ready model's process exited without being asked to. */
+  /** A model asked to sleep through `Effects.sleepModels` is asleep (or, false, was stopped). */
+  slept(model: string, asleep: boolean): void {
+    this.run(() => this.swaps.slept(model, asleep));
+  }
+  /** A ready (or sleeping) model's process exited without being asked to. */
   exited(model: string, error: QmError): void {
     this.run(() => this.onExited(model, error));
   }
@@ -268,6 +278,10 @@ export class Scheduler {
       case "fail":
         this.effects.fail(q.spec.id, d.error);
         return true;
+      case "freeRam":
+        this.freeingRam.add(d.sleeper);
+        this.swaps.stopOutsideSwap([d.sleeper], `RAM for ${q.spec.model}`);
+        return false;
       case "swap":
         this.holds.preempting(d.evict);
         this.swaps.begin(q.spec.model, d.evict, q, d.budget);
@@ -275,6 +289,19 @@ export class Scheduler {
       case "queue":
         return false;
     }
+  }
+
+  /** Decide step 3b: `"freeing"`, the least-recently-used idle sleeper holding RAM, or null. */
+  private ramSleeper(): string | null {
+    if (this.freeingRam.size > 0) return "freeing";
+    let best: { id: string; lastUse: number } | null = null;
+    for (const m of this.models.all()) {
+      if (m.state !== "sleeping" || this.swaps.inTransition(m.id)) continue;
+      const c = this.config.models[m.id];
+      if (!c || c.sleepLevel !== 1 || !(c.estRamGb > 0)) continue;
+      if (best === null || m.lastUse < best.lastUse) best = { id: m.id, lastUse: m.lastUse };
+    }
+    return best?.id ?? null;
   }
 
   /** Requests queued or waiting on a swap. */
@@ -327,7 +354,7 @@ export class Scheduler {
     this.holds.drained(m, unload);
     // `keep_alive: 0`: idle now, and asked to go once idle (no wake needed for "now").
     if (!unload && m.keepAliveMs === 0) {
-      this.swaps.stopOutsideSwap(this.holds.idleExpired(this.view.stopping), "keep_alive 0");
+      this.swaps.evictOutsideSwap(this.holds.idleExpired(this.view.stopping), "keep_alive 0");
     }
   }
 
@@ -338,7 +365,8 @@ export class Scheduler {
 
   private onExited(model: string, error: QmError): void {
     const m = this.models.get(model);
-    if (!m || m.state !== "ready") return; // exits during a swap come back as swapDone
+    // Exits during a swap come back as swapDone; a sleeping process may die in its sleep.
+    if (!m || (m.state !== "ready" && m.state !== "sleeping")) return;
     this.models.crashed(model, error.message);
   }
 
@@ -361,12 +389,14 @@ export class Scheduler {
   private onWake(): void {
     this.holds.woke();
     // TTL deadlines pass only with time, and every one has the wake timer armed for it.
-    if (!this.closed) this.swaps.stopOutsideSwap(this.holds.idleExpired(this.view.stopping), "ttl");
+    // An `evict = "sleep"` model's TTL puts it to sleep; the rest stop.
+    if (!this.closed)
+      this.swaps.evictOutsideSwap(this.holds.idleExpired(this.view.stopping), "ttl");
   }
 
   private onShed(limitGb: number): void {
     const victims = idleToShed(limitGb, this.config, this.models, this.swaps, this.clock.now());
-    this.swaps.stopOutsideSwap(victims, "GPU memory pressure");
+    this.swaps.evictOutsideSwap(victims, "GPU memory pressure");
   }
 
   private onReconfigure(c: Reconfigure): void {

@@ -16,7 +16,10 @@ export interface SwapEnd {
   error: QmError | null;
 }
 
-type SwapEffects = Pick<Effects, "startSwap" | "abortSwap" | "stopModels" | "loading">;
+type SwapEffects = Pick<
+  Effects,
+  "startSwap" | "abortSwap" | "stopModels" | "sleepModels" | "loading"
+>;
 
 /**
  * Models in transition: swaps in progress (target starting, evict set stopping) and models
@@ -24,8 +27,11 @@ type SwapEffects = Pick<Effects, "startSwap" | "abortSwap" | "stopModels" | "loa
  */
 export class SwapBook {
   private readonly swaps = new Map<number, ActiveSwap>();
-  /** Models being stopped outside any swap (TTL, unload, shedding, crash clean-up). */
-  private readonly stopping = new Set<string>();
+  /**
+   * Models being stopped (or put to sleep, `evict = "sleep"`) outside any swap: TTL, unload,
+   * shedding, crash clean-up.
+   */
+  private readonly stopping = new Map<string, "stop" | "sleep">();
   private nextSwapId = 1;
 
   constructor(
@@ -38,19 +44,33 @@ export class SwapBook {
    * `evict` stopped to fit a memory budget (for the metrics' eviction reasons).
    */
   begin(target: string, evict: string[], first: Queued, budget: readonly string[] = []): void {
+    const sleep = evict.filter((v) => this.models.get(v)?.evictMode === "sleep");
+    const wake = this.models.get(target)?.state === "sleeping";
     const swap: ActiveSwap = {
       id: this.nextSwapId++,
       target,
       evict,
+      budget: [...budget],
+      ...(sleep.length > 0 ? { sleep } : {}),
+      ...(wake ? { wake } : {}),
       waiters: [first],
       abortedFor: null,
     };
     this.swaps.set(swap.id, swap);
-    for (const v of evict) this.models.setState(v, "stopping");
-    this.models.setState(target, "starting");
+    for (const v of evict) {
+      this.models.setState(v, "stopping", sleep.includes(v) ? "to sleep" : undefined);
+    }
+    this.models.setState(target, "starting", wake ? "waking" : undefined);
     this.models.touch(target);
     this.effects.loading(first.spec.id, target);
-    this.effects.startSwap({ id: swap.id, target, evict: [...evict], budget: [...budget] });
+    this.effects.startSwap({
+      id: swap.id,
+      target,
+      evict: [...evict],
+      budget: [...budget],
+      ...(sleep.length > 0 ? { sleep: [...sleep] } : {}),
+      ...(wake ? { wake } : {}),
+    });
   }
 
   /** Step 2: `q` waits for the swap bringing its model in. */
@@ -81,7 +101,8 @@ export class SwapBook {
     const swap = this.swaps.get(swapId);
     if (!swap) return undefined;
     this.swaps.delete(swapId);
-    for (const v of swap.evict) this.models.setState(v, "stopped");
+    const asleep = new Set(result.asleep ?? []);
+    for (const v of swap.evict) this.settle(v, asleep.has(v));
     if (swap.abortedFor !== null) {
       if (result.ok) {
         // The target came up despite the abort (an effect that lost the race to readiness):
@@ -106,8 +127,23 @@ export class SwapBook {
   }
 
   /**
+   * An evictee's stop or sleep landed: `sleeping` when it really went to sleep, else
+   * `stopped`. An unload asked for while it was going to sleep stops it now.
+   */
+  private settle(id: string, asleep: boolean): void {
+    const m = this.models.get(id);
+    if (!m) return;
+    const unload = m.unloadPending;
+    m.unloadPending = false;
+    this.models.setState(id, asleep ? "sleeping" : "stopped");
+    if (asleep && unload) this.stopOutsideSwap([id], "unload");
+  }
+
+  /**
    * Unload: idle ready models stop now, busy ones once their in-flight requests drain; a
    * loading one's swap is aborted (the swap then reports the end); a failed one is forgotten.
+   * A sleeping one is stopped for real (its process ends); one going to sleep is stopped
+   * once it is asleep.
    */
   unload(ids: string[]): void {
     const now: string[] = [];
@@ -117,6 +153,10 @@ export class SwapBook {
       if (m.state === "ready") {
         if (m.inflight > 0) m.unloadPending = true;
         else now.push(id);
+      } else if (m.state === "sleeping") {
+        if (!this.stopping.has(id)) now.push(id);
+      } else if (m.state === "stopping") {
+        if (this.goingToSleep(id)) m.unloadPending = true;
       } else if (m.state === "starting") {
         const swap = this.swapFor(id);
         if (swap) this.abort(swap, "unload");
@@ -127,23 +167,61 @@ export class SwapBook {
     this.stopOutsideSwap(now, "unload");
   }
 
-  /** Stop idle models outside any swap; each comes back as `stopped`. */
+  /** Stop idle (or sleeping) models outside any swap; each comes back as `stopped`. */
   stopOutsideSwap(models: string[], reason: string): void {
     if (models.length === 0) return;
     for (const id of models) {
-      this.stopping.add(id);
+      this.stopping.set(id, "stop");
       const m = this.models.get(id)!;
       m.unloadPending = false;
-      if (m.state === "ready") this.models.setState(id, "stopping");
+      if (m.state === "ready" || m.state === "sleeping") this.models.setState(id, "stopping");
     }
     this.effects.stopModels(models, reason);
   }
 
+  /**
+   * Evict idle models outside any swap (TTL, keep_alive 0, memory pressure): `evict = "sleep"`
+   * ones are put to sleep (each comes back as `slept`), the rest stopped.
+   */
+  evictOutsideSwap(models: string[], reason: string): void {
+    const sleep = models.filter((id) => this.models.get(id)?.evictMode === "sleep");
+    this.stopOutsideSwap(
+      models.filter((id) => !sleep.includes(id)),
+      reason,
+    );
+    if (sleep.length === 0) return;
+    for (const id of sleep) {
+      this.stopping.set(id, "sleep");
+      this.models.get(id)!.unloadPending = false;
+      this.models.setState(id, "stopping", "to sleep");
+    }
+    this.effects.sleepModels(sleep, reason);
+  }
+
   /** A stop asked for by `stopOutsideSwap` landed (any other report is ignored). */
   stopped(model: string): void {
-    if (!this.stopping.delete(model)) return;
+    if (this.stopping.get(model) !== "stop") return;
+    this.stopping.delete(model);
     const m = this.models.get(model);
     if (m && m.state === "stopping") this.models.setState(model, "stopped");
+  }
+
+  /**
+   * A sleep asked for by `evictOutsideSwap` landed: asleep, or stopped when it could not
+   * sleep (any other report is ignored).
+   */
+  slept(model: string, asleep: boolean): void {
+    if (this.stopping.get(model) !== "sleep") return;
+    this.stopping.delete(model);
+    const m = this.models.get(model);
+    if (m && m.state === "stopping") this.settle(model, asleep);
+  }
+
+  /** Going to sleep, in a swap's evict set or outside any swap. */
+  private goingToSleep(id: string): boolean {
+    if (this.stopping.get(id) === "sleep") return true;
+    for (const s of this.swaps.values()) if (s.sleep?.includes(id)) return true;
+    return false;
   }
 
   isStopping(model: string): boolean {

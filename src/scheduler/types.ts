@@ -1,6 +1,10 @@
 import type { QmError } from "../shared/errors.ts";
 
-export type ModelState = "stopped" | "starting" | "ready" | "stopping" | "failed";
+/**
+ * `sleeping`: an `evict = "sleep"` model put to sleep over its server's sleep API: its process
+ * lives, its GPU memory is let go of; the next request wakes it (a swap with `wake`).
+ */
+export type ModelState = "stopped" | "starting" | "ready" | "stopping" | "failed" | "sleeping";
 
 /** What a caller asks for. `model` is already resolved from aliases by the edge. */
 export interface RequestSpec {
@@ -25,9 +29,19 @@ export interface Swap {
   evict: string[];
   /** The part of `evict` stopped to fit a memory budget (the rest: the groups' swap rules). */
   budget?: string[];
+  /** The part of `evict` put to sleep rather than stopped (`evict = "sleep"` models). */
+  sleep?: string[];
+  /** The target is sleeping: wake it (and start it cold should that fail), not a cold start. */
+  wake?: boolean;
 }
 
-export type SwapResult = { ok: true } | { ok: false; error: QmError };
+/**
+ * How a swap ended. `asleep`: the evictees that really went to sleep (a subset of
+ * `Swap.sleep`; one that failed to sleep was stopped instead and is not in it).
+ */
+export type SwapResult =
+  | { ok: true; asleep?: string[] }
+  | { ok: false; error: QmError; asleep?: string[] };
 
 /**
  * What happened to a model's idle-grace hold: `granted` (its last request drained and earned
@@ -65,6 +79,12 @@ export interface Effects {
   abortSwap(swapId: number, reason: string): void;
   /** Stop models outside any swap (TTL, unload); report each with `stopped(model)`. */
   stopModels(models: string[], reason: string): void;
+  /**
+   * Put `evict = "sleep"` models to sleep outside any swap (TTL, keep_alive 0, memory
+   * pressure); report each with `slept(model, asleep)`: false when it could not sleep and
+   * was stopped instead.
+   */
+  sleepModels(models: string[], reason: string): void;
   /** A queued request's position changed (1-based), or it left the queue (0). */
   position(requestId: number, position: number): void;
   /** The swap this request waits for has started. */

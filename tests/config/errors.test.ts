@@ -1,5 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { ConfigError } from "../../src/config/index.ts";
+import { config } from "../support/config.ts";
 import { errors, issues, load } from "./support.ts";
 
 describe("unknown keys", () => {
@@ -229,5 +230,22 @@ stall_timeout_s = 1e12
       "quartermaster.toml:5:1: models.m.ttl_s: must be at most 2147483, got 2592000",
       "quartermaster.toml:6:1: models.m.stall_timeout_s: must be at most 2147483, got 1000000000000",
     ]);
+  });
+});
+
+describe("evict and sleep_level", () => {
+  test("name the allowed values and the line", () => {
+    expect(errors(`[models.a]\ncmd = "x"\nevict = "nap"\nsleep_level = 3\n`)).toEqual([
+      'quartermaster.toml:3:1: models.a.evict: expected one of "stop", "sleep", got "nap"',
+      "quartermaster.toml:4:1: models.a.sleep_level: expected one of 1, 2, got 3",
+    ]);
+  });
+
+  test("default to stop and level 1; sleep and 2 are taken", () => {
+    const c = config(
+      `[models.a]\ncmd = "x"\n[models.b]\ncmd = "x"\nevict = "sleep"\nsleep_level = 2\n`,
+    );
+    expect([c.models.a!.evict, c.models.a!.sleepLevel]).toEqual(["stop", 1]);
+    expect([c.models.b!.evict, c.models.b!.sleepLevel]).toEqual(["sleep", 2]);
   });
 });

@@ -13,6 +13,16 @@ describe("OwnProcesses", () => {
     });
   });
 
+  test("a sleeping process (evict = sleep) is ours but not required on the GPU, and not idle", () => {
+    const own = new OwnProcesses(5000);
+    const asleep: ProcessView = { state: "ready", pid: 7, asleep: true };
+    expect(own.look(0, [p("ready", 1), asleep])).toEqual({
+      ready: [1],
+      transient: [7],
+      idle: false,
+    });
+  });
+
   test("idle only with every process stopped and none alive", () => {
     expect(new OwnProcesses().look(0, [p("stopped"), p("stopped")]).idle).toBe(true);
     expect(new OwnProcesses().look(0, [p("starting", 4)]).idle).toBe(false);

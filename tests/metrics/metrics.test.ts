@@ -209,8 +209,10 @@ describe("the runtime's side", () => {
 
   test("stop reasons fold into a few label values", () => {
     expect(
-      ["ttl", "unload", "keep_alive 0", "GPU memory pressure", "whatever"].map(stopReason),
-    ).toEqual(["ttl", "unload", "keep_alive", "shed", "other"]);
+      ["ttl", "unload", "keep_alive 0", "GPU memory pressure", "RAM for t", "whatever"].map(
+        stopReason,
+      ),
+    ).toEqual(["ttl", "unload", "keep_alive", "shed", "budget", "other"]);
   });
 
   test("memory in bytes; the GPU's figures only while a reading is known", async () => {

@@ -48,4 +48,20 @@ describe("matrix policy", () => {
       evict: ["chat", "embed", "coder"],
     });
   });
+
+  test('evicting an evict = "sleep" model is cheap: the set that sleeps it wins over one that stops', () => {
+    const cfg = config(
+      `[router]\npolicy = "matrix"\n[matrix]\nsets = [["t", "s"], ["t", "x"]]\n` +
+        `${modelsToml("t", "x")}\n[models.s]\ncmd = "x"\nproxy = "http://127.0.0.1:9"\nevict = "sleep"\n`,
+    );
+    const p = new MatrixPolicy(cfg);
+    // x and s resident: the first set stops x (cost 1), the second sleeps s (cost 0.1).
+    expect(p.evictionFor("t", ["x", "s"])).toEqual({ ok: true, evict: ["s"] });
+    // An explicit evict_cost still wins.
+    const listed = new MatrixPolicy({
+      ...cfg,
+      matrix: { ...cfg.matrix, evictCost: { s: 5 } },
+    });
+    expect(listed.evictionFor("t", ["x", "s"])).toEqual({ ok: true, evict: ["x"] });
+  });
 });

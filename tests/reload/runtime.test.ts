@@ -116,6 +116,25 @@ describe("config reload in the runtime", () => {
     again.value!.release();
   });
 
+  test("a sleeping model whose cmd changed is stopped, and its next request starts the new cmd", async () => {
+    const t = setup(model("a", 'evict = "sleep"', "ttl_s = 5"));
+    (await t.up("a")).release();
+    const old = t.fakes.of("a");
+    t.timers.advance(5000);
+    await settle();
+    expect(t.status("a")!.state).toBe("sleeping");
+    t.reload(model("a", 'evict = "sleep"', "ttl_s = 5").replace("run a", "run a4"));
+    await settle();
+    expect(old.state).toBe("stopping"); // not woken on the old process
+    old.stopped();
+    await settle();
+    expect(t.status("a")).toMatchObject({ state: "stopped", restart_pending: false });
+    await t.up("a");
+    expect(t.fakes.of("a")).not.toBe(old);
+    expect(old.wakes).toBe(0);
+    expect(t.fakes.of("a").model.argv).toEqual(["run", "a4"]);
+  });
+
   test("a changed model that crashes comes back with its new config", async () => {
     const t = setup(model("a"));
     (await t.up("a")).release();

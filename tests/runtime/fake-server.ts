@@ -36,6 +36,13 @@ export class FakeServer implements ModelServer {
   starts = 0;
   stops = 0;
   stderr: string[] = [];
+  /** Sleep API: asleep now; the levels sleep() was asked for; how often wake() was asked. */
+  asleep = false;
+  sleepLevels: number[] = [];
+  wakes = 0;
+  /** The test: the next sleep() / wake() rejects with this (then it is cleared). */
+  sleepError: QmError | null = null;
+  wakeError: QmError | null = null;
   private starting: Pending | null = null;
   private stopping: Pending | null = null;
 
@@ -65,6 +72,28 @@ export class FakeServer implements ModelServer {
       new QmError("cancelled", `loading model "${this.model.id}" was cancelled: it was stopped`),
     );
     return this.stopping.promise;
+  }
+
+  sleep(level: 1 | 2): Promise<void> {
+    this.sleepLevels.push(level);
+    const err = this.sleepError;
+    this.sleepError = null;
+    if (err) return Promise.reject(err);
+    if (this.state !== "ready")
+      return Promise.reject(new QmError("upstream_start_failed", "not running"));
+    this.asleep = true;
+    return Promise.resolve();
+  }
+
+  wake(): Promise<void> {
+    this.wakes++;
+    const err = this.wakeError;
+    this.wakeError = null;
+    if (err) return Promise.reject(err);
+    if (this.state !== "ready")
+      return Promise.reject(new QmError("upstream_start_failed", "not running"));
+    this.asleep = false;
+    return Promise.resolve();
   }
 
   /** The test: the model answered its health check. */
@@ -108,6 +137,7 @@ export class FakeServer implements ModelServer {
   }
 
   private gone(): void {
+    this.asleep = false;
     this.state = "stopped";
     this.pid = null;
   }

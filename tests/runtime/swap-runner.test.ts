@@ -27,6 +27,7 @@ function setup() {
         events.push(`swapDone ${id} ${result.ok ? "ok" : result.error.code}`);
       },
       stopped: (model) => events.push(`stopped ${model}`),
+      slept: (model, asleep) => events.push(`slept ${model} ${asleep}`),
       exited: (model, error) => {
         errors.push(error);
         events.push(`exited ${model} ${error.code}`);

@@ -24,6 +24,8 @@ interface Case {
   held?: string[];
   /** The policy's answer; absent = the tree must not ask. */
   plan?: Eviction;
+  /** `DecideView.ramSleeper`'s answer (null when absent). */
+  sleeper?: string | null;
   want: Decision;
 }
 
@@ -81,6 +83,46 @@ const CASES: Case[] = [
       kind: "fail",
       error: expect.objectContaining({ code: "cannot_fit", message: 'model "t" needs 30 GB' }),
     },
+  },
+  {
+    name: "short of RAM a sleeping model holds → stop that sleeper, the request waits",
+    models: { t: idle("stopped") },
+    plan: { ok: false, reason: "needs RAM", pool: "RAM" },
+    sleeper: "s",
+    want: { kind: "freeRam", sleeper: "s" },
+  },
+  {
+    name: "short of RAM while a sleeper is already being stopped for it → queue (freeing)",
+    models: { t: idle("stopped") },
+    plan: { ok: false, reason: "needs RAM", pool: "RAM" },
+    sleeper: "freeing",
+    want: { kind: "queue", why: "freeing" },
+  },
+  {
+    name: "short of RAM with no sleeper holding any → fail cannot_fit",
+    models: { t: idle("stopped") },
+    plan: { ok: false, reason: "needs RAM", pool: "RAM" },
+    sleeper: null,
+    want: {
+      kind: "fail",
+      error: expect.objectContaining({ code: "cannot_fit", message: "needs RAM" }),
+    },
+  },
+  {
+    name: "short of VRAM: sleepers hold none, so none is stopped → fail",
+    models: { t: idle("stopped") },
+    plan: { ok: false, reason: "needs VRAM" },
+    sleeper: "s",
+    want: {
+      kind: "fail",
+      error: expect.objectContaining({ code: "cannot_fit", message: "needs VRAM" }),
+    },
+  },
+  {
+    name: "a sleeping target goes down the tree like a stopped one → swap",
+    models: { t: idle("sleeping"), a: idle() },
+    plan: { ok: true, evict: ["a"] },
+    want: { kind: "swap", evict: ["a"], budget: [] },
   },
   // 4. collisions
   {
@@ -172,6 +214,7 @@ function viewOf(c: Case): DecideView {
       if (!c.plan) throw new Error(`the tree asked the policy about ${id} before it had to`);
       return c.plan;
     },
+    ramSleeper: () => c.sleeper ?? null,
   };
 }
 

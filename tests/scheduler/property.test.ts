@@ -29,6 +29,7 @@ persistent = true
 cmd = "x"
 proxy = "http://127.0.0.1:9"
 ttl_s = 30
+evict = "sleep"
 [models.b]
 cmd = "x"
 proxy = "http://127.0.0.1:9"
@@ -36,6 +37,8 @@ concurrency_limit = 1
 [models.c]
 cmd = "x"
 proxy = "http://127.0.0.1:9"
+evict = "sleep"
+sleep_level = 2
 [models.d]
 cmd = "x"
 proxy = "http://127.0.0.1:9"
@@ -62,6 +65,7 @@ type Op =
   | { t: "cancel"; pick: number }
   | { t: "gone"; pick: number }
   | { t: "stopped"; pick: number }
+  | { t: "slept"; pick: number; ok: boolean }
   | { t: "crash"; model: number }
   | { t: "unload"; model: number | null }
   | { t: "advance"; ms: number }
@@ -92,6 +96,10 @@ const op: fc.Arbitrary<Op> = fc.oneof(
   { arbitrary: fc.record({ t: fc.constant("cancel" as const), pick: fc.nat() }), weight: 2 },
   { arbitrary: fc.record({ t: fc.constant("gone" as const), pick: fc.nat() }), weight: 1 },
   { arbitrary: fc.record({ t: fc.constant("stopped" as const), pick: fc.nat() }), weight: 3 },
+  {
+    arbitrary: fc.record({ t: fc.constant("slept" as const), pick: fc.nat(), ok: fc.boolean() }),
+    weight: 2,
+  },
   {
     arbitrary: fc.record({ t: fc.constant("crash" as const), model: fc.nat(MODELS.length - 1) }),
     weight: 1,
@@ -124,6 +132,8 @@ class CheckingEffects extends FakeEffects {
   sched!: Scheduler;
   readonly pendingSwaps: Swap[] = [];
   readonly pendingStops: string[] = [];
+  /** Models asked to sleep outside a swap, not yet reported. */
+  readonly pendingSleeps: string[] = [];
   readonly violations: string[] = [];
   /** With budgets: the VRAM limit and estimates, to check every admission against. */
   budget: { limit: () => number; est: (id: string) => number } | null = null;
@@ -160,6 +170,11 @@ class CheckingEffects extends FakeEffects {
     super.stopModels(models, reason);
     this.checkIdle(models, `stop (${reason})`);
     this.pendingStops.push(...models);
+  }
+  override sleepModels(models: string[], reason: string): void {
+    super.sleepModels(models, reason);
+    this.checkIdle(models, `sleep (${reason})`);
+    this.pendingSleeps.push(...models);
   }
 }
 
@@ -215,9 +230,13 @@ function run(ops: Op[], toml = TOML) {
         const s = pick(fx.pendingSwaps, o.pick);
         if (!s) break;
         fx.pendingSwaps.splice(fx.pendingSwaps.indexOf(s), 1);
+        // Evictees asked to sleep: some go to sleep, some fail to and are stopped instead.
+        const asleep = (s.sleep ?? []).filter((_, i) => (o.pick + i) % 3 !== 0);
         sched.swapDone(
           s.id,
-          o.ok ? { ok: true } : { ok: false, error: new QmError("upstream_start_failed", "x") },
+          o.ok
+            ? { ok: true, asleep }
+            : { ok: false, error: new QmError("upstream_start_failed", "x"), asleep },
         );
         break;
       }
@@ -247,6 +266,13 @@ function run(ops: Op[], toml = TOML) {
         sched.stopped(m);
         break;
       }
+      case "slept": {
+        const m = pick(fx.pendingSleeps, o.pick);
+        if (!m) break;
+        fx.pendingSleeps.splice(fx.pendingSleeps.indexOf(m), 1);
+        sched.slept(m, o.ok);
+        break;
+      }
       case "crash":
         sched.exited(MODELS[o.model]!, new QmError("upstream_crashed", "x"));
         break;
@@ -272,6 +298,12 @@ function run(ops: Op[], toml = TOML) {
     for (const [id, n] of outcomes) if (n > 1) throw new Error(`request ${id} ended ${n} times`);
     const snap = sched.snapshot();
     for (const m of snap.models) expect(m.inflight).toBeGreaterThanOrEqual(0);
+    // A sleeping model serves nothing and holds no memory the policy counts.
+    const running = sched.runningLru();
+    for (const m of snap.models.filter((x) => x.state === "sleeping")) {
+      expect(m.inflight).toBe(0);
+      expect(running).not.toContain(m.id);
+    }
     expect(snap.inflight).toBe(live().length);
   };
 
@@ -294,6 +326,7 @@ function run(ops: Op[], toml = TOML) {
     }
     while (fx.pendingSwaps.length) apply({ t: "swapDone", pick: 0, ok: true });
     while (fx.pendingStops.length) apply({ t: "stopped", pick: 0 });
+    while (fx.pendingSleeps.length) apply({ t: "slept", pick: 0, ok: round % 2 === 0 });
     apply({ t: "advance", ms: 100_000 });
     check();
   }
@@ -301,10 +334,12 @@ function run(ops: Op[], toml = TOML) {
   expect(starved).toEqual([]);
   // Quiesce: finish everything that is running, let every deadline pass.
   for (let round = 0; round < 200; round++) {
-    const busy = fx.pendingSwaps.length + fx.pendingStops.length + live().length;
+    const busy =
+      fx.pendingSwaps.length + fx.pendingStops.length + fx.pendingSleeps.length + live().length;
     if (busy === 0 && waiting().length === 0) break;
     while (fx.pendingSwaps.length) apply({ t: "swapDone", pick: 0, ok: true });
     while (fx.pendingStops.length) apply({ t: "stopped", pick: 0 });
+    while (fx.pendingSleeps.length) apply({ t: "slept", pick: 0, ok: true });
     while (live().length) apply({ t: "serveDone", pick: 0, toolCalls: false });
     apply({ t: "advance", ms: 100_000 });
     check();
@@ -322,7 +357,8 @@ function run(ops: Op[], toml = TOML) {
 }
 
 describe("scheduler properties under random interleavings", () => {
-  test("no busy model is stopped, every request ends once, counts return to zero, nobody waits forever", () => {
+  // Models a and c are `evict = "sleep"`: sleeping models are in the random mix throughout.
+  test("no busy model is stopped (or put to sleep), every request ends once, counts return to zero, nobody waits forever", () => {
     fc.assert(
       fc.property(fc.array(op, { minLength: 1, maxLength: 120 }), (ops) => {
         run(ops);

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { MODES, simulate } from "../../scripts/sim.ts";
+import { EVICT_MODES, MODES, simulate } from "../../scripts/sim.ts";
 
 describe("agent-loop simulation (fake clock, deterministic)", () => {
   const [request, toolCalls, off] = MODES.map((m) => simulate(m));
@@ -17,5 +17,11 @@ describe("agent-loop simulation (fake clock, deterministic)", () => {
 
   test("without holds, the loops trade the GPU every round", () => {
     expect(off!.swaps).toBe(40);
+  });
+
+  test('evict = "sleep": the same swaps, each a sleep and a wake instead of a stop and a cold load', () => {
+    const [stop, sleep] = EVICT_MODES.map((m) => simulate(m));
+    expect(sleep!.swaps).toBe(stop!.swaps);
+    expect(sleep!.makespanMs).toBeLessThan(stop!.makespanMs);
   });
 });

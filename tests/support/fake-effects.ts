@@ -9,6 +9,8 @@ export class FakeEffects implements Effects {
   readonly swaps: Swap[] = [];
   /** Models asked to stop: each `stopModels` call, and the target of each `abortSwap`. */
   readonly stops: string[][] = [];
+  /** Models asked to sleep: each `sleepModels` call. */
+  readonly sleeps: string[][] = [];
   /** Every `abortSwap`, in order. */
   readonly aborts: { swapId: number; reason: string }[] = [];
   readonly positions = new Map<number, number[]>();
@@ -36,7 +38,10 @@ export class FakeEffects implements Effects {
   }
   startSwap(swap: Swap): void {
     this.swaps.push(swap);
-    this.log.push(`swap ${swap.id} ${swap.target} evict=[${swap.evict.join(",")}]`);
+    const sleep = swap.sleep?.length ? ` sleep=[${swap.sleep.join(",")}]` : "";
+    this.log.push(
+      `swap ${swap.id} ${swap.target} evict=[${swap.evict.join(",")}]${sleep}${swap.wake ? " wake" : ""}`,
+    );
   }
   abortSwap(swapId: number, reason: string): void {
     const target = this.swaps.find((s) => s.id === swapId)?.target ?? "?";
@@ -47,6 +52,10 @@ export class FakeEffects implements Effects {
   stopModels(models: string[], reason: string): void {
     this.stops.push(models);
     this.log.push(`stop [${models.join(",")}] ${reason}`);
+  }
+  sleepModels(models: string[], reason: string): void {
+    this.sleeps.push(models);
+    this.log.push(`sleep [${models.join(",")}] ${reason}`);
   }
   position(requestId: number, position: number): void {
     const list = this.positions.get(requestId) ?? [];

@@ -25,7 +25,7 @@ const SWAP_BUCKETS = [0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60, 120, 300, 600];
 /** Generation speed: CPU offload at a few tokens/s, a small model on a big GPU at hundreds. */
 const TPS_BUCKETS = [1, 2, 5, 10, 20, 30, 50, 75, 100, 150, 200, 300, 500, 1000];
 
-const STATES = ["stopped", "starting", "ready", "stopping", "failed"] as const;
+const STATES = ["stopped", "starting", "ready", "stopping", "failed", "sleeping"] as const;
 
 /** 1 GB in qm's configs and status is a GiB (`gpu/units.ts`). */
 const BYTES_PER_GB = 2 ** 30;
@@ -34,6 +34,8 @@ const BYTES_PER_GB = 2 ** 30;
 export function stopReason(reason: string): string {
   if (reason === "ttl" || reason === "unload" || reason === "swap") return reason;
   if (reason.startsWith("keep_alive")) return "keep_alive";
+  // A sleeping model stopped to free the RAM it held for another (scheduler step 3b).
+  if (reason.startsWith("RAM for ")) return "budget";
   // Shed: stopped while idle because the GPU's memory ran short (`scheduler.shed`).
   if (reason.includes("memory")) return "shed";
   return "other";
@@ -88,6 +90,8 @@ export class QmMetrics {
   private readonly swapDuration: Histogram<"model">;
   private readonly loadFailures: Counter<"model">;
   private readonly stops: Counter<"model" | "reason">;
+  private readonly sleeps: Counter<"model" | "result">;
+  private readonly wakes: Counter<"model" | "result">;
   private readonly holds: Record<HoldChange, Counter<"model">>;
   private readonly gauges: Record<string, Gauge<string>>;
   /** Swaps in progress: when each started (the runtime's clock, ms). */
@@ -193,6 +197,16 @@ export class QmMetrics {
       "qm_evictions_total",
       "Models stopped by qm: by the groups' rules for a swap (swap), to fit a memory budget (budget), idle past their TTL or keep_alive, shed under GPU memory pressure, or unloaded.",
       ["model", "reason"],
+    );
+    this.sleeps = counter(
+      "qm_sleeps_total",
+      'Evictions of `evict = "sleep"` models, by how the sleep went: ok (asleep, process kept) or failed (stopped instead). Each is also an eviction in qm_evictions_total.',
+      ["model", "result"],
+    );
+    this.wakes = counter(
+      "qm_wakes_total",
+      "Sleeping models brought back for a request: ok (woken) or cold (the wake failed and the model was restarted).",
+      ["model", "result"],
     );
     this.holds = {
       granted: counter(
@@ -344,6 +358,16 @@ export class QmMetrics {
   stopped(models: readonly string[], reason: string): void {
     const label = stopReason(reason);
     for (const model of models) this.stops.inc({ model, reason: label });
+  }
+
+  /** An `evict = "sleep"` model was put to sleep (`ok`) or could not be and was stopped. */
+  slept(model: string, ok: boolean): void {
+    this.sleeps.inc({ model, result: ok ? "ok" : "failed" });
+  }
+
+  /** A sleeping model was woken (`ok`) or, failing that, restarted cold. */
+  woke(model: string, result: "ok" | "cold"): void {
+    this.wakes.inc({ model, result });
   }
 
   /** A model's hold was granted, ran out, or was preempted (the scheduler's `holdChanged`). */

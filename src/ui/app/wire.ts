@@ -3,7 +3,7 @@
  * (this folder compiles for browsers, without Bun's); tests/ui/wire.test.ts checks that the
  * server's `StatusJson` and `RequestRecord` still fit these.
  */
-export type ModelState = "stopped" | "starting" | "ready" | "stopping" | "failed";
+export type ModelState = "stopped" | "starting" | "ready" | "stopping" | "failed" | "sleeping";
 
 export interface ModelStatus {
   id: string;

@@ -36,7 +36,9 @@ export function VramBar({ status, detailed }: { status: Status; detailed?: boole
   const r = status.resources;
   const gpu = r.gpu;
   const loaded = status.models.filter(
-    (m) => m.state !== "stopped" && m.state !== "failed" && m.est_vram_gb > 0,
+    // A sleeping model (evict = "sleep") has let go of its GPU memory.
+    (m) =>
+      m.state !== "stopped" && m.state !== "failed" && m.state !== "sleeping" && m.est_vram_gb > 0,
   );
   const segments: Segment[] = loaded.map((m) => ({
     label: m.id,

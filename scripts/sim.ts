@@ -3,7 +3,12 @@
 // generates, makes a tool call, and asks again; every round but the last ends in tool calls.
 // Printed for hold_on = "request", hold_on = "tool_calls" and holds off: swap count, each loop's
 // total time and the makespan; then, holds off, the cost of a swap per eviction mode: the
-// models stopped and loaded cold (`evict = "stop"`) or put to sleep and woken (`evict = "sleep"`).
+// models stopped and loaded cold (`evict = "stop"`), put to sleep and woken (`evict = "sleep"`),
+// or stopped with their KV cache saved and restored (`keep_kv = true`); there each turn after a
+// reload also pays for its prompt: whole when the cache is gone, only the new part when restored.
+// Every time can be set on the command line (`--load-ms 30000`, `--prefill-ms`, …), and the
+// prefill pair read from the JSON line `scripts/llama/keep-kv.ts` printed (`--from FILE`).
+import { readFileSync } from "node:fs";
 import { loadConfigText } from "../src/config/index.ts";
 import { GroupPolicy } from "../src/policy/group.ts";
 import { Scheduler } from "../src/scheduler/scheduler.ts";
@@ -18,6 +23,13 @@ export interface SimParams {
   /** `evict = "sleep"`: how long putting a model to sleep and waking it take. */
   sleepMs: number;
   wakeMs: number;
+  /** A turn whose model was reloaded since its last turn processes the whole prompt again. */
+  prefillMs: number;
+  /** The same turn with its slot restored (`keep_kv`): only what is new since the cache. */
+  restoredPrefillMs: number;
+  /** `keep_kv`: saving the slots before a stop, restoring them after a load. */
+  saveMs: number;
+  restoreMs: number;
 }
 
 export const DEFAULTS: SimParams = {
@@ -28,10 +40,28 @@ export const DEFAULTS: SimParams = {
   stopMs: 500,
   sleepMs: 500,
   wakeMs: 1500,
+  // Without prompt processing: the first table is about holds alone.
+  prefillMs: 0,
+  restoredPrefillMs: 0,
+  saveMs: 0,
+  restoreMs: 0,
+};
+
+/**
+ * The eviction comparison's prompt figures: measured with the real llama-server on a tiny GGUF
+ * (`scripts/llama/keep-kv.ts`: a 7 286-token agent prompt, `timings.prompt_ms` cold 3 313 ms,
+ * restored 155 ms); save and restore times are assumed.
+ */
+export const EVICTION_DEFAULTS: SimParams = {
+  ...DEFAULTS,
+  prefillMs: 3313,
+  restoredPrefillMs: 155,
+  saveMs: 200,
+  restoreMs: 200,
 };
 
 /** `evict`: the models' eviction mode (default "stop"). */
-type Mode = { name: string; scheduler: string; evict?: "stop" | "sleep" };
+type Mode = { name: string; scheduler: string; evict?: "stop" | "sleep"; keepKv?: boolean };
 export const MODES: Mode[] = [
   { name: 'hold_on = "request"', scheduler: 'hold_ms = 10000\nhold_on = "request"' },
   { name: 'hold_on = "tool_calls"', scheduler: 'hold_ms = 10000\nhold_on = "tool_calls"' },
@@ -42,6 +72,7 @@ export const MODES: Mode[] = [
 export const EVICT_MODES: Mode[] = [
   { name: 'evict = "stop"', scheduler: "hold_ms = 0", evict: "stop" },
   { name: 'evict = "sleep"', scheduler: "hold_ms = 0", evict: "sleep" },
+  { name: 'evict = "stop", keep_kv = true', scheduler: "hold_ms = 0", evict: "stop", keepKv: true },
 ];
 
 export interface SimResult {
@@ -83,13 +114,19 @@ export function simulate(mode: Mode, p: SimParams = DEFAULTS): SimResult {
     { model: "m2", round: 0, doneAt: -1 },
   ];
   const byRequest = new Map<number, (typeof loops)[number]>();
+  /** Models (re)loaded or woken since their loop's last turn: the KV cache is gone. */
+  const reloaded = new Set<string>();
+  const loadedOnce = new Set<string>();
   let nextId = 1;
   let wakeAt: number | null = null;
 
   const effects: Effects = {
     grant(id) {
       const loop = byRequest.get(id)!;
-      t.at(p.genMs, () => {
+      // vLLM's sleep drops the KV cache too; only keep_kv brings it back.
+      let prefill = 0;
+      if (reloaded.delete(loop.model)) prefill = mode.keepKv ? p.restoredPrefillMs : p.prefillMs;
+      t.at(prefill + p.genMs, () => {
         loop.round++;
         const last = loop.round >= p.rounds;
         sched.serveDone(id, { toolCalls: !last });
@@ -104,9 +141,15 @@ export function simulate(mode: Mode, p: SimParams = DEFAULTS): SimResult {
     startSwap(swap: Swap) {
       swaps++;
       const asleep = swap.sleep ?? [];
-      const stop = swap.evict.length === 0 ? 0 : asleep.length > 0 ? p.sleepMs : p.stopMs;
-      const load = swap.wake ? p.wakeMs : p.loadMs;
-      t.at(stop + load, () => sched.swapDone(swap.id, { ok: true, asleep }));
+      const save = mode.keepKv ? p.saveMs : 0;
+      const stop = swap.evict.length === 0 ? 0 : asleep.length > 0 ? p.sleepMs : p.stopMs + save;
+      const load = swap.wake ? p.wakeMs : p.loadMs + (mode.keepKv ? p.restoreMs : 0);
+      t.at(stop + load, () => {
+        // A first load has no cache to lose; every later one does.
+        if (loadedOnce.has(swap.target)) reloaded.add(swap.target);
+        loadedOnce.add(swap.target);
+        sched.swapDone(swap.id, { ok: true, asleep });
+      });
     },
     abortSwap(swapId) {
       throw new Error(`swap ${swapId} aborted: nothing in the simulation unloads or leaves`);
@@ -147,10 +190,52 @@ export function simulate(mode: Mode, p: SimParams = DEFAULTS): SimResult {
   return { mode: mode.name, swaps, loopMs, makespanMs: Math.max(...loopMs) };
 }
 
+/** `--name-ms N` flags over `base`; `--from FILE`: the prefill pair from keep-kv.ts's JSON line. */
+export function paramsFrom(argv: readonly string[], base: SimParams): SimParams {
+  const out = { ...base };
+  const keys: Record<string, keyof SimParams> = {
+    "--rounds": "rounds",
+    "--tool-ms": "toolMs",
+    "--load-ms": "loadMs",
+    "--gen-ms": "genMs",
+    "--stop-ms": "stopMs",
+    "--sleep-ms": "sleepMs",
+    "--wake-ms": "wakeMs",
+    "--prefill-ms": "prefillMs",
+    "--restored-prefill-ms": "restoredPrefillMs",
+    "--save-ms": "saveMs",
+    "--restore-ms": "restoreMs",
+  };
+  for (let i = 0; i < argv.length; i++) {
+    const flag = argv[i]!;
+    if (flag === "--from") {
+      const text = readFileSync(argv[++i]!, "utf8");
+      const line = text.trim().split("\n").at(-1)!;
+      const m = JSON.parse(line) as {
+        keep_kv_off?: { prompt_ms?: number };
+        keep_kv_on?: { prompt_ms?: number };
+      };
+      if (m.keep_kv_off?.prompt_ms) out.prefillMs = m.keep_kv_off.prompt_ms;
+      if (m.keep_kv_on?.prompt_ms) out.restoredPrefillMs = m.keep_kv_on.prompt_ms;
+      continue;
+    }
+    const key = keys[flag];
+    const value = Number(argv[i + 1]);
+    if (!key || !Number.isFinite(value) || value < 0) {
+      throw new Error(`sim: unknown flag or bad value: ${flag} ${argv[i + 1] ?? ""}`);
+    }
+    out[key] = value;
+    i++;
+  }
+  return out;
+}
+
 if (import.meta.main) {
-  const results = MODES.map((m) => simulate(m));
+  const args = process.argv.slice(2);
+  const p = paramsFrom(args, DEFAULTS);
+  const e = paramsFrom(args, EVICTION_DEFAULTS);
+  const results = MODES.map((m) => simulate(m, p));
   const s = (ms: number) => `${(ms / 1000).toFixed(0)} s`;
-  const p = DEFAULTS;
   process.stdout.write(
     `Two agent loops, two models, one GPU: ${p.rounds} rounds each, ${p.toolMs / 1000} s tool calls, ` +
       `${p.loadMs / 1000} s load, ${p.genMs / 1000} s generation.\n\n` +
@@ -161,10 +246,12 @@ if (import.meta.main) {
       `| ${r.mode} | ${r.swaps} | ${s(r.loopMs[0]!)} | ${s(r.loopMs[1]!)} | ${s(r.makespanMs)} |\n`,
     );
   }
-  const evictions = EVICT_MODES.map((m) => simulate(m));
+  const evictions = EVICT_MODES.map((m) => simulate(m, e));
   process.stdout.write(
-    `\nSwap cost per eviction mode (holds off): stop ${p.stopMs / 1000} s + load ${p.loadMs / 1000} s, ` +
-      `or sleep ${p.sleepMs / 1000} s + wake ${p.wakeMs / 1000} s.\n\n` +
+    `\nSwap cost per eviction mode (holds off): stop ${e.stopMs / 1000} s + load ${e.loadMs / 1000} s, ` +
+      `or sleep ${e.sleepMs / 1000} s + wake ${e.wakeMs / 1000} s; keep_kv adds a ${e.saveMs / 1000} s save ` +
+      `and a ${e.restoreMs / 1000} s restore. A turn after a reload or a wake processes its prompt again: ` +
+      `${e.prefillMs / 1000} s cold, ${e.restoredPrefillMs / 1000} s restored.\n\n` +
       "| eviction | swaps | loop 1 | loop 2 | makespan |\n|---|---|---|---|---|\n",
   );
   for (const r of evictions) {

@@ -76,6 +76,10 @@ export class ModelProcess {
   private draining: Promise<unknown> | null = null;
   private readonly lines: RingBuffer<string>;
   private lastStderr = new RingBuffer<string>(STDERR_TAIL_LINES * 5);
+  /** The cards the next spawn is placed on (several GPUs); undefined = the box as is. */
+  private gpus: readonly number[] | undefined;
+  /** The cards the running process was placed on. */
+  private placedOn: readonly number[] | undefined;
 
   constructor(
     model: ModelConfig,
@@ -98,6 +102,11 @@ export class ModelProcess {
     return this.run?.pid ?? null;
   }
 
+  /** The cards the running process was placed on; undefined without a placement. */
+  get placement(): readonly number[] | undefined {
+    return this.run === null ? undefined : this.placedOn;
+  }
+
   /** Recent stdout and stderr lines, oldest first, across restarts. */
   logs(): string[] {
     return this.lines.toArray();
@@ -118,8 +127,10 @@ export class ModelProcess {
    * Spawns the model and resolves once it is ready. Joins a start in progress; waits for
    * a stop in progress first. Rejects with `upstream_start_failed` (it exited or could not
    * run), `upstream_start_timeout` (stopped again), or `cancelled` (stop() was called).
+   * `opts.gpus`: the cards a spawn it makes is placed on (`${GPU_IDS}`, `CUDA_VISIBLE_DEVICES`).
    */
-  start(): Promise<void> {
+  start(opts: { gpus?: readonly number[] } = {}): Promise<void> {
+    if (opts.gpus !== undefined) this.gpus = [...opts.gpus];
     if (this._state === "ready") return Promise.resolve();
     if (this.starting !== null) return this.starting;
     if (this.stopping !== null) return this.stopping.then(() => this.start());
@@ -206,7 +217,8 @@ export class ModelProcess {
 
   private spawn(model: ModelConfig): Run {
     // The mark lets qm recognise the model's descendants wherever they end up.
-    const proc = spawnModel(model, tree.marker(model.id));
+    this.placedOn = this.gpus;
+    const proc = spawnModel(model, tree.marker(model.id), this.gpus);
     // Record the group before anything can await, so killAllSync always sees it.
     trackGroup(proc.pid);
     const leader = tree.register(model.id, proc.pid, portOf(model)?.port ?? null);

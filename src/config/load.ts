@@ -17,8 +17,8 @@ import { render, resolveMacros } from "./macros.ts";
 import { namedNodeModels, nodeModel } from "./node-models.ts";
 import { isPortFreeOnLoopback, PortAllocator } from "./ports.ts";
 import type { ConfigFile } from "./schema.ts";
-import type { Config, ModelConfig, PeerConfig } from "./types.ts";
 import { buildPreload, checkGpus } from "./startup.ts";
+import type { Config, ModelConfig, PeerConfig } from "./types.ts";
 import { applySchema } from "./validate.ts";
 
 export interface LoadOptions {

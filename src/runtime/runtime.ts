@@ -191,6 +191,7 @@ export class Runtime implements Effects, Gateway {
       vramChanged: () => this.events.publish({ type: "vram", ...this.status().resources }),
     });
     this.budget.refusalOf = (model) => this.gpu.refusal(model);
+    this.budget.placementOf = (model) => this.scheduler.placementOf(model);
     const scheduler = this.scheduler;
     this.runner = new SwapRunner({
       log: opts.log,

@@ -161,6 +161,11 @@ export class Scheduler {
     return this.policy.evictionFor(target, running);
   }
 
+  /** Several GPUs: the cards `model` runs on while it holds memory; undefined = not placed. */
+  placementOf(model: string): readonly number[] | undefined {
+    return this.models.get(model)?.gpus ?? undefined;
+  }
+
   /** Granted requests running on `model` now. */
   inflightOf(model: string): number {
     return this.models.get(model)?.inflight ?? 0;
@@ -188,6 +193,7 @@ export class Scheduler {
         heldUntil: m.heldUntil > this.clock.now() ? m.heldUntil : null,
         keepAliveMs: m.keepAliveMs,
         idleExpiry: idleExpiry(m),
+        gpus: m.gpus,
       })),
       queueDepth: this.queue.length,
       swaps: this.swaps.snapshot(),
@@ -270,7 +276,7 @@ export class Scheduler {
         return true;
       case "swap":
         this.holds.preempting(d.evict);
-        this.swaps.begin(q.spec.model, d.evict, q, d.budget);
+        this.swaps.begin(q.spec.model, d.evict, q, d.budget, d.gpus);
         return true;
       case "queue":
         return false;

@@ -37,7 +37,13 @@ export class SwapBook {
    * Step 6: stop `evict`, start `target`; `first` is its first waiter. `budget`: the part of
    * `evict` stopped to fit a memory budget (for the metrics' eviction reasons).
    */
-  begin(target: string, evict: string[], first: Queued, budget: readonly string[] = []): void {
+  begin(
+    target: string,
+    evict: string[],
+    first: Queued,
+    budget: readonly string[] = [],
+    gpus?: readonly number[],
+  ): void {
     const swap: ActiveSwap = {
       id: this.nextSwapId++,
       target,
@@ -48,9 +54,16 @@ export class SwapBook {
     this.swaps.set(swap.id, swap);
     for (const v of evict) this.models.setState(v, "stopping");
     this.models.setState(target, "starting");
+    this.models.get(target)!.gpus = gpus ? [...gpus] : null;
     this.models.touch(target);
     this.effects.loading(first.spec.id, target);
-    this.effects.startSwap({ id: swap.id, target, evict: [...evict], budget: [...budget] });
+    this.effects.startSwap({
+      id: swap.id,
+      target,
+      evict: [...evict],
+      budget: [...budget],
+      ...(gpus ? { gpus: [...gpus] } : {}),
+    });
   }
 
   /** Step 2: `q` waits for the swap bringing its model in. */

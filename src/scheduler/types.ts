@@ -25,6 +25,8 @@ export interface Swap {
   evict: string[];
   /** The part of `evict` stopped to fit a memory budget (the rest: the groups' swap rules). */
   budget?: string[];
+  /** Several GPUs: the card(s) the target is placed on (the policy's choice). Absent: the box. */
+  gpus?: number[];
 }
 
 export type SwapResult = { ok: true } | { ok: false; error: QmError };

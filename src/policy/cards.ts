@@ -58,7 +58,7 @@ export function placeOnCards(o: {
     }
   }
   const room = (c: Card) => c.ceilingGb - charged.get(c.index)!;
-  let sets: number[][];
+  let sets: Iterable<number[]>;
   if (typeof o.want !== "number") {
     const missing = o.want.filter((g) => !byIndex.has(g));
     if (missing.length > 0) {
@@ -85,9 +85,9 @@ export function placeOnCards(o: {
       .map((c) => c.index);
     sets = n === 1 ? order.map((g) => [g]) : combinations(order, n, MAX_SETS);
   }
-  if (o.needGb <= 0) return { kind: "fits", gpus: sorted(sets[0]!), evict: [] };
   let best: string | null = null;
   for (const set of sets) {
+    if (o.needGb <= 0) return { kind: "fits", gpus: sorted(set), evict: [] };
     const share = o.needGb / set.length;
     const fit = fitOn(set, share, byIndex, charged, residents);
     if (fit.ok) return { kind: "fits", gpus: sorted(set), evict: fit.evict };
@@ -144,25 +144,21 @@ function fitOn(
   };
 }
 
-/** `n`-element subsets of `order`, the first `n` first, in lexicographic order; at most `cap`. */
-function combinations(order: readonly number[], n: number, cap: number): number[][] {
-  const out: number[][] = [];
-  const pick: number[] = [];
-  const walk = (from: number) => {
-    if (out.length >= cap) return;
-    if (pick.length === n) {
-      out.push(pick.map((i) => order[i]!));
-      return;
-    }
-    for (let i = from; i <= order.length - (n - pick.length); i++) {
-      pick.push(i);
-      walk(i + 1);
-      pick.pop();
-      if (out.length >= cap) return;
-    }
-  };
-  walk(0);
-  return out;
+/**
+ * `n`-element subsets of `order`, the first `n` first, in lexicographic order of positions;
+ * at most `cap`. Lazy: most placements take the first.
+ */
+function* combinations(order: readonly number[], n: number, cap: number): Generator<number[]> {
+  const pick = Array.from({ length: n }, (_, i) => i);
+  for (let made = 0; made < cap; made++) {
+    yield pick.map((i) => order[i]!);
+    // The next combination: bump the rightmost position that can still move.
+    let k = n - 1;
+    while (k >= 0 && pick[k] === order.length - n + k) k--;
+    if (k < 0) return;
+    pick[k]!++;
+    for (let j = k + 1; j < n; j++) pick[j] = pick[j - 1]! + 1;
+  }
 }
 
 function sorted(set: readonly number[]): number[] {

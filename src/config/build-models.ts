@@ -130,7 +130,8 @@ function buildModel(ctx: BuildContext, id: string, m: ModelFile, ports: PortAllo
       m.scrape_upstream_metrics === "auto"
         ? scrapesMetricsByDefault(argv)
         : m.scrape_upstream_metrics,
-    ...(m.gpus === undefined
+    // One card is the default: only another count, or a fixed list, is kept.
+    ...(m.gpus === 1
       ? {}
       : { gpus: typeof m.gpus === "number" ? m.gpus : [...new Set(m.gpus)].sort((a, b) => a - b) }),
     group: "", // set once groups are known

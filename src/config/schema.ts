@@ -164,11 +164,12 @@ export const ModelSchema = Type.Object(
     /** Loaded at startup (after `server.preload`, in file order). */
     preload: Type.Boolean({ default: false }),
     /** How many GPUs it needs (default 1 with several cards), or the fixed cards it runs on. */
-    gpus: Type.Optional(
-      Type.Union([
+    gpus: Type.Union(
+      [
         Type.Integer({ minimum: 1, maximum: MAX_GPU_INDEX + 1 }),
-        Type.Array(Type.Integer({ minimum: 0, maximum: MAX_GPU_INDEX }), { minItems: 1 }),
-      ]),
+        Type.Array(Type.Integer({ minimum: 0, maximum: MAX_GPU_INDEX })),
+      ],
+      { default: 1 },
     ),
   },
   closed,

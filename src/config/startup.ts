@@ -38,11 +38,17 @@ export function checkGpus(file: ConfigFile, issues: Issues): GpuBudget[] {
     });
     cards.sort((a, b) => a.index - b.index);
   }
+  for (const [id, m] of Object.entries(file.models)) {
+    const at = ["models", id, "gpus"];
+    if (Array.isArray(m.gpus) && m.gpus.length === 0 && !issues.within(at)) {
+      issues.at(at, "must list at least one GPU (or give a count)");
+    }
+  }
   if (cards.length === 0) return cards;
   const known = cards.map((c) => c.index);
   for (const [id, m] of Object.entries(file.models)) {
     const at = ["models", id, "gpus"];
-    if (m.gpus === undefined || issues.within(at)) continue;
+    if (issues.within(at)) continue;
     if (typeof m.gpus === "number") {
       if (m.gpus > cards.length) {
         issues.at(at, `needs ${m.gpus} GPUs but resources.gpus lists ${cards.length}`);

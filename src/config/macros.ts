@@ -24,7 +24,7 @@ const DEFERRED: readonly string[] = ["PORT", "MODEL_ID", "PID", "GPU_IDS"];
 const BUILTINS = ["PORT", "MODEL_ID", "PID", "GPU_IDS", "QM_BIN"];
 
 /** `${GPU_IDS}` as it stays in a model's resolved text until a start fills it. */
-export const GPU_IDS_MARKER = "${GPU_IDS}";
+export const GPU_IDS_MARKER = "$" + "{GPU_IDS}";
 
 /** Fills `${GPU_IDS}` with the cards a start was placed on (comma list; "0" without one). */
 export function fillGpuIds(text: string, gpus: readonly number[] | undefined): string {

@@ -1,3 +1,4 @@
+// biome-ignore-all lint/suspicious/noTemplateCurlyInString: qm macros are written ${NAME}; these strings are TOML and expected values, not JS templates.
 /** `server.preload` / `preload = true`, `resources.gpus` / a model's `gpus`, and `${GPU_IDS}`. */
 import { describe, expect, test } from "bun:test";
 import { ConfigError } from "../../src/config/errors.ts";

@@ -81,7 +81,7 @@ gpus = 2
     expect(s.resources.gpus!.map((c) => c.models)).toEqual([["a"], ["b"]]);
   });
 
-  test("a model on both cards evicts on them (LRU), and reads its cards in ${GPU_IDS}", async () => {
+  test("a model on both cards evicts on them (LRU), and reads its cards in GPU_IDS", async () => {
     const text = await ask(qm, "both");
     expect(text).toContain("both-0,1");
     const s = await status(qm.url);

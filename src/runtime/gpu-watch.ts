@@ -31,8 +31,8 @@ export interface GpuWatchDeps {
   processes(): Iterable<ProcessView>;
   /** True while a swap is loading or stopping something: readings are in flux. */
   inTransition(): boolean;
-  /** The ceiling dropped: shed idle models to fit. */
-  shed(vramLimitGb: number): void;
+  /** The ceiling dropped: shed idle models to fit (several GPUs: on each card, `cards`). */
+  shed(vramLimitGb: number, cards?: readonly { index: number; ceilingGb: number }[]): void;
   /** How often the spawn guard re-reads while freed memory settles; default 200 ms. */
   settlePollMs?: number;
   /** How long freed memory may take to show up; default RELEASE_SETTLE_MS (5 s). */
@@ -267,7 +267,9 @@ export class GpuWatch {
         `GPU memory: other programs now use ${round(r.foreignGb)} GB; VRAM ceiling ${round(before)} → ${round(ceiling)} GB`,
       );
     }
-    if (!this.deps.inTransition() && !this.own.settling(timers.now())) this.deps.shed(ceiling);
+    if (!this.deps.inTransition() && !this.own.settling(timers.now())) {
+      this.deps.shed(ceiling, budget.cards());
+    }
     return false;
   }
 

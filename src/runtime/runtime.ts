@@ -186,7 +186,7 @@ export class Runtime implements Effects, Gateway {
       probe: probeGpu,
       processes: () => this.runner.all().values(),
       inTransition: () => this.scheduler.snapshot().swaps.length > 0,
-      shed: (gb) => this.scheduler.shed(gb),
+      shed: (gb, cards) => this.scheduler.shed(gb, cards),
       // The VRAM picture as status shows it (only when it changed: a status costs little then).
       vramChanged: () => this.events.publish({ type: "vram", ...this.status().resources }),
     });

@@ -6,7 +6,7 @@ import { type DecideView, type Decision, decide } from "./decide.ts";
 import { EventClock } from "./event-clock.ts";
 import { Holds } from "./holds.ts";
 import { idleExpiry, ModelTable } from "./models.ts";
-import { idleToShed } from "./shed.ts";
+import { idleToShed, idleToShedOnCards } from "./shed.ts";
 import { SwapBook } from "./swaps.ts";
 import type { Effects, ModelState, RequestSpec, ServeOutcome, SwapResult } from "./types.ts";
 import { WaitLine } from "./wait-line.ts";
@@ -121,9 +121,10 @@ export class Scheduler {
   /**
    * The live VRAM ceiling dropped below what the residents are estimated to use (another
    * program took GPU memory): stop idle models, least-recently-used first, until they fit.
+   * `cards` (several GPUs): the same on each card, against its own ceiling.
    */
-  shed(vramLimitGb: number): void {
-    this.run(() => this.onShed(vramLimitGb));
+  shed(vramLimitGb: number, cards?: readonly { index: number; ceilingGb: number }[]): void {
+    this.run(() => this.onShed(vramLimitGb, cards));
   }
   /** A `?ctx=` variant was minted: schedule it like any configured model. */
   addModel(model: ModelConfig): void {
@@ -370,8 +371,12 @@ export class Scheduler {
     if (!this.closed) this.swaps.stopOutsideSwap(this.holds.idleExpired(this.view.stopping), "ttl");
   }
 
-  private onShed(limitGb: number): void {
-    const victims = idleToShed(limitGb, this.config, this.models, this.swaps, this.clock.now());
+  private onShed(limitGb: number, cards?: readonly { index: number; ceilingGb: number }[]): void {
+    const now = this.clock.now();
+    const victims =
+      cards && cards.length > 0
+        ? idleToShedOnCards(cards, this.config, this.models, this.swaps, now)
+        : idleToShed(limitGb, this.config, this.models, this.swaps, now);
     this.swaps.stopOutsideSwap(victims, "GPU memory pressure");
   }
 

@@ -4,6 +4,8 @@
  * it started (tree-watch.ts) gracefully (cmd_stop or SIGTERM, SIGKILL after
  * `stop_timeout_s`), and report exits nobody asked for. Invariants: ./design.md.
  */
+
+import { fillGpuIds } from "../config/macros.ts";
 import type { ModelConfig } from "../config/types.ts";
 import { QmError } from "../shared/errors.ts";
 import type { Logger } from "../shared/log.ts";
@@ -232,7 +234,8 @@ export class ModelProcess {
       }),
     ]);
     const run: Run = {
-      model,
+      // `${GPU_IDS}` in cmd_stop and env reads what this spawn was placed on, as its argv does.
+      model: withGpuIds(model, this.gpus),
       proc,
       pid: proc.pid,
       start: leader.start,
@@ -306,4 +309,12 @@ export class ModelProcess {
     this._state = state;
     this.opts.onStateChange?.(state);
   }
+}
+
+/** `model` with `${GPU_IDS}` filled in its `cmd_stop` and `env` (its argv: `spawnModel`). */
+function withGpuIds(model: ModelConfig, gpus: readonly number[] | undefined): ModelConfig {
+  const env = Object.fromEntries(
+    Object.entries(model.env).map(([k, v]) => [k, fillGpuIds(v, gpus)]),
+  );
+  return { ...model, cmdStop: fillGpuIds(model.cmdStop, gpus), env };
 }

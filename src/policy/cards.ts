@@ -41,26 +41,27 @@ export function placeOnCards(o: {
   residents: readonly PlacedResident[];
 }): Placement {
   const { cards, residents } = o;
-  const byIndex = new Map(cards.map((c) => [c.index, c]));
-  const charged = new Map<number, number>();
-  const count = new Map<number, number>();
-  for (const c of cards) {
-    charged.set(c.index, 0);
-    count.set(c.index, 0);
-  }
+  // Per card, by index (arrays: this runs on every decision).
+  let size = 0;
+  for (const c of cards) size = Math.max(size, c.index + 1);
+  const ceiling = new Float64Array(size).fill(Number.NaN);
+  const charged = new Float64Array(size);
+  const count = new Uint32Array(size);
+  for (const c of cards) ceiling[c.index] = c.ceilingGb;
+  const has = (g: number) => g >= 0 && g < size && !Number.isNaN(ceiling[g]!);
   for (const r of residents) {
     if (r.gpus.length === 0) continue;
     const share = r.estGb / r.gpus.length;
     for (const g of r.gpus) {
-      if (!charged.has(g)) continue;
-      charged.set(g, charged.get(g)! + share);
-      count.set(g, count.get(g)! + 1);
+      if (!has(g)) continue;
+      charged[g]! += share;
+      count[g]! += 1;
     }
   }
-  const room = (c: Card) => c.ceilingGb - charged.get(c.index)!;
+  const room = (c: Card) => c.ceilingGb - charged[c.index]!;
   let sets: Iterable<number[]>;
   if (typeof o.want !== "number") {
-    const missing = o.want.filter((g) => !byIndex.has(g));
+    const missing = o.want.filter((g) => !has(g));
     if (missing.length > 0) {
       return {
         kind: "cannot",
@@ -78,10 +79,7 @@ export function placeOnCards(o: {
     }
     // Least loaded first: most room, then fewest residents, then the lower index.
     const order = [...cards]
-      .sort(
-        (a, b) =>
-          room(b) - room(a) || count.get(a.index)! - count.get(b.index)! || a.index - b.index,
-      )
+      .sort((a, b) => room(b) - room(a) || count[a.index]! - count[b.index]! || a.index - b.index)
       .map((c) => c.index);
     sets = n === 1 ? order.map((g) => [g]) : combinations(order, n, MAX_SETS);
   }
@@ -89,7 +87,7 @@ export function placeOnCards(o: {
   for (const set of sets) {
     if (o.needGb <= 0) return { kind: "fits", gpus: sorted(set), evict: [] };
     const share = o.needGb / set.length;
-    const fit = fitOn(set, share, byIndex, charged, residents);
+    const fit = fitOn(set, share, ceiling, charged, residents);
     if (fit.ok) return { kind: "fits", gpus: sorted(set), evict: fit.evict };
     best ??= fit.reason(o.target, share);
   }
@@ -104,43 +102,55 @@ type Fit =
 function fitOn(
   set: readonly number[],
   share: number,
-  byIndex: ReadonlyMap<number, Card>,
-  charged: ReadonlyMap<number, number>,
+  ceiling: Float64Array,
+  charged: Float64Array,
   residents: readonly PlacedResident[],
 ): Fit {
-  const used = new Map(set.map((g) => [g, charged.get(g)!]));
-  const tooBig = set.find((g) => share > byIndex.get(g)!.ceilingGb);
+  const tooBig = set.find((g) => share > ceiling[g]!);
   if (tooBig !== undefined) {
-    const c = byIndex.get(tooBig)!;
+    const c = ceiling[tooBig]!;
     return {
       ok: false,
       reason: (t, s) =>
-        `model "${t}" needs ${gb(s)} on GPU ${c.index} but its ceiling is ${gb(c.ceilingGb)}: it cannot fit even alone`,
+        `model "${t}" needs ${gb(s)} on GPU ${tooBig} but its ceiling is ${gb(c)}: it cannot fit even alone`,
     };
   }
-  const fits = () => set.every((g) => used.get(g)! + share <= byIndex.get(g)!.ceilingGb);
-  const on = (r: PlacedResident) => r.gpus.some((g) => used.has(g));
+  const used = new Float64Array(charged.length);
+  const inSet = new Uint8Array(charged.length);
+  for (const g of set) {
+    used[g] = charged[g]!;
+    inSet[g] = 1;
+  }
+  const fits = () => {
+    for (const g of set) if (used[g]! + share > ceiling[g]!) return false;
+    return true;
+  };
+  const on = (r: PlacedResident) => {
+    for (const g of r.gpus) if (g < inSet.length && inSet[g] === 1) return true;
+    return false;
+  };
   const evict: string[] = [];
   const gone = (r: PlacedResident) => {
     evict.push(r.id);
     const each = r.estGb / r.gpus.length;
-    for (const g of r.gpus) if (used.has(g)) used.set(g, used.get(g)! - each);
+    for (const g of r.gpus) if (g < inSet.length && inSet[g] === 1) used[g]! -= each;
   };
-  for (const r of residents) if (on(r) && r.estGb <= 0 && !r.persistent) gone(r);
+  for (const r of residents) if (r.estGb <= 0 && !r.persistent && on(r)) gone(r);
   for (const r of residents) {
     if (fits()) break;
-    if (!on(r) || r.persistent || r.estGb <= 0) continue;
+    if (r.persistent || r.estGb <= 0 || !on(r)) continue;
     gone(r);
   }
   if (fits()) return { ok: true, evict };
-  const full = set.find((g) => used.get(g)! + share > byIndex.get(g)!.ceilingGb)!;
+  const full = set.find((g) => used[g]! + share > ceiling[g]!)!;
   const kept = residents
     .filter((r) => r.gpus.includes(full) && !evict.includes(r.id))
     .map((r) => r.id);
+  const usedThere = used[full]!;
   return {
     ok: false,
     reason: (t, s) =>
-      `model "${t}" needs ${gb(s)} on GPU ${full}; ${gb(used.get(full)!)} stays in use there by models that cannot be evicted (${kept.join(", ")}) and its ceiling is ${gb(byIndex.get(full)!.ceilingGb)}`,
+      `model "${t}" needs ${gb(s)} on GPU ${full}; ${gb(usedThere)} stays in use there by models that cannot be evicted (${kept.join(", ")}) and its ceiling is ${gb(ceiling[full]!)}`,
   };
 }
 

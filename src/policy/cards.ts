@@ -14,7 +14,10 @@ export interface PlacedResident {
   id: string;
   /** Its `est_vram_gb` (0 = unknown). */
   estGb: number;
-  /** The cards it runs on; empty = none of them (charged nowhere). */
+  /**
+   * The cards it runs on; empty = not placed (it started before the cards were known, and
+   * sees them all): charged in full on every card, and evicting it frees every card.
+   */
   gpus: readonly number[];
   persistent: boolean;
 }
@@ -50,7 +53,13 @@ export function placeOnCards(o: {
   for (const c of cards) ceiling[c.index] = c.ceilingGb;
   const has = (g: number) => g >= 0 && g < size && !Number.isNaN(ceiling[g]!);
   for (const r of residents) {
-    if (r.gpus.length === 0) continue;
+    if (r.gpus.length === 0) {
+      for (const c of cards) {
+        charged[c.index]! += r.estGb;
+        count[c.index]! += 1;
+      }
+      continue;
+    }
     const share = r.estGb / r.gpus.length;
     for (const g of r.gpus) {
       if (!has(g)) continue;
@@ -126,12 +135,17 @@ function fitOn(
     return true;
   };
   const on = (r: PlacedResident) => {
+    if (r.gpus.length === 0) return true;
     for (const g of r.gpus) if (g < inSet.length && inSet[g] === 1) return true;
     return false;
   };
   const evict: string[] = [];
   const gone = (r: PlacedResident) => {
     evict.push(r.id);
+    if (r.gpus.length === 0) {
+      for (const g of set) used[g]! -= r.estGb;
+      return;
+    }
     const each = r.estGb / r.gpus.length;
     for (const g of r.gpus) if (g < inSet.length && inSet[g] === 1) used[g]! -= each;
   };
@@ -144,7 +158,7 @@ function fitOn(
   if (fits()) return { ok: true, evict };
   const full = set.find((g) => used[g]! + share > ceiling[g]!)!;
   const kept = residents
-    .filter((r) => r.gpus.includes(full) && !evict.includes(r.id))
+    .filter((r) => (r.gpus.length === 0 || r.gpus.includes(full)) && !evict.includes(r.id))
     .map((r) => r.id);
   const usedThere = used[full]!;
   return {

@@ -134,6 +134,18 @@ describe("placeOnCards", () => {
     expect(split).toEqual({ kind: "fits", gpus: [0, 1], evict: [] });
   });
 
+  test("a resident not placed (started before the cards were known) counts in full on every card", () => {
+    const placed = placeOnCards({
+      target: "t",
+      needGb: 6,
+      want: 1,
+      cards: cards(10, 10),
+      residents: [r("old", 6, []), r("a", 1, [1])],
+    });
+    // 4 GB free on card 0, 3 on card 1: old must go, from the roomier card's point of view.
+    expect(placed).toEqual({ kind: "fits", gpus: [0], evict: ["old"] });
+  });
+
   test("unknown estimate: the least loaded card, no evictions", () => {
     const placed = placeOnCards({
       target: "t",

@@ -25,7 +25,7 @@ function supervise(id: string) {
   return proc;
 }
 
-test("the cards a start is placed on: CUDA_VISIBLE_DEVICES and ${GPU_IDS}, kept while it runs", async () => {
+test("the cards a start is placed on: CUDA_VISIBLE_DEVICES and GPU_IDS, kept while it runs", async () => {
   const proc = supervise("placed");
   await proc.start({ gpus: [1, 3] });
   expect(proc.logs()).toContain("demo-upstream placed-1,3: CUDA_VISIBLE_DEVICES=1,3");
@@ -34,7 +34,7 @@ test("the cards a start is placed on: CUDA_VISIBLE_DEVICES and ${GPU_IDS}, kept 
   expect(proc.placement).toBeUndefined();
 });
 
-test("no placement: CUDA_VISIBLE_DEVICES as qm's environment has it, ${GPU_IDS} reads 0", async () => {
+test("no placement: CUDA_VISIBLE_DEVICES as qm's environment has it, GPU_IDS reads 0", async () => {
   const proc = supervise("box");
   await proc.start();
   const inherited = process.env.CUDA_VISIBLE_DEVICES;

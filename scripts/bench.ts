@@ -32,8 +32,11 @@
  * (m) From a peer's model becoming ready to the routing table knowing it, with the peer's
  *     events and by polling its status (scripts/bench/peer-known.ts).
  *
- * `bun run bench --section NAME` runs one of (j) `observability`, (l) `peer-hop` or (m)
- * `peer-known` alone (with the machine figures and its targets): the sections that start
+ * (n) The placement decision across several GPUs: 8 cards × 64 models, µs per decision
+ *     (scripts/bench/placement.ts).
+ *
+ * `bun run bench --section NAME` runs one of (j) `observability`, (l) `peer-hop`, (m)
+ * `peer-known` or (n) `placement` alone (with the machine figures and its targets): the sections that start
  * their own qm processes and need no other.
  *
  * qm runs as the compiled binary (`dist/qm serve`, rebuilt when older than src/) with a
@@ -51,6 +54,7 @@ import { inProcessOverhead } from "./bench/overhead.ts";
 import { peerHopRuns } from "./bench/peer-hop.ts";
 import { peerKnownRuns } from "./bench/peer-known.ts";
 import { peerRoute } from "./bench/peer-route.ts";
+import { placement } from "./bench/placement.ts";
 import { startListening, withCleanup } from "./bench/procs.ts";
 import { ensureBuilt, load, MODELS, revision, startQm } from "./bench/qm.ts";
 import { readinessRuns } from "./bench/readiness.ts";
@@ -99,7 +103,7 @@ function bareForwarder(name: string, upstream: string, script = BARE) {
 }
 
 /** The sections `--section NAME` can run alone. */
-const ALONE = ["observability", "peer-hop", "peer-known"] as const;
+const ALONE = ["observability", "peer-hop", "peer-known", "placement"] as const;
 
 function sectionArg(): (typeof ALONE)[number] | null {
   const at = process.argv.indexOf("--section");
@@ -161,6 +165,10 @@ function peerKnownTargets(m: Awaited<ReturnType<typeof peerKnown>>) {
   };
 }
 
+function placementTargets(n: ReturnType<typeof placement>) {
+  return { placement_us_p99: target(n.us_p99, "<=", 100) };
+}
+
 /** `--section NAME`: one section alone, with the machine figures and its targets. */
 async function alone(name: (typeof ALONE)[number]): Promise<void> {
   const loadStart = loadavg();
@@ -186,6 +194,9 @@ async function alone(name: (typeof ALONE)[number]): Promise<void> {
       ...[l.whole_c1, l.stream_c1, l.whole_c8, l.stream_c8].map((c) => c.others_cpu_pct),
     );
     report = { machine: machine(othersMax), peer_hop: l, targets: peerHopTargets(l) };
+  } else if (name === "placement") {
+    const n = placement();
+    report = { machine: machine(null), placement: n, targets: placementTargets(n) };
   } else {
     const m = await peerKnown();
     report = { machine: machine(null), peer_known: m, targets: peerKnownTargets(m) };
@@ -309,6 +320,8 @@ async function main(): Promise<void> {
   const added = round(c1.qm.p50_ms - c1.direct.p50_ms);
   // (k) the routing decision among peers, in-process.
   const route = peerRoute();
+  // (n) the placement decision across 8 cards, in-process.
+  const n = placement();
   const report = {
     machine: {
       cores: cpus().length,
@@ -396,6 +409,7 @@ async function main(): Promise<void> {
     observability: j,
     matrix_solver: matrixSolver(),
     peer_route: route,
+    placement: n,
     peer_hop: l,
     peer_known: m,
     rss_mb: {
@@ -421,6 +435,7 @@ async function main(): Promise<void> {
       ...observabilityTargets(j),
       ...peerHopTargets(l),
       ...peerKnownTargets(m),
+      ...placementTargets(n),
     },
   };
   process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);

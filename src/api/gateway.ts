@@ -151,6 +151,29 @@ export interface ModelStatusJson {
   last_load_ms: number | null;
   /** A config reload changed its process settings: they apply on its next start. */
   restart_pending?: boolean;
+  /** The cards it runs on (several GPUs), while it holds memory; absent otherwise. */
+  gpus?: number[];
+}
+
+/** One card, with several GPUs (`resources.gpus` or detected). */
+export interface CardStatusJson {
+  index: number;
+  /** Its budget: `resources.gpus`, or the card's memory as nvidia-smi reports it. */
+  budget_gb: number;
+  /** What admission uses on it now (the budget, tightened by the live reading). */
+  ceiling_gb: number;
+  /** Estimated use by the models placed on it (a model on n cards: est_vram_gb / n each). */
+  used_gb: number;
+  /** The models placed on it, holding memory now. */
+  models: string[];
+  /** The latest trusted nvidia-smi reading of this card, or null. */
+  reading: {
+    total_gb: number;
+    used_gb: number;
+    free_gb: number;
+    ours_gb: number;
+    foreign_gb: number;
+  } | null;
 }
 
 export interface StatusJson {
@@ -161,6 +184,13 @@ export interface StatusJson {
   models: ModelStatusJson[];
   queue: { depth: number };
   swaps: { target: string; evict: string[]; waiters: number }[];
+  /** Models loaded at startup (`server.preload`, `preload = true`); absent with none. */
+  preload?: {
+    pending: string[];
+    loading: string | null;
+    done: string[];
+    skipped: { model: string; reason: string }[];
+  };
   resources: {
     vram_budget_gb: number;
     vram_ceiling_gb: number;
@@ -178,5 +208,7 @@ export interface StatusJson {
       foreign_gb: number;
       foreign_baseline_gb: number | null;
     } | null;
+    /** Each card, with several GPUs; absent on a box admitted against one budget. */
+    gpus?: CardStatusJson[];
   };
 }

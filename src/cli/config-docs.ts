@@ -34,8 +34,8 @@ export const CONFIG_ABOUT =
 
 export const MACROS_ABOUT =
   "`NAME = value` makes `${NAME}` expand to the value in any model string (numbers and " +
-  "booleans as written). Built in: `${PORT}`, `${MODEL_ID}`, `${QM_BIN}`, `${env.NAME}`, and " +
-  "`${PID}` in `cmd_stop`.";
+  "booleans as written). Built in: `${PORT}`, `${MODEL_ID}`, `${QM_BIN}`, `${env.NAME}`, " +
+  "`${GPU_IDS}` (the cards a start was placed on) and `${PID}` in `cmd_stop`.";
 
 export const CONFIG_DOCS: Record<DocumentedSection, SectionDoc> = {
   server: {
@@ -103,6 +103,11 @@ export const CONFIG_DOCS: Record<DocumentedSection, SectionDoc> = {
       responses_store_mb: {
         meaning:
           "The kept Responses' size bound, in MB (MiB; fractions allowed): past it the least recently used are dropped, whatever `responses_store` allows.",
+      },
+      preload: {
+        meaning:
+          "Models loaded at startup, in this order, then every model with `preload = true` in file order. They load one at a time once the listeners are up, within the budget: one that does not fit beside what is already resident (or could only by evicting something, another preload included) is skipped with a log line. Requests that arrive meanwhile are scheduled as usual. `GET /api/status` shows `preload` (pending, loading, done, skipped with the reason). Read at startup only.",
+        example: ["qwen-7b", "embed"],
       },
       watch_config: {
         meaning:
@@ -185,6 +190,14 @@ export const CONFIG_DOCS: Record<DocumentedSection, SectionDoc> = {
         meaning:
           "How often the probe samples GPU memory, in ms (at least 100): how quickly qm notices another program taking memory.",
       },
+      gpus: {
+        meaning:
+          "Several GPUs: one budget per card, `{index = N, vram_budget_gb = GB}`. Each card is admitted against its own ceiling (its budget, tightened by the live reading of that card as `vram_budget_gb` is for the box); `vram_budget_gb` is then not used for admission. Without this list, a probe that lists two or more cards gives each card its memory as its budget (scaled down to `vram_budget_gb` when one is set). A model runs on the card(s) with room — least loaded first, then the least-recently-used models on that card only are evicted — and sees them as `CUDA_VISIBLE_DEVICES` and `${GPU_IDS}`. `[]`: one budget for the box.",
+        example: [
+          { index: 0, vram_budget_gb: 24 },
+          { index: 1, vram_budget_gb: 24 },
+        ],
+      },
     },
   },
   router: {
@@ -240,7 +253,7 @@ export const CONFIG_DOCS: Record<DocumentedSection, SectionDoc> = {
     keys: {
       cmd: {
         meaning:
-          'The command that starts the model server. It is split like a shell would split it (quotes, backslashes, `"""` strings, `#` comments), but no shell runs. Macros: `${PORT}`, `${MODEL_ID}`, `${QM_BIN}`, `${env.NAME}` and your own.',
+          'The command that starts the model server. It is split like a shell would split it (quotes, backslashes, `"""` strings, `#` comments), but no shell runs. Macros: `${PORT}`, `${MODEL_ID}`, `${GPU_IDS}`, `${QM_BIN}`, `${env.NAME}` and your own.',
         example: "llama-server --port ${PORT} -m /models/qwen-7b.gguf --ctx-size 16384",
       },
       proxy: { meaning: "Base URL (`http` or `https`) the model answers on; requests go there." },
@@ -346,6 +359,15 @@ export const CONFIG_DOCS: Record<DocumentedSection, SectionDoc> = {
         meaning:
           "One deadline for all of a stop's slot saves (and for a start's restores); a save still running past it is abandoned and the stop goes on.",
         example: 30,
+      },
+      preload: {
+        meaning:
+          "Load this model at startup (after `server.preload`, in file order), if it fits; see `server.preload`.",
+      },
+      gpus: {
+        meaning:
+          'Several GPUs: how many cards the model needs (its `est_vram_gb` is split evenly over them), or the fixed list of cards it runs on. Default: one card. The chosen cards are its `CUDA_VISIBLE_DEVICES`, and `${GPU_IDS}` in its `cmd` or `env` (e.g. `--tensor-parallel-size`, `--tensor-split`) reads them as a comma list (`"0"` without cards). Chosen when it starts, kept while it runs. Ignored on a box with one budget.',
+        example: 2,
       },
     },
   },

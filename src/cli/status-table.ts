@@ -45,9 +45,29 @@ export function renderStatus(s: StatusJson): string {
       `gpu: ${r.gpu.used_gb} of ${r.gpu.total_gb} GB used (qm's models ${r.gpu.ours_gb} GB, other programs ${r.gpu.foreign_gb} GB, idle baseline ${base})`,
     );
   }
+  for (const c of r.gpus ?? []) {
+    const seen = c.reading
+      ? `; reads ${c.reading.used_gb} of ${c.reading.total_gb} GB used (qm ${c.reading.ours_gb} GB, others ${c.reading.foreign_gb} GB)`
+      : "";
+    const on = c.models.length > 0 ? c.models.join(", ") : "no model";
+    out.push(
+      `gpu ${c.index}: ${c.used_gb} GB estimated in use of a ${c.ceiling_gb} GB ceiling (budget ${c.budget_gb} GB) — ${on}${seen}`,
+    );
+  }
   out.push(`probe: ${r.probe}`);
   if (r.ram_budget_gb > 0)
     out.push(`ram: ${r.ram_used_gb} GB estimated in use of ${r.ram_budget_gb} GB`);
+  if (s.preload) {
+    const p = s.preload;
+    const parts = [
+      p.loading ? `loading ${p.loading}` : "",
+      p.pending.length > 0 ? `pending ${p.pending.join(", ")}` : "",
+      p.done.length > 0 ? `done ${p.done.join(", ")}` : "",
+      p.skipped.length > 0 ? `skipped ${p.skipped.map((x) => x.model).join(", ")}` : "",
+    ].filter(Boolean);
+    out.push(`preload: ${parts.join("; ") || "nothing"}`);
+    for (const x of p.skipped) out.push(`  ${x.model} skipped: ${x.reason}`);
+  }
   for (const m of s.models) {
     if (m.last_error) out.push(`${m.id} failed: ${m.last_error.split("\n")[0]}`);
   }

@@ -55,7 +55,7 @@ function expandAt(ctx: BuildContext, path: Path, text: string, allowed: Deferred
 
 function buildModel(ctx: BuildContext, id: string, m: ModelFile, ports: PortAllocator) {
   const at = (...rest: (string | number)[]): Path => ["models", id, ...rest];
-  const model: Deferred[] = ["PORT", "MODEL_ID"];
+  const model: Deferred[] = ["PORT", "MODEL_ID", "GPU_IDS"];
   const fields = {
     cmd: expandAt(ctx, at("cmd"), m.cmd, model),
     cmdStop: expandAt(ctx, at("cmd_stop"), m.cmd_stop, [...model, "PID"]),
@@ -77,8 +77,9 @@ function buildModel(ctx: BuildContext, id: string, m: ModelFile, ports: PortAllo
       return undefined;
     }
   }
+  // ${PID} and ${GPU_IDS} are filled at each start (the process, and the cards it is placed on).
   const fill = (macro: Deferred) =>
-    macro === "PORT" ? String(port) : macro === "MODEL_ID" ? id : `\${PID}`;
+    macro === "PORT" ? String(port) : macro === "MODEL_ID" ? id : `\${${macro}}`;
   const text = (e: Expansion) => render(e.segments, fill);
   // Everything but ${PORT}, ${MODEL_ID} and ${PID} resolved: what `model?ctx=N` variants are
   // minted from at run time.
@@ -135,6 +136,10 @@ function buildModel(ctx: BuildContext, id: string, m: ModelFile, ports: PortAllo
       m.scrape_upstream_metrics === "auto"
         ? scrapesMetricsByDefault(argv)
         : m.scrape_upstream_metrics,
+    // One card is the default: only another count, or a fixed list, is kept.
+    ...(m.gpus === 1
+      ? {}
+      : { gpus: typeof m.gpus === "number" ? m.gpus : [...new Set(m.gpus)].sort((a, b) => a - b) }),
     group: "", // set once groups are known
     keepKv,
     template: {

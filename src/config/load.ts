@@ -17,6 +17,7 @@ import { render, resolveMacros } from "./macros.ts";
 import { namedNodeModels, nodeModel } from "./node-models.ts";
 import { isPortFreeOnLoopback, PortAllocator } from "./ports.ts";
 import type { ConfigFile } from "./schema.ts";
+import { buildPreload, checkGpus } from "./startup.ts";
 import type { Config, ModelConfig, PeerConfig } from "./types.ts";
 import { applySchema } from "./validate.ts";
 
@@ -76,6 +77,8 @@ export function loadConfigText(text: string, opts: LoadOptions): Config {
     issues,
   );
   const matrix = buildMatrix(file, issues);
+  const preload = buildPreload(file, map, issues);
+  const gpus = checkGpus(file, issues);
   issues.throwIfAny();
 
   const { server, scheduler, resources } = file;
@@ -97,6 +100,7 @@ export function loadConfigText(text: string, opts: LoadOptions): Config {
       responsesStore: server.responses_store,
       responsesStoreBytes: Math.round(server.responses_store_mb * 1024 * 1024),
       watchConfig: server.watch_config,
+      ...(preload.length > 0 ? { preload } : {}),
     },
     scheduler: {
       holdMs: scheduler.hold_ms,
@@ -117,6 +121,7 @@ export function loadConfigText(text: string, opts: LoadOptions): Config {
       oomGuardReserveGb: resources.oom_guard_reserve_gb,
       gpuProbe: resources.gpu_probe,
       gpuProbeIntervalMs: resources.gpu_probe_interval_ms,
+      ...(gpus.length > 0 ? { gpus } : {}),
     },
     router: { policy: file.router.policy },
     groups,

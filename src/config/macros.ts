@@ -1,13 +1,13 @@
 /**
  * `${...}` macros. Global ones (`${env.NAME}`, `${QM_BIN}`, user macros from `[macros]`)
- * are resolved once; per-model ones (`${PORT}`, `${MODEL_ID}`, `${PID}`) stay as markers
+ * are resolved once; per-model ones (`${PORT}`, `${MODEL_ID}`, `${PID}`, `${GPU_IDS}`) stay as markers
  * in the resolved text until a model uses them, so `[macros] llama = "llama-server
  * --port ${PORT}"` works the way it does in llama-swap. Text inserted from the
  * environment or a macro is never rescanned: a `${` inside an env value is literal.
  */
 import { didYouMean } from "./suggest.ts";
 
-export type Deferred = "PORT" | "MODEL_ID" | "PID";
+export type Deferred = "PORT" | "MODEL_ID" | "PID" | "GPU_IDS";
 /** Expanded text: literal runs and markers for macros only a model can fill. */
 export type Segment = string | { macro: Deferred };
 
@@ -20,8 +20,18 @@ export interface Expansion {
   failed: boolean;
 }
 
-const DEFERRED: readonly string[] = ["PORT", "MODEL_ID", "PID"];
-const BUILTINS = ["PORT", "MODEL_ID", "PID", "QM_BIN"];
+const DEFERRED: readonly string[] = ["PORT", "MODEL_ID", "PID", "GPU_IDS"];
+const BUILTINS = ["PORT", "MODEL_ID", "PID", "GPU_IDS", "QM_BIN"];
+
+/** `${GPU_IDS}` as it stays in a model's resolved text until a start fills it. */
+export const GPU_IDS_MARKER = "$" + "{GPU_IDS}";
+
+/** Fills `${GPU_IDS}` with the cards a start was placed on (comma list; "0" without one). */
+export function fillGpuIds(text: string, gpus: readonly number[] | undefined): string {
+  return text.includes(GPU_IDS_MARKER)
+    ? text.replaceAll(GPU_IDS_MARKER, gpus && gpus.length > 0 ? gpus.join(",") : "0")
+    : text;
+}
 const MACRO_NAME = /^[A-Za-z0-9_-]+$/;
 
 export function substitute(text: string, lookup: Lookup): Expansion {

@@ -27,6 +27,9 @@ const oneOf = <const T extends readonly string[]>(values: T, value: T[number]) =
   ) as unknown as TUnion<TLiteral<T[number]>[]>;
 
 // `${PORT}` is a qm macro; the backslash keeps JS from reading it as a placeholder.
+/** The highest GPU index a config may name (CUDA numbers cards from 0). */
+export const MAX_GPU_INDEX = 63;
+
 const DEFAULT_PROXY = `http://127.0.0.1:\${PORT}`;
 
 export const ServerSchema = Type.Object(
@@ -53,6 +56,8 @@ export const ServerSchema = Type.Object(
     responses_store_mb: nonNegative(64),
     /** Reload the config when its file changes on disk (SIGHUP and the API reload regardless). */
     watch_config: Type.Boolean({ default: true }),
+    /** Models loaded at startup, in this order (then models with `preload = true`). */
+    preload: strings(),
   },
   closed,
 );
@@ -92,6 +97,17 @@ export const ResourcesSchema = Type.Object(
     gpu_probe: Type.String({ default: "nvidia-smi" }),
     /** How often the GPU probe samples memory (the watchdog's reaction time). */
     gpu_probe_interval_ms: Type.Integer({ minimum: 100, maximum: MAX_TIMER_MS, default: 2000 }),
+    /** Per-card budgets (several GPUs); [] = one budget for the box, or cards as detected. */
+    gpus: Type.Array(
+      Type.Object(
+        {
+          index: Type.Integer({ minimum: 0, maximum: MAX_GPU_INDEX }),
+          vram_budget_gb: Type.Number({ minimum: 0 }),
+        },
+        { additionalProperties: false },
+      ),
+      { default: [] },
+    ),
   },
   closed,
 );
@@ -154,6 +170,16 @@ export const ModelSchema = Type.Object(
     keep_kv_max_mb: Type.Integer({ minimum: 1, maximum: 16777216, default: 4096 }),
     /** One deadline for all saves before a stop (and all restores after a start). */
     keep_kv_timeout_s: Type.Number({ minimum: 0.1, maximum: 3600, default: 20 }),
+    /** Loaded at startup (after `server.preload`, in file order). */
+    preload: Type.Boolean({ default: false }),
+    /** How many GPUs it needs (default 1 with several cards), or the fixed cards it runs on. */
+    gpus: Type.Union(
+      [
+        Type.Integer({ minimum: 1, maximum: MAX_GPU_INDEX + 1 }),
+        Type.Array(Type.Integer({ minimum: 0, maximum: MAX_GPU_INDEX })),
+      ],
+      { default: 1 },
+    ),
   },
   closed,
 );

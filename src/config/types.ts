@@ -31,6 +31,11 @@ export interface ServerConfig {
   responsesStoreBytes: number;
   /** Reload when the config file changes on disk (`server.watch_config`). */
   watchConfig: boolean;
+  /**
+   * Models loaded at startup, in order: `server.preload`, then models with `preload = true`
+   * in file order, each once. Absent: none.
+   */
+  preload?: string[];
 }
 
 export interface SchedulerConfig {
@@ -49,6 +54,14 @@ export interface ResourcesConfig {
   gpuProbe: string;
   /** Milliseconds between GPU memory samples. */
   gpuProbeIntervalMs: number;
+  /** `resources.gpus`: one budget per card, by index order. Absent: not configured. */
+  gpus?: GpuBudget[];
+}
+
+/** One card's budget (`resources.gpus`). */
+export interface GpuBudget {
+  index: number;
+  vramBudgetGb: number;
 }
 
 export interface GroupConfig {
@@ -105,6 +118,11 @@ export interface ModelConfig {
   firstByteTimeoutMs: number;
   /** Milliseconds of silence allowed between body chunks; 0 = no limit. */
   stallTimeoutMs: number;
+  /**
+   * `gpus`: how many cards it needs, or the fixed cards (indices, ascending) it runs on.
+   * Absent: one card when there are several.
+   */
+  gpus?: number | number[];
   /** The server's own `/metrics` is merged into qm's (`scrape_upstream_metrics`, "auto" resolved). */
   scrapeUpstreamMetrics: boolean;
   /** The group it belongs to; ungrouped models belong to the implicit default group. */

@@ -72,6 +72,9 @@ function serve(options: DemoOptions): Promise<void> {
     die(`${tag} error: cannot listen on ${options.host}:${options.port}: ${(e as Error).message}`);
   }
   out(`listening on ${demo.url}`);
+  // What a real server would run on: qm places models on cards through this variable.
+  const cards = process.env.CUDA_VISIBLE_DEVICES;
+  if (cards !== undefined) out(`${tag} CUDA_VISIBLE_DEVICES=${cards}`);
   if (options.loadDelayMs > 0) {
     out(`${tag} loading model (${options.loadDelayMs} ms)`);
     timers.push(setTimeout(() => out(`${tag} model loaded, ready`), options.loadDelayMs));

@@ -16,7 +16,7 @@
  * the per-process column says, so the idle baseline can still be learned on WSL.
  */
 
-import type { ComputeApp, GpuInfo, GpuReading, Parsed } from "./types.ts";
+import type { CardReading, ComputeApp, GpuInfo, GpuReading, Parsed } from "./types.ts";
 import { mibToGb } from "./units.ts";
 
 export interface AttributionInput {
@@ -51,10 +51,19 @@ export function attribute(input: AttributionInput): Parsed<GpuReading> {
   let freeMib = 0;
   let oursMib = 0;
   let foreignMib = 0;
+  const cards: CardReading[] = [];
   for (const gpu of gpus) {
-    const onThis = mine
-      .filter((a) => a.gpuUuid === gpu.uuid)
-      .reduce((sum, a) => sum + (a.usedMib ?? 0), 0);
+    const listed = mine.filter((a) => a.gpuUuid === gpu.uuid);
+    const onThis = listed.reduce((sum, a) => sum + (a.usedMib ?? 0), 0);
+    cards.push({
+      index: gpu.index,
+      totalGb: mibToGb(gpu.totalMib),
+      usedGb: mibToGb(gpu.usedMib),
+      freeGb: mibToGb(gpu.freeMib),
+      oursGb: mibToGb(onThis),
+      foreignGb: mibToGb(Math.max(0, gpu.usedMib - onThis)),
+      ourPids: [...new Set(listed.map((a) => a.pid))].sort((a, b) => a - b),
+    });
     totalMib += gpu.totalMib;
     usedMib += gpu.usedMib;
     freeMib += gpu.freeMib;
@@ -75,6 +84,7 @@ export function attribute(input: AttributionInput): Parsed<GpuReading> {
       oursGb: mibToGb(oursMib),
       foreignGb: mibToGb(foreignMib),
       ourPidsOnGpu,
+      cards,
     },
   };
 }

@@ -11,5 +11,12 @@ export { GPU_QUERY_FIELDS, parseGpuQuery } from "./parse-gpu-query.ts";
 export { DEFAULT_PROBE_TIMEOUT_MS, type ProbeOptions, probeGpu } from "./probe.ts";
 export { type ProcessTree, parseStat, procTree, treeFromChildren } from "./process-tree.ts";
 export { type SpawnRequest, type SpawnVerdict, spawnGuard } from "./spawn-guard.ts";
-export type { ComputeApp, GpuInfo, GpuReading, Parsed, ProbeResult } from "./types.ts";
+export type {
+  CardReading,
+  ComputeApp,
+  GpuInfo,
+  GpuReading,
+  Parsed,
+  ProbeResult,
+} from "./types.ts";
 export { BYTES_PER_GB, MIB_PER_GB } from "./units.ts";

@@ -34,6 +34,20 @@ export interface GpuReading {
   foreignGb: number;
   /** The pids of qm's process trees that nvidia-smi lists. */
   ourPidsOnGpu: number[];
+  /** The same figures card by card, in nvidia-smi's order (attribution per card). */
+  cards?: CardReading[];
+}
+
+/** One card of a reading, in GB (GiB). */
+export interface CardReading {
+  index: number;
+  totalGb: number;
+  usedGb: number;
+  freeGb: number;
+  oursGb: number;
+  foreignGb: number;
+  /** qm's pids nvidia-smi lists on this card. */
+  ourPids: number[];
 }
 
 export type ProbeResult = { ok: true; reading: GpuReading } | { ok: false; reason: string };

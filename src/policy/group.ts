@@ -1,5 +1,6 @@
 import type { Config, GroupConfig, ModelConfig } from "../config/types.ts";
 import { fitWithin, type Resident } from "./budget.ts";
+import { placeOnCards } from "./cards.ts";
 import { type BudgetView, type Eviction, type EvictionPolicy, staticBudget } from "./types.ts";
 
 /**
@@ -78,20 +79,42 @@ export class GroupPolicy implements EvictionPolicy {
     const gpu = residents.filter((r) => !inRam(r));
     let evict: string[];
     let budget: string[] = [];
+    let gpus: number[] | undefined;
     const vramLimit = this.budget.vramGb();
-    const fit =
-      vramLimit > 0
-        ? fitWithin({
-            pool: "VRAM",
-            target: model,
-            need: model.estVramGb,
-            limit: vramLimit,
-            residents: gpu,
-            estimate: (m) => m.estVramGb,
-            evictable: () => true,
-            unknownIsFree: false,
-          })
-        : ({ kind: "unknown" } as const);
+    const cards = this.budget.cards?.() ?? [];
+    let fit: ReturnType<typeof fitWithin>;
+    if (cards.length > 0) {
+      // Several GPUs: per-card ceilings replace the box-wide one (design.md "several GPUs").
+      const placed = placeOnCards({
+        target,
+        needGb: model.estVramGb,
+        want: model.gpus ?? 1,
+        cards,
+        residents: gpu.map((r) => ({
+          id: r.model.id,
+          estGb: r.model.estVramGb,
+          gpus: this.budget.placement?.(r.model.id) ?? [],
+          persistent: r.persistent,
+        })),
+      });
+      if (placed.kind === "cannot") return { ok: false, reason: placed.reason };
+      gpus = placed.gpus;
+      fit = model.estVramGb > 0 ? { kind: "fits", evict: placed.evict } : { kind: "unknown" };
+    } else {
+      fit =
+        vramLimit > 0
+          ? fitWithin({
+              pool: "VRAM",
+              target: model,
+              need: model.estVramGb,
+              limit: vramLimit,
+              residents: gpu,
+              estimate: (m) => m.estVramGb,
+              evictable: () => true,
+              unknownIsFree: false,
+            })
+          : ({ kind: "unknown" } as const);
+    }
     if (fit.kind === "cannot") return { ok: false, reason: fit.reason };
     evict = fit.kind === "fits" ? fit.evict : this.staticEviction(own, gpu);
     if (fit.kind === "fits") budget = fit.evict;
@@ -114,7 +137,12 @@ export class GroupPolicy implements EvictionPolicy {
         budget = [...budget, ...ram.evict];
       }
     }
-    return { ok: true, evict: [...strangers, ...evict], budget };
+    return {
+      ok: true,
+      evict: [...strangers, ...evict],
+      budget,
+      ...(gpus === undefined ? {} : { gpus }),
+    };
   }
 
   private staticEviction(own: GroupConfig, residents: readonly Resident[]): string[] {

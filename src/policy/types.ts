@@ -1,3 +1,5 @@
+import type { Card } from "./cards.ts";
+
 /**
  * An eviction policy answers one question: to run `target`, which of the running models must
  * stop? It is pure — no logging, no mutation, no clock — because the scheduler asks it once per
@@ -9,6 +11,8 @@ export type Eviction =
       evict: string[];
       /** The part of `evict` stopped to fit a VRAM or RAM budget (the rest: group rules). */
       budget?: string[];
+      /** Several GPUs: the card(s) the target is to run on (ascending). Absent: the box. */
+      gpus?: number[];
     }
   | {
       ok: false;
@@ -40,6 +44,13 @@ export interface BudgetView {
   ramGb(): number;
   /** Why `model` may not start at all right now (a remembered spawn-guard refusal), or null. */
   refusal?(model: string): string | null;
+  /**
+   * Several GPUs: each card and its live ceiling, by index; empty or absent = one budget for
+   * the box (`vramGb`), as on a one-card box. With cards, the policy places GPU targets.
+   */
+  cards?(): readonly Card[];
+  /** The cards a resident runs on (the scheduler's record); undefined = not placed. */
+  placement?(model: string): readonly number[] | undefined;
 }
 
 export function staticBudget(resources: { vramBudgetGb: number; ramBudgetGb: number }): BudgetView {

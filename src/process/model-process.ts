@@ -4,6 +4,8 @@
  * it started (tree-watch.ts) gracefully (cmd_stop or SIGTERM, SIGKILL after
  * `stop_timeout_s`), and report exits nobody asked for. Invariants: ./design.md.
  */
+
+import { fillGpuIds } from "../config/macros.ts";
 import type { ModelConfig } from "../config/types.ts";
 import { QmError } from "../shared/errors.ts";
 import type { Logger } from "../shared/log.ts";
@@ -90,6 +92,10 @@ export class ModelProcess {
   private draining: Promise<unknown> | null = null;
   private readonly lines: RingBuffer<string>;
   private lastStderr = new RingBuffer<string>(STDERR_TAIL_LINES * 5);
+  /** The cards the next spawn is placed on (several GPUs); undefined = the box as is. */
+  private gpus: readonly number[] | undefined;
+  /** The cards the running process was placed on. */
+  private placedOn: readonly number[] | undefined;
 
   constructor(
     model: ModelConfig,
@@ -154,6 +160,11 @@ export class ModelProcess {
     };
   }
 
+  /** The cards the running process was placed on; undefined without a placement. */
+  get placement(): readonly number[] | undefined {
+    return this.run === null ? undefined : this.placedOn;
+  }
+
   /** Recent stdout and stderr lines, oldest first, across restarts. */
   logs(): string[] {
     return this.lines.toArray();
@@ -174,8 +185,10 @@ export class ModelProcess {
    * Spawns the model and resolves once it is ready. Joins a start in progress; waits for
    * a stop in progress first. Rejects with `upstream_start_failed` (it exited or could not
    * run), `upstream_start_timeout` (stopped again), or `cancelled` (stop() was called).
+   * `opts.gpus`: the cards a spawn it makes is placed on (`${GPU_IDS}`, `CUDA_VISIBLE_DEVICES`).
    */
-  start(): Promise<void> {
+  start(opts: { gpus?: readonly number[] } = {}): Promise<void> {
+    if (opts.gpus !== undefined) this.gpus = [...opts.gpus];
     if (this._state === "ready") return Promise.resolve();
     if (this.starting !== null) return this.starting;
     if (this.stopping !== null) return this.stopping.then(() => this.start());
@@ -285,7 +298,8 @@ export class ModelProcess {
     // The folder exists, and holds no other config's files, before the server starts.
     kv?.prepare();
     // The mark lets qm recognise the model's descendants wherever they end up.
-    const proc = spawnModel(model, tree.marker(model.id));
+    this.placedOn = this.gpus;
+    const proc = spawnModel(model, tree.marker(model.id), this.gpus);
     // Record the group before anything can await, so killAllSync always sees it.
     trackGroup(proc.pid);
     const leader = tree.register(model.id, proc.pid, portOf(model)?.port ?? null);
@@ -299,7 +313,8 @@ export class ModelProcess {
       }),
     ]);
     const run: Run = {
-      model,
+      // `${GPU_IDS}` in cmd_stop and env reads what this spawn was placed on, as its argv does.
+      model: withGpuIds(model, this.gpus),
       proc,
       pid: proc.pid,
       start: leader.start,
@@ -384,4 +399,12 @@ export class ModelProcess {
     this._state = state;
     this.opts.onStateChange?.(state);
   }
+}
+
+/** `model` with `${GPU_IDS}` filled in its `cmd_stop` and `env` (its argv: `spawnModel`). */
+function withGpuIds(model: ModelConfig, gpus: readonly number[] | undefined): ModelConfig {
+  const env = Object.fromEntries(
+    Object.entries(model.env).map(([k, v]) => [k, fillGpuIds(v, gpus)]),
+  );
+  return { ...model, cmdStop: fillGpuIds(model.cmdStop, gpus), env };
 }

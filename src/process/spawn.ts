@@ -4,26 +4,41 @@
  * if qm dies (death-signal.ts), with `env` added to qm's environment. Every way it cannot
  * start becomes `upstream_start_failed` naming the model and its command.
  */
+import { fillGpuIds } from "../config/macros.ts";
 import type { ModelConfig } from "../config/types.ts";
 import { QmError } from "../shared/errors.ts";
 import { missingProgram, withParentDeathSignal } from "./death-signal.ts";
 
 export type ModelSubprocess = Bun.Subprocess<"ignore", "pipe", "pipe">;
 
-export function spawnModel(model: ModelConfig, extraEnv: Record<string, string>): ModelSubprocess {
+/**
+ * `gpus`: the cards this start was placed on (several GPUs): they fill `${GPU_IDS}` in the
+ * command and its env, and become `CUDA_VISIBLE_DEVICES`. Absent: the box as today (`${GPU_IDS}`
+ * reads "0", the environment's own `CUDA_VISIBLE_DEVICES` stands).
+ */
+export function spawnModel(
+  model: ModelConfig,
+  extraEnv: Record<string, string>,
+  gpus?: readonly number[],
+): ModelSubprocess {
   if (model.argv.length === 0) {
     throw new QmError("upstream_start_failed", `model "${model.id}" has an empty cmd`);
   }
-  const env = { ...process.env, ...model.env, ...extraEnv };
+  const own = Object.fromEntries(
+    Object.entries(model.env).map(([k, v]) => [k, fillGpuIds(v, gpus)]),
+  );
+  const placed = gpus && gpus.length > 0 ? { CUDA_VISIBLE_DEVICES: gpus.join(",") } : {};
+  const env = { ...process.env, ...placed, ...own, ...extraEnv };
+  const argv = model.argv.map((a) => fillGpuIds(a, gpus));
   const failed = (why: string, cause?: unknown) =>
     new QmError("upstream_start_failed", `model "${model.id}" could not be started: ${why}`, {
       detail: `command: ${model.cmd}`,
       ...(cause === undefined ? {} : { cause }),
     });
-  const missing = missingProgram(model.argv[0]!, env);
+  const missing = missingProgram(argv[0]!, env);
   if (missing) throw failed(missing);
   try {
-    return Bun.spawn(withParentDeathSignal(model.argv), {
+    return Bun.spawn(withParentDeathSignal(argv), {
       env,
       stdin: "ignore",
       stdout: "pipe",

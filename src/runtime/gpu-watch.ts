@@ -1,8 +1,10 @@
 import type { ResourcesConfig } from "../config/types.ts";
 import {
+  type CardReading,
   effectiveBudgetGb,
   ForeignBaseline,
   type GpuReading,
+  liveCeiling,
   OwnProcesses,
   type ProbeOptions,
   type ProbeResult,
@@ -13,7 +15,7 @@ import {
 } from "../gpu/index.ts";
 import type { Logger } from "../shared/log.ts";
 import type { Timers } from "../shared/timer.ts";
-import type { LiveBudget } from "./live-budget.ts";
+import type { CardLimit, LiveBudget } from "./live-budget.ts";
 
 /** One reading of the GPUs' memory (`probeGpu`: nvidia-smi). */
 export type GpuProbe = (opts: ProbeOptions) => Promise<ProbeResult>;
@@ -29,8 +31,8 @@ export interface GpuWatchDeps {
   processes(): Iterable<ProcessView>;
   /** True while a swap is loading or stopping something: readings are in flux. */
   inTransition(): boolean;
-  /** The ceiling dropped: shed idle models to fit. */
-  shed(vramLimitGb: number): void;
+  /** The ceiling dropped: shed idle models to fit (several GPUs: on each card, `cards`). */
+  shed(vramLimitGb: number, cards?: readonly { index: number; ceilingGb: number }[]): void;
   /** How often the spawn guard re-reads while freed memory settles; default 200 ms. */
   settlePollMs?: number;
   /** How long freed memory may take to show up; default RELEASE_SETTLE_MS (5 s). */
@@ -99,6 +101,8 @@ export class VramPictures {
 export interface GuardOptions {
   /** Models this swap just stopped: their memory may not show up free at once. */
   evicted?: readonly string[];
+  /** Several GPUs: the cards the model is placed on (only their free memory counts). */
+  gpus?: readonly number[];
 }
 
 const round = (n: number) => Math.round(n * 100) / 100;
@@ -111,6 +115,8 @@ const round = (n: number) => Math.round(n * 100) / 100;
  */
 export class GpuWatch {
   private readonly baseline = new ForeignBaseline();
+  /** Several GPUs: each card's idle foreign baseline, by index. */
+  private readonly cardBaselines = new Map<number, ForeignBaseline>();
   private readonly own: OwnProcesses;
   private timer: unknown = null;
   private stopped = false;
@@ -167,7 +173,11 @@ export class GpuWatch {
       effectiveBudgetGb(resources.vramBudgetGb, resources.oomGuardReserveGb, r, this.baseline.gb);
     if (!result.ok) {
       this.last = null;
-      budget.set(limit(result), result.reason);
+      if (budget.cardLimits().length > 0) {
+        // The cards' budgets stand, verbatim, as the box's static budget does.
+        const limits = budget.cardLimits().map((c) => ({ ...c, ceilingGb: c.budgetGb }));
+        budget.setCards(limits, result.reason);
+      } else budget.set(limit(result), result.reason);
       if (this.pictures.untrusted()) this.deps.vramChanged?.();
       return result.reason.includes("not found");
     }
@@ -177,6 +187,8 @@ export class GpuWatch {
     this.baseline.observe(r.foreignGb, idle);
     this.forgetStaleRefusals();
     const before = budget.vramGb();
+    const cards = this.cardLimits(r.cards ?? [], idle);
+    if (cards.length > 0) return this.applyCards(r, cards, before);
     const ceiling = limit(result);
     const base = round(this.baseline.gb ?? 0);
     budget.set(
@@ -201,6 +213,66 @@ export class GpuWatch {
     return false;
   }
 
+  /**
+   * Several GPUs: each card's budget (`resources.gpus`; else, with two or more cards listed,
+   * each card's memory, scaled to `vram_budget_gb` when one is set) and its live ceiling
+   * (the box's formula, card by card). Empty: one budget for the box, as today.
+   */
+  private cardLimits(cards: readonly CardReading[], idle: boolean): CardLimit[] {
+    const { resources } = this.deps;
+    const configured = resources.gpus ?? [];
+    if (configured.length === 0 && cards.length < 2) return [];
+    for (const c of cards) {
+      const b = this.cardBaselines.get(c.index) ?? new ForeignBaseline();
+      this.cardBaselines.set(c.index, b);
+      b.observe(c.foreignGb, idle);
+    }
+    const totalGb = cards.reduce((s, c) => s + c.totalGb, 0);
+    const scale =
+      resources.vramBudgetGb > 0 && totalGb > 0 ? Math.min(1, resources.vramBudgetGb / totalGb) : 1;
+    const budgets =
+      configured.length > 0
+        ? configured.map((g) => ({ index: g.index, budgetGb: g.vramBudgetGb }))
+        : cards.map((c) => ({ index: c.index, budgetGb: c.totalGb * scale }));
+    return budgets.map(({ index, budgetGb }) => {
+      const card = cards.find((c) => c.index === index);
+      // A configured card the reading does not list: its budget stands.
+      if (!card) return { index, budgetGb, ceilingGb: budgetGb };
+      const ceilingGb = liveCeiling({
+        budgetGb,
+        foreignGb: card.foreignGb,
+        baselineGb: this.cardBaselines.get(index)?.gb ?? 0,
+        reserveGb: resources.oomGuardReserveGb,
+      });
+      return { index, budgetGb, ceilingGb };
+    });
+  }
+
+  private applyCards(r: GpuReading, cards: CardLimit[], before: number): boolean {
+    const { budget, timers } = this.deps;
+    const list = cards.map(
+      (c) => `GPU ${c.index} ${round(c.ceilingGb)} of ${round(c.budgetGb)} GB`,
+    );
+    budget.setCards(
+      cards,
+      `live, per card: ${list.join(", ")} (${round(r.foreignGb)} GB used by other programs, ` +
+        `${this.deps.resources.oomGuardReserveGb} GB reserve each)`,
+    );
+    const ceiling = budget.vramGb();
+    if (this.pictures.reading(r.usedGb, r.foreignGb, ceiling, timers.now())) {
+      this.deps.vramChanged?.();
+    }
+    if (ceiling < before) {
+      this.deps.log.warn(
+        `GPU memory: other programs now use ${round(r.foreignGb)} GB; VRAM ceiling ${round(before)} → ${round(ceiling)} GB`,
+      );
+    }
+    if (!this.deps.inTransition() && !this.own.settling(timers.now())) {
+      this.deps.shed(ceiling, budget.cards());
+    }
+    return false;
+  }
+
   /** qm let go of a model's memory outside a swap (unload, TTL, shed): the guard may wait for it. */
   noteReleased(): void {
     this.own.released(this.deps.timers.now());
@@ -218,14 +290,15 @@ export class GpuWatch {
     const { timers } = this.deps;
     const since = timers.now();
     if (opts.evicted && opts.evicted.length > 0) this.own.released(since);
-    let check = await this.check(model, estimateGb);
+    const on = opts.gpus ? [...opts.gpus] : undefined;
+    let check = await this.check(model, estimateGb, on);
     const pollMs = Math.max(1, this.deps.settlePollMs ?? 200);
     // The poll count bounds the wait too, should the clock not move (a frozen test clock).
     let polls = Math.ceil((this.deps.settleMs ?? RELEASE_SETTLE_MS) / pollMs);
     const waits = !check.verdict.ok && this.own.settling(timers.now());
     while (!check.verdict.ok && this.own.settling(timers.now()) && polls-- > 0 && !this.stopped) {
       await new Promise<void>((resolve) => timers.set(resolve, pollMs));
-      check = await this.check(model, estimateGb);
+      check = await this.check(model, estimateGb, on);
     }
     const { verdict, reading } = check;
     if (waits) {
@@ -247,12 +320,21 @@ export class GpuWatch {
   private async check(
     model: string,
     estimateGb: number,
+    gpuIndexes?: number[],
   ): Promise<{ verdict: SpawnVerdict; reading: GpuReading | null }> {
     await this.sample();
     const reading = this.last;
     if (!reading) return { verdict: { ok: true }, reading };
     const reserveGb = this.deps.resources.oomGuardReserveGb;
-    return { verdict: spawnGuard(reading, { model, estimateGb, reserveGb }), reading };
+    return {
+      verdict: spawnGuard(reading, {
+        model,
+        estimateGb,
+        reserveGb,
+        ...(gpuIndexes ? { gpuIndexes } : {}),
+      }),
+      reading,
+    };
   }
 
   get foreignBaselineGb(): number | null {

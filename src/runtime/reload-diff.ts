@@ -85,6 +85,9 @@ const RESTART_SETTINGS: [string, (c: Config) => unknown][] = [
   ["server.responses_store", (c) => c.server.responsesStore],
   ["server.responses_store_mb", (c) => c.server.responsesStoreBytes],
   ["server.watch_config", (c) => c.server.watchConfig],
+  // Preload happens once, at startup; the cards' budgets are read when qm starts.
+  ["server.preload", (c) => c.server.preload ?? []],
+  ["resources.gpus", (c) => c.resources.gpus ?? []],
   ["activity", (c) => c.activity],
   ["resources.gpu_probe", (c) => c.resources.gpuProbe],
   ["resources.gpu_probe_interval_ms", (c) => c.resources.gpuProbeIntervalMs],

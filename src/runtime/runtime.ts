@@ -36,6 +36,7 @@ import { LoadEvents } from "./load-events.ts";
 import { type LoadProgress, LoadTimes } from "./load-times.ts";
 import { LogHub } from "./log-hub.ts";
 import { ManagedNodes } from "./nodes.ts";
+import { Preload } from "./preload.ts";
 import { type ConfigLoader, ConfigReloads, type ReloadOutcome } from "./reload.ts";
 import { StallStreaks } from "./stalls.ts";
 import { buildStatus } from "./status.ts";
@@ -110,6 +111,8 @@ export class Runtime implements Effects, Gateway {
   /** Managed mistral.rs nodes (src/peers/mistralrs.md): their models' supervisors and polls. */
   readonly nodes: ManagedNodes;
   private readonly timers: Timers;
+  /** Models loaded at startup (./preload.ts). */
+  readonly preload: Preload;
 
   constructor(
     readonly config: Config,
@@ -183,11 +186,12 @@ export class Runtime implements Effects, Gateway {
       probe: probeGpu,
       processes: () => this.runner.all().values(),
       inTransition: () => this.scheduler.snapshot().swaps.length > 0,
-      shed: (gb) => this.scheduler.shed(gb),
+      shed: (gb, cards) => this.scheduler.shed(gb, cards),
       // The VRAM picture as status shows it (only when it changed: a status costs little then).
       vramChanged: () => this.events.publish({ type: "vram", ...this.status().resources }),
     });
     this.budget.refusalOf = (model) => this.gpu.refusal(model);
+    this.budget.placementOf = (model) => this.scheduler.placementOf(model);
     const scheduler = this.scheduler;
     this.runner = new SwapRunner({
       log: opts.log,
@@ -242,6 +246,21 @@ export class Runtime implements Effects, Gateway {
       budget: this.budget,
       gpuReading: () => this.gpu.last !== null,
       publish: (event) => this.events.publish(event),
+    });
+    this.preload = new Preload(config.server.preload ?? [], {
+      log: opts.log,
+      evictionFor: (id) => this.scheduler.evictionFor(id, this.scheduler.runningLru()),
+      active: (id) => {
+        const state = this.scheduler.state(id);
+        return state === "ready" || state === "starting";
+      },
+      load: async (id) => {
+        const model = this.config.models[id];
+        if (!model) throw new Error("it is no longer configured");
+        const lease = await this.acquire(model, new AbortController().signal, { holdMs: 0 });
+        lease.release();
+      },
+      closing: () => this.closing,
     });
     this.reloads.subscribe((changes, cfg) => {
       if (!changes.peers || this.closing) return;
@@ -367,6 +386,7 @@ export class Runtime implements Effects, Gateway {
       restartPending: (id) => this.reloads.restartPending(id),
     });
     if (this.peers) status.peers = this.peers.status();
+    if (this.preload.configured) status.preload = this.preload.status();
     return status;
   }
 
@@ -542,6 +562,14 @@ export class Runtime implements Effects, Gateway {
     this.gpu.start();
     this.peerWatch?.start();
     this.nodes.start();
+  }
+
+  /**
+   * Loads `server.preload` (and `preload = true` models) in order; call once the listeners are
+   * up. Resolves when every one was tried (none ever rejects).
+   */
+  startPreload(): Promise<void> {
+    return this.preload.run();
   }
 
   /** Refuse new work; in-flight requests keep running until `stopAll`. */

@@ -95,6 +95,9 @@ export function startServer(config: Config, log: Logger, opts: ServeOptions = {}
     throw err;
   }
 
+  // Listeners first: a preload never keeps qm from answering.
+  void runtime.startPreload();
+
   let stopping: Promise<void> | null = null;
   const stop = () => {
     stopping ??= (async () => {

@@ -1,4 +1,4 @@
-import type { StatusJson } from "../api/gateway.ts";
+import type { CardStatusJson, StatusJson } from "../api/gateway.ts";
 import type { Config, ModelConfig } from "../config/types.ts";
 import type { GpuReading } from "../gpu/index.ts";
 import type { Scheduler } from "../scheduler/scheduler.ts";
@@ -49,11 +49,11 @@ export function buildStatus(inputs: StatusInputs): StatusJson {
   let ramUsed = 0;
   const models = snap.models.map((s) => {
     const m = (inputs.modelOf?.(s.id) ?? config.models[s.id])!;
-    // A managed node's models hold its memory, not this box's.
     if (s.state === "sleeping") {
       // Its GPU memory is let go of; at level 1 its weights wait in host RAM.
       if (m.sleepLevel === 1) ramUsed += m.estRamGb;
     } else if (s.state !== "stopped" && s.state !== "failed" && !m.node) {
+      // (A managed node's models hold its memory, not this box's.)
       used += m.estVramGb;
       ramUsed += m.estRamGb;
     }
@@ -80,6 +80,7 @@ export function buildStatus(inputs: StatusInputs): StatusJson {
       load: loadJson(inputs.loadTimes, s.id),
       last_load_ms: inputs.loadTimes.last(s.id),
       restart_pending: inputs.restartPending?.(s.id) ?? false,
+      ...(s.gpus ? { gpus: [...s.gpus] } : {}),
     };
   });
   const budget = config.resources.vramBudgetGb;
@@ -106,7 +107,41 @@ export function buildStatus(inputs: StatusInputs): StatusJson {
         foreign_baseline_gb:
           inputs.foreignBaselineGb === null ? null : round(inputs.foreignBaselineGb),
       },
+      ...cardsJson(inputs),
     },
+  };
+}
+
+/** Several GPUs: each card's budget, ceiling, the models placed on it and its reading. */
+function cardsJson(inputs: StatusInputs): { gpus?: CardStatusJson[] } {
+  const limits = inputs.budget.cardLimits();
+  if (limits.length === 0) return {};
+  const { config, snap, gpu } = inputs;
+  return {
+    gpus: limits.map((c) => {
+      const on = snap.models.filter((m) => m.gpus?.includes(c.index));
+      const used = on.reduce((sum, m) => {
+        const est = (inputs.modelOf?.(m.id) ?? config.models[m.id])?.estVramGb ?? 0;
+        return sum + est / m.gpus!.length;
+      }, 0);
+      const r = gpu?.cards?.find((x) => x.index === c.index);
+      return {
+        index: c.index,
+        budget_gb: round(c.budgetGb),
+        ceiling_gb: round(c.ceilingGb),
+        used_gb: round(used),
+        models: on.map((m) => m.id),
+        reading: r
+          ? {
+              total_gb: round(r.totalGb),
+              used_gb: round(r.usedGb),
+              free_gb: round(r.freeGb),
+              ours_gb: round(r.oursGb),
+              foreign_gb: round(r.foreignGb),
+            }
+          : null,
+      };
+    }),
   };
 }
 

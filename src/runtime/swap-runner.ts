@@ -14,8 +14,11 @@ import { followMove } from "./reload.ts";
 
 /** What the runtime needs of a model's supervisor (`ModelProcess`; a fake in tests). */
 export interface ModelServer extends ProcessView {
-  /** Resolves once the model is ready; rejects with a QmError when it cannot be. */
-  start(): Promise<void>;
+  /**
+   * Resolves once the model is ready; rejects with a QmError when it cannot be. `gpus`: the
+   * cards a process it spawns is placed on (several GPUs).
+   */
+  start(opts?: { gpus?: readonly number[] }): Promise<void>;
   /**
    * Resolves once the process is gone (at once when none runs). Idempotent. A ready `keep_kv`
    * model saves its slots first unless `save` is false.
@@ -128,10 +131,11 @@ export class SwapRunner {
   /** `Effects.startSwap`: reports back with exactly one `swapDone(swap.id, …)`. */
   startSwap(swap: Swap): void {
     const { log } = this.deps;
+    const on = swap.gpus ? ` on GPU ${swap.gpus.join(",")}` : "";
     if (swap.evict.length > 0) {
-      log.info(`swap: stopping ${swap.evict.join(", ")} to start ${swap.target}`);
+      log.info(`swap: stopping ${swap.evict.join(", ")} to start ${swap.target}${on}`);
     } else {
-      log.info(`swap: starting ${swap.target}`);
+      log.info(`swap: starting ${swap.target}${on}`);
     }
     const run: SwapRun = { target: swap.target, abortedFor: null };
     this.swaps.set(swap.id, run);
@@ -238,7 +242,10 @@ export class SwapRunner {
       const model = this.deps.models()[swap.target]!;
       // A managed node's model loads on the node's GPU, not this box's.
       if (!model.node) {
-        const verdict = await gpu.guard(swap.target, model.estVramGb, { evicted: swap.evict });
+        const verdict = await gpu.guard(swap.target, model.estVramGb, {
+          evicted: swap.evict,
+          ...(swap.gpus ? { gpus: swap.gpus } : {}),
+        });
         if (!verdict.ok) throw new QmError("cannot_fit", verdict.message);
       }
       // Checked right before the start, with no await between: an abort up to here keeps the
@@ -246,8 +253,8 @@ export class SwapRunner {
       stop = blocked();
       if (stop) throw stop;
       spawned = true;
-      if (swap.wake) await this.wakeOrRestart(swap.target, target, run);
-      else await target.start();
+      if (swap.wake) await this.wakeOrRestart(swap.target, target, run, swap.gpus);
+      else await target.start(swap.gpus ? { gpus: swap.gpus } : {});
       result = { ok: true, asleep };
     } catch (err) {
       result = { ok: false, error: asQmError(err), asleep };
@@ -269,7 +276,12 @@ export class SwapRunner {
    * Wakes a sleeping target; should that fail (an error, no answer in time, the process gone),
    * it is restarted cold: stopped, then started, as a swap would start it.
    */
-  private async wakeOrRestart(id: string, target: ModelServer, run: SwapRun): Promise<void> {
+  private async wakeOrRestart(
+    id: string,
+    target: ModelServer,
+    run: SwapRun,
+    gpus?: readonly number[],
+  ): Promise<void> {
     const { log } = this.deps;
     try {
       if (!target.wake) throw new Error("its server has no sleep API");
@@ -283,7 +295,7 @@ export class SwapRunner {
     await target.stop();
     if (run.abortedFor !== null) throw unloaded(id);
     this.deps.counts?.woke(id, "cold");
-    await target.start();
+    await target.start(gpus ? { gpus } : {});
   }
 
   private onExit(id: string, exit: ProcessExit): void {

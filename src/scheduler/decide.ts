@@ -45,7 +45,7 @@ export type Decision =
   | { kind: "fail"; error: QmError }
   /** Stop this sleeping model to free the RAM it holds; the request waits meanwhile. */
   | { kind: "freeRam"; sleeper: string }
-  | { kind: "swap"; evict: string[]; budget: string[] };
+  | { kind: "swap"; evict: string[]; budget: string[]; gpus?: number[] };
 
 /** Steps 2–6 of the decision tree (design.md) for one request. Pure: it only reads `view`. */
 export function decide(req: DecideRequest, view: DecideView): Decision {
@@ -80,7 +80,12 @@ export function decide(req: DecideRequest, view: DecideView): Decision {
     return { kind: "queue", why: "held", evict };
   }
   // 6. start the swap.
-  return { kind: "swap", evict, budget: plan.budget ?? [] };
+  return {
+    kind: "swap",
+    evict,
+    budget: plan.budget ?? [],
+    ...(plan.gpus === undefined ? {} : { gpus: plan.gpus }),
+  };
 }
 
 function queue(

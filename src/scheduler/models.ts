@@ -33,6 +33,11 @@ export interface ModelEntry {
   keepAliveMs: number | null;
   /** Live setting: what evicting it does (`evict`). */
   evictMode: "stop" | "sleep";
+  /**
+   * Several GPUs: the cards its process was placed on, chosen when its swap started and kept
+   * while it holds memory (cleared once it is stopped or failed); null = not placed.
+   */
+  gpus: number[] | null;
 }
 
 /** How long `m` may stay idle before it is stopped; null = for ever. */
@@ -84,6 +89,7 @@ export class ModelTable {
       keepAliveMs: null,
       retired: false,
       evictMode: m.evict ?? "stop",
+      gpus: null,
     });
   }
 
@@ -128,6 +134,8 @@ export class ModelTable {
       // A request's keep-alive is for the process it ran on; a new one starts with `ttl_s`.
       m.keepAliveMs = null;
     }
+    // Its memory is gone: the placement with it.
+    if (state === "stopped" || state === "failed") m.gpus = null;
     if (state === "failed") m.lastError = detail ?? null;
     else if (state === "ready") m.lastError = null;
     // A model loaded with nothing to serve (an explicit load) is idle from the moment it is ready.

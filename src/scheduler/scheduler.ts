@@ -6,7 +6,7 @@ import { type DecideView, type Decision, decide } from "./decide.ts";
 import { EventClock } from "./event-clock.ts";
 import { Holds } from "./holds.ts";
 import { idleExpiry, ModelTable } from "./models.ts";
-import { idleToShed } from "./shed.ts";
+import { idleToShed, idleToShedOnCards } from "./shed.ts";
 import { SwapBook } from "./swaps.ts";
 import type { Effects, ModelState, RequestSpec, ServeOutcome, SwapResult } from "./types.ts";
 import { WaitLine } from "./wait-line.ts";
@@ -131,9 +131,10 @@ export class Scheduler {
   /**
    * The live VRAM ceiling dropped below what the residents are estimated to use (another
    * program took GPU memory): stop idle models, least-recently-used first, until they fit.
+   * `cards` (several GPUs): the same on each card, against its own ceiling.
    */
-  shed(vramLimitGb: number): void {
-    this.run(() => this.onShed(vramLimitGb));
+  shed(vramLimitGb: number, cards?: readonly { index: number; ceilingGb: number }[]): void {
+    this.run(() => this.onShed(vramLimitGb, cards));
   }
   /** A `?ctx=` variant was minted: schedule it like any configured model. */
   addModel(model: ModelConfig): void {
@@ -171,6 +172,11 @@ export class Scheduler {
     return this.policy.evictionFor(target, running);
   }
 
+  /** Several GPUs: the cards `model` runs on while it holds memory; undefined = not placed. */
+  placementOf(model: string): readonly number[] | undefined {
+    return this.models.get(model)?.gpus ?? undefined;
+  }
+
   /** Granted requests running on `model` now. */
   inflightOf(model: string): number {
     return this.models.get(model)?.inflight ?? 0;
@@ -198,6 +204,7 @@ export class Scheduler {
         heldUntil: m.heldUntil > this.clock.now() ? m.heldUntil : null,
         keepAliveMs: m.keepAliveMs,
         idleExpiry: idleExpiry(m),
+        gpus: m.gpus,
       })),
       queueDepth: this.queue.length,
       swaps: this.swaps.snapshot(),
@@ -284,7 +291,7 @@ export class Scheduler {
         return false;
       case "swap":
         this.holds.preempting(d.evict);
-        this.swaps.begin(q.spec.model, d.evict, q, d.budget);
+        this.swaps.begin(q.spec.model, d.evict, q, d.budget, d.gpus);
         return true;
       case "queue":
         return false;
@@ -394,8 +401,12 @@ export class Scheduler {
       this.swaps.evictOutsideSwap(this.holds.idleExpired(this.view.stopping), "ttl");
   }
 
-  private onShed(limitGb: number): void {
-    const victims = idleToShed(limitGb, this.config, this.models, this.swaps, this.clock.now());
+  private onShed(limitGb: number, cards?: readonly { index: number; ceilingGb: number }[]): void {
+    const now = this.clock.now();
+    const victims =
+      cards && cards.length > 0
+        ? idleToShedOnCards(cards, this.config, this.models, this.swaps, now)
+        : idleToShed(limitGb, this.config, this.models, this.swaps, now);
     this.swaps.evictOutsideSwap(victims, "GPU memory pressure");
   }
 

@@ -72,3 +72,44 @@ export function idleToShed(
     held: (id) => models.held(id, now),
   });
 }
+
+/**
+ * Several GPUs: `idleToShed` card by card. On each card, the residents placed there (a model on
+ * n cards counts `est_vram_gb / n` on each) against that card's ceiling; the victims of every
+ * card together, each once.
+ */
+export function idleToShedOnCards(
+  cards: readonly { index: number; ceilingGb: number }[],
+  config: Pick<Config, "models" | "groups">,
+  models: ModelTable,
+  swaps: SwapBook,
+  now: number,
+): string[] {
+  const { groups, models: cfg } = config;
+  const victims = new Set<string>();
+  const residents = models
+    .runningLru()
+    .filter(
+      (id) => groups[cfg[id]!.group]?.pool !== "ram" && !cfg[id]!.node && !swaps.isStopping(id),
+    );
+  for (const card of cards) {
+    const on = residents.filter((id) => models.get(id)!.gpus?.includes(card.index));
+    const chosen = shedVictims({
+      residents: on.filter((id) => !victims.has(id)),
+      limitGb: card.ceilingGb,
+      estimate: (id) => cfg[id]!.estVramGb / models.get(id)!.gpus!.length,
+      sheddable: (id) => {
+        const m = models.get(id)!;
+        return (
+          m.state === "ready" &&
+          m.inflight === 0 &&
+          !swaps.inTransition(id) &&
+          !groups[cfg[id]!.group]?.persistent
+        );
+      },
+      held: (id) => models.held(id, now),
+    });
+    for (const id of chosen) victims.add(id);
+  }
+  return [...victims];
+}

@@ -43,7 +43,13 @@ export class SwapBook {
    * Step 6: stop `evict`, start `target`; `first` is its first waiter. `budget`: the part of
    * `evict` stopped to fit a memory budget (for the metrics' eviction reasons).
    */
-  begin(target: string, evict: string[], first: Queued, budget: readonly string[] = []): void {
+  begin(
+    target: string,
+    evict: string[],
+    first: Queued,
+    budget: readonly string[] = [],
+    gpus?: readonly number[],
+  ): void {
     const sleep = evict.filter((v) => this.models.get(v)?.evictMode === "sleep");
     const wake = this.models.get(target)?.state === "sleeping";
     const swap: ActiveSwap = {
@@ -61,6 +67,7 @@ export class SwapBook {
       this.models.setState(v, "stopping", sleep.includes(v) ? "to sleep" : undefined);
     }
     this.models.setState(target, "starting", wake ? "waking" : undefined);
+    this.models.get(target)!.gpus = gpus ? [...gpus] : null;
     this.models.touch(target);
     this.effects.loading(first.spec.id, target);
     this.effects.startSwap({
@@ -70,6 +77,7 @@ export class SwapBook {
       budget: [...budget],
       ...(sleep.length > 0 ? { sleep: [...sleep] } : {}),
       ...(wake ? { wake } : {}),
+      ...(gpus ? { gpus: [...gpus] } : {}),
     });
   }
 

@@ -33,6 +33,8 @@ export interface Swap {
   sleep?: string[];
   /** The target is sleeping: wake it (and start it cold should that fail), not a cold start. */
   wake?: boolean;
+  /** Several GPUs: the card(s) the target is placed on (the policy's choice). Absent: the box. */
+  gpus?: number[];
 }
 
 /**

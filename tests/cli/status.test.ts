@@ -48,6 +48,37 @@ test("a model a reload changed says its restart is pending", () => {
   expect(text).not.toContain("b: restart pending");
 });
 
+test("several GPUs: a line per card; preload: what is loading, done and skipped, and why", () => {
+  const s = status([model("a", { state: "ready", gpus: [1] })]);
+  s.resources.gpus = [
+    { index: 0, budget_gb: 24, ceiling_gb: 23, used_gb: 0, models: [], reading: null },
+    {
+      index: 1,
+      budget_gb: 24,
+      ceiling_gb: 23,
+      used_gb: 8,
+      models: ["a"],
+      reading: { total_gb: 24, used_gb: 8.5, free_gb: 15.5, ours_gb: 8, foreign_gb: 0.5 },
+    },
+  ];
+  s.preload = {
+    pending: ["c"],
+    loading: "b",
+    done: ["a"],
+    skipped: [{ model: "d", reason: "it does not fit" }],
+  };
+  const text = renderStatus(s);
+  expect(text).toContain(
+    "gpu 0: 0 GB estimated in use of a 23 GB ceiling (budget 24 GB) — no model\n",
+  );
+  expect(text).toContain(
+    "gpu 1: 8 GB estimated in use of a 23 GB ceiling (budget 24 GB) — a; reads 8.5 of 24 GB used (qm 8 GB, others 0.5 GB)",
+  );
+  expect(text).toContain(
+    "preload: loading b; pending c; done a; skipped d\n  d skipped: it does not fit",
+  );
+});
+
 const first = status([model("m")]);
 const later = status([model("m", { state: "ready" })]);
 let events: ReadableStreamDefaultController<Uint8Array> | null = null;

@@ -108,3 +108,33 @@ describe("attribute", () => {
     expect(r).toMatchObject({ ok: true, value: { foreignGb: 0, oursGb: 300 / 1024 } });
   });
 });
+
+describe("attribution per card", () => {
+  test("each card has its own used, free, ours and foreign, and the pids of qm's listed on it", () => {
+    const gpus = [
+      { index: 0, uuid: "GPU-a", name: "x", totalMib: 24576, usedMib: 10240, freeMib: 14336 },
+      { index: 1, uuid: "GPU-b", name: "x", totalMib: 24576, usedMib: 3072, freeMib: 21504 },
+    ];
+    const apps = [
+      { pid: 10, gpuUuid: "GPU-a", usedMib: 8192 },
+      { pid: 11, gpuUuid: "GPU-b", usedMib: 2048 },
+      { pid: 10, gpuUuid: "GPU-b", usedMib: 512 },
+      { pid: 99, gpuUuid: "GPU-a", usedMib: 2048 },
+    ];
+    const r = attribute({ gpus, apps, ours: new Set([10, 11]), expectOurs: true });
+    expect(r.ok && r.value.cards).toEqual([
+      { index: 0, totalGb: 24, usedGb: 10, freeGb: 14, oursGb: 8, foreignGb: 2, ourPids: [10] },
+      {
+        index: 1,
+        totalGb: 24,
+        usedGb: 3,
+        freeGb: 21,
+        oursGb: 2.5,
+        foreignGb: 0.5,
+        ourPids: [10, 11],
+      },
+    ]);
+    // The box's figures are the cards' sums.
+    expect(r).toMatchObject({ ok: true, value: { oursGb: 10.5, foreignGb: 2.5 } });
+  });
+});

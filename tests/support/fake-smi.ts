@@ -66,3 +66,60 @@ exit 2
   card({}, 0);
   return { smi, card };
 }
+
+/** The uuid of fake card `i` (`fakeSmiCards`). */
+export const fakeCardUuid = (i: number) =>
+  `GPU-5f6c4c1e-0000-4000-8000-${String(i + 1).padStart(12, "0")}`;
+
+export interface FakeSmiCards {
+  smi: string;
+  /** qm's models: pid → [MiB, card] (listed on that card only while alive). */
+  place(models: Record<number, [number, number]>): void;
+}
+
+/**
+ * A fake nvidia-smi with `count` cards of `FAKE_TOTAL_MIB` each: like `fakeSmi`, it lists a
+ * process only while it is alive, on the card the test put it on, and that card's used memory
+ * follows. No other program uses memory.
+ */
+export function fakeSmiCards(count: number): FakeSmiCards {
+  const dir = mkdtempSync(join(tmpdir(), "qm-fake-smi-"));
+  const smi = join(dir, "nvidia-smi");
+  const ours = join(dir, "ours.txt");
+  const cards = Array.from({ length: count }, (_, i) => i);
+  writeFileSync(
+    smi,
+    `#!/bin/sh
+rows=""
+${cards.map((i) => `u${i}=0`).join("; ")}
+while read -r pid mib card; do
+  [ -n "$pid" ] || continue
+  if kill -0 "$pid" 2>/dev/null; then
+    case "$card" in
+${cards.map((i) => `      ${i}) rows="$rows$pid, ${fakeCardUuid(i)}, $mib\\n"; u${i}=$((u${i} + mib)) ;;`).join("\n")}
+    esac
+  fi
+done < "${ours}"
+for a in "$@"; do
+  case "$a" in
+    --query-gpu=*)
+${cards.map((i) => `      echo "${i}, ${fakeCardUuid(i)}, NVIDIA GeForce RTX 4090, ${FAKE_TOTAL_MIB}, $u${i}, $((${FAKE_TOTAL_MIB} - u${i}))"`).join("\n")}
+      exit 0 ;;
+    --query-compute-apps=*) printf "$rows"; exit 0 ;;
+  esac
+done
+echo "fake nvidia-smi: unexpected arguments: $*" >&2
+exit 2
+`,
+  );
+  chmodSync(smi, 0o755);
+  const place = (models: Record<number, [number, number]>) =>
+    writeFileSync(
+      ours,
+      Object.entries(models)
+        .map(([pid, [mib, card]]) => `${pid} ${mib} ${card}\n`)
+        .join(""),
+    );
+  place({});
+  return { smi, place };
+}

@@ -34,6 +34,24 @@ export interface ModelStatus {
     stage?: string | null;
   } | null;
   last_load_ms: number | null;
+  /** The cards it runs on (several GPUs), while it holds memory. */
+  gpus?: number[];
+}
+
+/** One card, with several GPUs. */
+export interface CardStatus {
+  index: number;
+  budget_gb: number;
+  ceiling_gb: number;
+  used_gb: number;
+  models: string[];
+  reading: {
+    total_gb: number;
+    used_gb: number;
+    free_gb: number;
+    ours_gb: number;
+    foreign_gb: number;
+  } | null;
 }
 
 export interface GpuReading {
@@ -59,6 +77,8 @@ export interface Status {
     ram_used_gb: number;
     probe: string;
     gpu: GpuReading | null;
+    /** Each card, with several GPUs; absent on a one-budget box. */
+    gpus?: CardStatus[];
   };
 }
 

@@ -1,6 +1,6 @@
 /** The Hardware page: the VRAM picture, the GPU reading and RAM. */
 import { duration, gb, NONE } from "../format.ts";
-import type { Status } from "../wire.ts";
+import type { CardStatus, Status } from "../wire.ts";
 import { VramBar } from "./bits.tsx";
 
 export function HardwarePage({ status }: { status: Status | null }) {
@@ -18,6 +18,14 @@ export function HardwarePage({ status }: { status: Status | null }) {
       <h2>VRAM</h2>
       <VramBar status={status} detailed />
       <p class="muted">{r.probe}</p>
+      {r.gpus && r.gpus.length > 0 && (
+        <>
+          <h2>Cards</h2>
+          {r.gpus.map((c) => (
+            <CardBar key={c.index} card={c} status={status} />
+          ))}
+        </>
+      )}
       <div class="cols">
         <table class="kv">
           <caption>qm's accounting</caption>
@@ -61,5 +69,63 @@ export function HardwarePage({ status }: { status: Status | null }) {
         </table>
       </div>
     </section>
+  );
+}
+
+/** One card's bar: its models' shares (est_vram_gb / cards), other programs, the ceiling. */
+function CardBar({ card, status }: { card: CardStatus; status: Status }) {
+  const segments = card.models.map((id) => {
+    const m = status.models.find((x) => x.id === id);
+    const share = m ? m.est_vram_gb / Math.max(1, m.gpus?.length ?? 1) : 0;
+    return { label: id, gb: share, kind: m?.state === "ready" ? "model" : "model-busy" };
+  });
+  const foreign = card.reading?.foreign_gb ?? 0;
+  if (foreign > 0) segments.push({ label: "other programs", gb: foreign, kind: "foreign" });
+  const scale = Math.max(
+    card.reading?.total_gb ?? 0,
+    card.budget_gb,
+    card.ceiling_gb,
+    segments.reduce((n, s) => n + s.gb, 0),
+  );
+  const pct = (v: number) => `${scale > 0 ? Math.min(100, (v / scale) * 100) : 0}%`;
+  const summary =
+    `GPU ${card.index}: ${gb(card.used_gb)} estimated for ${card.models.join(", ") || "no model"}` +
+    `; ceiling ${gb(card.ceiling_gb)}, budget ${gb(card.budget_gb)}`;
+  return (
+    <figure class="vram">
+      <div class="vram-bar" role="img" aria-label={summary}>
+        {segments.map((s) => (
+          <span
+            key={s.label}
+            class={`seg seg-${s.kind}`}
+            style={{ width: pct(s.gb) }}
+            title={`${s.label}: ${gb(s.gb)}`}
+          />
+        ))}
+        {card.ceiling_gb > 0 && (
+          <span class="mark mark-ceiling" style={{ left: pct(card.ceiling_gb) }} />
+        )}
+      </div>
+      <figcaption class="legend">
+        <span>
+          GPU <b class="num">{card.index}</b>
+        </span>
+        <span>
+          <i class="key seg-model" /> qm's models <b class="num">{gb(card.used_gb)}</b>
+        </span>
+        {card.reading && (
+          <span>
+            used (GPU) <b class="num">{gb(card.reading.used_gb)}</b> of{" "}
+            <b class="num">{gb(card.reading.total_gb)}</b>
+          </span>
+        )}
+        <span>
+          <i class="key mark-ceiling" /> ceiling <b class="num">{gb(card.ceiling_gb)}</b>
+        </span>
+        {card.models.map((id) => (
+          <span key={id}>{id}</span>
+        ))}
+      </figcaption>
+    </figure>
   );
 }

@@ -51,24 +51,12 @@ export function idleToShed(
   swaps: SwapBook,
   now: number,
 ): string[] {
-  const { groups, models: cfg } = config;
+  const cfg = config.models;
   return shedVictims({
-    residents: models
-      .runningLru()
-      .filter(
-        (id) => groups[cfg[id]!.group]?.pool !== "ram" && !cfg[id]!.node && !swaps.isStopping(id),
-      ),
+    residents: gpuResidents(config, models, swaps),
     limitGb,
     estimate: (id) => cfg[id]!.estVramGb,
-    sheddable: (id) => {
-      const m = models.get(id)!;
-      return (
-        m.state === "ready" &&
-        m.inflight === 0 &&
-        !swaps.inTransition(id) &&
-        !groups[cfg[id]!.group]?.persistent
-      );
-    },
+    sheddable: (id) => sheddable(id, config, models, swaps),
     held: (id) => models.held(id, now),
   });
 }
@@ -85,31 +73,49 @@ export function idleToShedOnCards(
   swaps: SwapBook,
   now: number,
 ): string[] {
-  const { groups, models: cfg } = config;
+  const cfg = config.models;
   const victims = new Set<string>();
-  const residents = models
-    .runningLru()
-    .filter(
-      (id) => groups[cfg[id]!.group]?.pool !== "ram" && !cfg[id]!.node && !swaps.isStopping(id),
-    );
+  const residents = gpuResidents(config, models, swaps);
   for (const card of cards) {
     const on = residents.filter((id) => models.get(id)!.gpus?.includes(card.index));
     const chosen = shedVictims({
       residents: on.filter((id) => !victims.has(id)),
       limitGb: card.ceilingGb,
       estimate: (id) => cfg[id]!.estVramGb / models.get(id)!.gpus!.length,
-      sheddable: (id) => {
-        const m = models.get(id)!;
-        return (
-          m.state === "ready" &&
-          m.inflight === 0 &&
-          !swaps.inTransition(id) &&
-          !groups[cfg[id]!.group]?.persistent
-        );
-      },
+      sheddable: (id) => sheddable(id, config, models, swaps),
       held: (id) => models.held(id, now),
     });
     for (const id of chosen) victims.add(id);
   }
   return [...victims];
+}
+
+/** This box's GPU residents, least recently used first: not RAM-pool, not a node's, not stopping. */
+function gpuResidents(
+  config: Pick<Config, "models" | "groups">,
+  models: ModelTable,
+  swaps: SwapBook,
+): string[] {
+  const { groups, models: cfg } = config;
+  return models
+    .runningLru()
+    .filter(
+      (id) => groups[cfg[id]!.group]?.pool !== "ram" && !cfg[id]!.node && !swaps.isStopping(id),
+    );
+}
+
+/** Ready, idle, not persistent and in no transition: a model shedding may stop. */
+function sheddable(
+  id: string,
+  config: Pick<Config, "models" | "groups">,
+  models: ModelTable,
+  swaps: SwapBook,
+): boolean {
+  const m = models.get(id)!;
+  return (
+    m.state === "ready" &&
+    m.inflight === 0 &&
+    !swaps.inTransition(id) &&
+    !config.groups[config.models[id]!.group]?.persistent
+  );
 }

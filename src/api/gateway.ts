@@ -153,6 +153,8 @@ export interface ModelStatusJson {
   restart_pending?: boolean;
   /** The cards it runs on (several GPUs), while it holds memory; absent otherwise. */
   gpus?: number[];
+  /** A managed node's model (`kind = "mistralrs"`): the node it runs on; absent otherwise. */
+  node?: string;
 }
 
 /** One card, with several GPUs (`resources.gpus` or detected). */

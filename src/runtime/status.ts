@@ -81,6 +81,7 @@ export function buildStatus(inputs: StatusInputs): StatusJson {
       last_load_ms: inputs.loadTimes.last(s.id),
       restart_pending: inputs.restartPending?.(s.id) ?? false,
       ...(s.gpus ? { gpus: [...s.gpus] } : {}),
+      ...(m.node ? { node: m.node.node } : {}),
     };
   });
   const budget = config.resources.vramBudgetGb;

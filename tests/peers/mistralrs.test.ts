@@ -133,6 +133,10 @@ describe("a managed mistral.rs node", () => {
     expect(fake.calls).toEqual(["reload a", "reload b", "unload a", "reload c"]);
     // The node's memory is not this box's: status's own VRAM use counts none of it.
     expect(t.rt.status().resources.vram_used_gb).toBe(0);
+    expect(t.rt.status().models.find((m) => m.id === "n/c")).toMatchObject({
+      node: "n",
+      est_vram_gb: 12,
+    });
   });
 
   test("a model the node does not know fails naming the node; an unreachable node fails naming it", async () => {

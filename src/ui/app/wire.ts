@@ -36,6 +36,8 @@ export interface ModelStatus {
   last_load_ms: number | null;
   /** The cards it runs on (several GPUs), while it holds memory. */
   gpus?: number[];
+  /** A managed node's model: the node it runs on (its memory is not this box's). */
+  node?: string;
 }
 
 /** One card, with several GPUs. */

@@ -21,10 +21,41 @@ export function Progress(props: {
   );
 }
 
-interface Segment {
+export interface Segment {
   label: string;
   gb: number;
   kind: string;
+}
+
+/**
+ * The bar itself: stacked segments over `scale` GB, and marks (ceiling, budget) at their place;
+ * `summary` says it all for a screen reader.
+ */
+export function BarTrack(props: {
+  segments: readonly Segment[];
+  marks: readonly { kind: string; gb: number }[];
+  scale: number;
+  summary: string;
+}) {
+  const { segments, marks, scale, summary } = props;
+  const pct = (v: number) => `${scale > 0 ? Math.min(100, (v / scale) * 100) : 0}%`;
+  return (
+    <div class="vram-bar" role="img" aria-label={summary}>
+      {segments.map((s) => (
+        <span
+          key={s.label}
+          class={`seg seg-${s.kind}`}
+          style={{ width: pct(s.gb) }}
+          title={`${s.label}: ${gb(s.gb)}`}
+        />
+      ))}
+      {marks
+        .filter((m) => m.gb > 0)
+        .map((m) => (
+          <span key={m.kind} class={`mark mark-${m.kind}`} style={{ left: pct(m.gb) }} />
+        ))}
+    </div>
+  );
 }
 
 /**
@@ -37,8 +68,13 @@ export function VramBar({ status, detailed }: { status: Status; detailed?: boole
   const gpu = r.gpu;
   const loaded = status.models.filter(
     // A sleeping model (evict = "sleep") has let go of its GPU memory.
+    // A managed node's models hold the node's memory, not this box's.
     (m) =>
-      m.state !== "stopped" && m.state !== "failed" && m.state !== "sleeping" && m.est_vram_gb > 0,
+      m.state !== "stopped" &&
+      m.state !== "failed" &&
+      m.state !== "sleeping" &&
+      m.est_vram_gb > 0 &&
+      m.node === undefined,
   );
   const segments: Segment[] = loaded.map((m) => ({
     label: m.id,
@@ -61,7 +97,6 @@ export function VramBar({ status, detailed }: { status: Status; detailed?: boole
       </p>
     );
   }
-  const pct = (v: number) => `${Math.min(100, (v / scale) * 100)}%`;
   // From the same model list as the segments (an event may have moved it since the status).
   const used = loaded.reduce((n, m) => n + m.est_vram_gb, 0);
   const summary =
@@ -70,22 +105,15 @@ export function VramBar({ status, detailed }: { status: Status; detailed?: boole
     `; ceiling ${gb(r.vram_ceiling_gb)}, budget ${gb(r.vram_budget_gb)}`;
   return (
     <figure class="vram">
-      <div class="vram-bar" role="img" aria-label={summary}>
-        {segments.map((s) => (
-          <span
-            key={s.label}
-            class={`seg seg-${s.kind}`}
-            style={{ width: pct(s.gb) }}
-            title={`${s.label}: ${gb(s.gb)}`}
-          />
-        ))}
-        {r.vram_ceiling_gb > 0 && (
-          <span class="mark mark-ceiling" style={{ left: pct(r.vram_ceiling_gb) }} />
-        )}
-        {r.vram_budget_gb > 0 && (
-          <span class="mark mark-budget" style={{ left: pct(r.vram_budget_gb) }} />
-        )}
-      </div>
+      <BarTrack
+        segments={segments}
+        marks={[
+          { kind: "ceiling", gb: r.vram_ceiling_gb },
+          { kind: "budget", gb: r.vram_budget_gb },
+        ]}
+        scale={scale}
+        summary={summary}
+      />
       <figcaption class="legend">
         <span>
           <i class="key seg-model" /> qm's models <b class="num">{gb(used)}</b>

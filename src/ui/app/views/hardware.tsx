@@ -1,7 +1,7 @@
 /** The Hardware page: the VRAM picture, the GPU reading and RAM. */
 import { duration, gb, NONE } from "../format.ts";
 import type { CardStatus, Status } from "../wire.ts";
-import { VramBar } from "./bits.tsx";
+import { BarTrack, VramBar } from "./bits.tsx";
 
 export function HardwarePage({ status }: { status: Status | null }) {
   if (!status) return <p class="muted">Reading qm's status…</p>;
@@ -87,25 +87,17 @@ function CardBar({ card, status }: { card: CardStatus; status: Status }) {
     card.ceiling_gb,
     segments.reduce((n, s) => n + s.gb, 0),
   );
-  const pct = (v: number) => `${scale > 0 ? Math.min(100, (v / scale) * 100) : 0}%`;
   const summary =
     `GPU ${card.index}: ${gb(card.used_gb)} estimated for ${card.models.join(", ") || "no model"}` +
     `; ceiling ${gb(card.ceiling_gb)}, budget ${gb(card.budget_gb)}`;
   return (
     <figure class="vram">
-      <div class="vram-bar" role="img" aria-label={summary}>
-        {segments.map((s) => (
-          <span
-            key={s.label}
-            class={`seg seg-${s.kind}`}
-            style={{ width: pct(s.gb) }}
-            title={`${s.label}: ${gb(s.gb)}`}
-          />
-        ))}
-        {card.ceiling_gb > 0 && (
-          <span class="mark mark-ceiling" style={{ left: pct(card.ceiling_gb) }} />
-        )}
-      </div>
+      <BarTrack
+        segments={segments}
+        marks={[{ kind: "ceiling", gb: card.ceiling_gb }]}
+        scale={scale}
+        summary={summary}
+      />
       <figcaption class="legend">
         <span>
           GPU <b class="num">{card.index}</b>

@@ -5,7 +5,11 @@
  */
 import { describe, expect, test } from "bun:test";
 import { createParser } from "eventsource-parser";
-import { type BigLine, SseEvents } from "../../src/api/anthropic/sse-events.ts";
+import {
+  type BigLine,
+  MAX_OTHER_LINE_BYTES,
+  SseEvents,
+} from "../../src/api/anthropic/sse-events.ts";
 
 const enc = new TextEncoder();
 type Ev = [string, string | undefined];
@@ -110,5 +114,56 @@ describe("a data line past bigLineBytes", () => {
     );
     expect(ours(parts, 16, c.make)).toEqual(reference(text));
     expect(c.ended()).toBe(0);
+  });
+});
+
+describe("a line that means nothing to qm is not held past MAX_OTHER_LINE_BYTES", () => {
+  const chunked = (text: string, size: number) => {
+    const bytes = enc.encode(text);
+    const parts: Uint8Array[] = [];
+    for (let i = 0; i < bytes.length; i += size) parts.push(bytes.subarray(i, i + size));
+    return parts;
+  };
+
+  test("a comment or an event: line far past the bound is dropped to its end; what follows parses", () => {
+    const huge = "x".repeat(MAX_OTHER_LINE_BYTES * 4);
+    for (const [lead, end] of [
+      [": ", "\n"],
+      ["event: ", "\r\n"],
+      ["id: ", "\r"],
+    ] as const) {
+      const text = `data: 1\n\n${lead}${huge}${end}data: 2\n\n: short\n\n`;
+      for (const size of [1000, 4096, MAX_OTHER_LINE_BYTES + 7]) {
+        const comments: string[] = [];
+        const events: Ev[] = [];
+        const s = new SseEvents({
+          onEvent: (data, name) => events.push([data, name]),
+          onComment: (c) => comments.push(c),
+          bigLineBytes: 1 << 30,
+          bigLine: () => ({ feed: () => {}, end: () => "" }),
+        });
+        for (const p of chunked(text, size)) s.feed(p);
+        s.end();
+        expect(events).toEqual([
+          ["1", undefined],
+          ["2", undefined],
+        ]);
+        expect(comments).toEqual(["short"]);
+      }
+    }
+  });
+
+  test("a comment under the bound is kept whole, however it is cut", () => {
+    const text = `: ${"y".repeat(MAX_OTHER_LINE_BYTES - 10)}\ndata: 3\n\n`;
+    const comments: string[] = [];
+    const s = new SseEvents({
+      onEvent: () => {},
+      onComment: (c) => comments.push(c),
+      bigLineBytes: 16,
+      bigLine: () => ({ feed: () => {}, end: () => "" }),
+    });
+    for (const p of chunked(text, 999)) s.feed(p);
+    expect(comments).toHaveLength(1);
+    expect(comments[0]).toHaveLength(MAX_OTHER_LINE_BYTES - 10);
   });
 });

@@ -6,6 +6,7 @@
 import { describe, expect, test } from "bun:test";
 import { framesOf, KEEP_ALIVE, responsesBody } from "../../src/api/responses/stream-body.ts";
 import {
+  MAX_BUFFERED_CHARS,
   RELAYED,
   type ResponsesEvent,
   ResponsesStream,
@@ -121,5 +122,22 @@ describe("the Responses stream wrapper", () => {
     expect(outline(answer + rest).at(-1)).toBe("response.completed");
     expect(ends).toEqual([true]);
     expect(timers.pending).toBe(0);
+  });
+});
+
+describe("an upstream that never ends a line", () => {
+  test("past MAX_BUFFERED_CHARS held, the answer fails once instead of holding it all", () => {
+    const t = new ResponsesStream(shape());
+    const events = [
+      ...t.start(),
+      ...t.chunk(encoder.encode(`${data(chunk({ content: "Hi" }))}: `)),
+    ];
+    const mib = encoder.encode("x".repeat(2 ** 20));
+    for (let i = 0; i <= MAX_BUFFERED_CHARS / 2 ** 20; i++) events.push(...t.chunk(mib));
+    events.push(...t.chunk(mib), ...t.end());
+    const failed = events.filter((e) => e.type === "response.failed");
+    expect(failed).toHaveLength(1);
+    expect(JSON.stringify(failed[0])).toContain("over 64 Mi characters");
+    expect(t.finished).toBe(true);
   });
 });

@@ -7,7 +7,9 @@
  * the unfinished line after them waits as the chunks' own bytes — no string fragments to join
  * later, no line copied once per chunk. A `data:` line that grows past `bigLineBytes` before
  * it ends (one delta of megabytes) is not held at all: its bytes go to a `BigLine` as they
- * come, and what that returns at the line's end stands for the line.
+ * come, and what that returns at the line's end stands for the line. Any other line (a
+ * comment, `event:`, a field nobody reads) that grows past `MAX_OTHER_LINE_BYTES` is dropped as
+ * it comes: no upstream can make qm hold a line that means nothing to it.
  */
 
 export interface BigLine {
@@ -32,6 +34,8 @@ const LF = 10;
 const CR = 13;
 const SPACE = 32;
 const DATA = Buffer.from("data:");
+/** The longest line that is not `data:` kept whole; longer ones are skipped to their end. */
+export const MAX_OTHER_LINE_BYTES = 64 * 1024;
 
 export class SseEvents {
   private readonly decoder = new TextDecoder();
@@ -39,6 +43,8 @@ export class SseEvents {
   private carry: Uint8Array[] = [];
   private carryLen = 0;
   private big: BigLine | null = null;
+  /** Inside a line too long to mean anything (not `data:`): skipped to its end. */
+  private dropping = false;
   /** The event's data lines so far, joined by "\n"; `lines` counts them. */
   private data = "";
   private dataLines = 0;
@@ -60,6 +66,14 @@ export class SseEvents {
     if (this.skipLf) {
       this.skipLf = false;
       if (c[i] === LF) i++;
+    }
+    if (this.dropping) {
+      const e = lineEnd(c, i);
+      if (e === -1) return;
+      this.dropping = false;
+      i = e + (c[e] === CR && c[e + 1] === LF ? 2 : 1);
+      if (c[e] === CR && e + 1 === n) this.skipLf = true;
+      if (i >= n) return;
     }
     if (this.big) {
       const lf = c.indexOf(LF, i);
@@ -94,6 +108,7 @@ export class SseEvents {
 
   /** The body ended: an event without its blank line is dropped, as the spec says. */
   end(): void {
+    this.dropping = false;
     this.big?.end();
     this.big = null;
     this.carry = [];
@@ -106,9 +121,19 @@ export class SseEvents {
     if (bytes.length === 0) return;
     this.carry.push(bytes);
     this.carryLen += bytes.length;
+    if (this.carryLen <= Math.min(this.opts.bigLineBytes, MAX_OTHER_LINE_BYTES)) return;
+    // Only the line's first bytes say what it is: no copy of the rest to find out.
+    const head = Buffer.concat(this.carry.slice(0, DATA.length)).subarray(0, DATA.length);
+    if (!head.equals(DATA)) {
+      if (this.carryLen > MAX_OTHER_LINE_BYTES) {
+        this.carry = [];
+        this.carryLen = 0;
+        this.dropping = true;
+      }
+      return;
+    }
     if (this.carryLen <= this.opts.bigLineBytes || this.dataLines > 0) return;
     const line = Buffer.concat(this.carry);
-    if (!line.subarray(0, DATA.length).equals(DATA)) return;
     this.carry = [];
     this.carryLen = 0;
     this.big = this.opts.bigLine();
@@ -162,4 +187,11 @@ export class SseEvents {
     if (field === "data") this.addData(value);
     else if (field === "event") this.name = value === "" ? undefined : value;
   }
+}
+
+/** The first line end (CR or LF) at or after `from`, or -1. */
+function lineEnd(c: Uint8Array, from: number): number {
+  const lf = c.indexOf(LF, from);
+  const cr = c.indexOf(CR, from);
+  return lf === -1 ? cr : cr === -1 ? lf : Math.min(lf, cr);
 }

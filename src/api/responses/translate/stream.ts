@@ -76,6 +76,9 @@ interface ToolCall {
 
 export type Ending = "completed" | "incomplete" | "failed";
 
+/** The most of one unfinished event (or line) the parser holds before the answer fails. */
+export const MAX_BUFFERED_CHARS = 64 * 2 ** 20;
+
 export class ResponsesStream {
   private seq = 0;
   private events: ResponsesEvent[] = [];
@@ -105,6 +108,16 @@ export class ResponsesStream {
       onComment: (text) => {
         const frame = relayedComment(text);
         if (frame !== "") this.events.push({ type: RELAYED, sequence_number: -1, frame });
+      },
+      // An upstream that never ends a line (or an event) cannot make qm hold it all.
+      maxBufferSize: MAX_BUFFERED_CHARS,
+      onError: (err) => {
+        if (err.type === "max-buffer-size-exceeded") {
+          this.failWith(
+            "server_error",
+            `the model's answer held one event of over ${MAX_BUFFERED_CHARS / 2 ** 20} Mi characters`,
+          );
+        }
       },
     });
   }

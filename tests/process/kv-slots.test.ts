@@ -264,10 +264,13 @@ describe("ModelProcess with keep_kv", () => {
     const gate = new Promise<void>((r) => {
       releaseRestore = r;
     });
-    let restoreAsked = false;
+    let restoreAsked!: () => void;
+    const restoreArrived = new Promise<void>((r) => {
+      restoreAsked = r;
+    });
     const fetch: SlotsFetch = async (url, init) => {
       if (url.endsWith("action=restore")) {
-        restoreAsked = true;
+        restoreAsked();
         await gate;
       }
       return api.fetch(url, init);
@@ -294,9 +297,8 @@ describe("ModelProcess with keep_kv", () => {
     const starting = proc.start().then(() => {
       started = true;
     });
-    // Wait (on the real process's health) until the restore call has arrived and is held.
-    for (let i = 0; i < 1000 && !restoreAsked; i++) await Bun.sleep(5);
-    expect(restoreAsked).toBe(true);
+    // The restore call arrives once the real process is healthy, and is held there.
+    await restoreArrived;
     await turnOver();
     expect(started).toBe(false);
     expect(proc.state).toBe("starting");
@@ -336,9 +338,12 @@ describe("ModelProcess with keep_kv", () => {
   test("a stop waits for a hung save only until keep_kv_timeout_s, then stops", async () => {
     const kv = kvConfig({ timeoutMs: 20_000 });
     const timers = new FakeTimers();
-    let asked = false;
+    let saveAsked!: () => void;
+    const saveArrived = new Promise<void>((r) => {
+      saveAsked = r;
+    });
     const hang: SlotsFetch = () => {
-      asked = true;
+      saveAsked();
       return new Promise<Response>(() => {});
     };
     const cap = captureLogger();
@@ -354,8 +359,7 @@ describe("ModelProcess with keep_kv", () => {
     const stopping = proc.stop().then(() => {
       stopped = true;
     });
-    for (let i = 0; i < 100 && !asked; i++) await Bun.sleep(1);
-    expect(asked).toBe(true);
+    await saveArrived;
     timers.advance(19_999);
     await turnOver();
     expect(stopped).toBe(false);

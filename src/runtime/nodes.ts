@@ -50,6 +50,7 @@ export interface NodeHost {
 }
 
 interface Node {
+  /** Replaced by a reload that changes the node's settings. */
   config: PeerConfig;
   api: MistralrsApi;
   /** Unloads of a loaded model since the last restart. */
@@ -73,25 +74,36 @@ export class ManagedNodes {
     this.replace(host.config.peers);
   }
 
-  /** A reload changed `[peers]`: nodes still configured keep their count; others go. */
+  /**
+   * A reload changed `[peers]`: a node still configured keeps its state (its cycle count, a
+   * defrag under way) with its new settings; the others go.
+   */
   replace(peers: Config["peers"]): void {
     const next = new Map<string, Node>();
     for (const c of Object.values(peers)) {
       if (!c.node) continue;
-      const old = this.nodes.get(c.id);
       const api = new MistralrsApi(c, this.host.timers, this.host.fetch);
-      next.set(c.id, {
-        config: c,
-        api,
-        cycles: old?.cycles ?? 0,
-        gate: old?.gate ?? null,
-        restarting: old?.restarting ?? false,
-        timer: null,
-        polling: false,
-      });
+      const old = this.nodes.get(c.id);
+      if (old) {
+        old.config = c;
+        old.api = api;
+        next.set(c.id, old);
+      } else {
+        next.set(c.id, {
+          config: c,
+          api,
+          cycles: 0,
+          gate: null,
+          restarting: false,
+          timer: null,
+          polling: false,
+        });
+      }
     }
-    for (const old of this.nodes.values()) {
-      if (old.timer !== null) this.host.timers.clear(old.timer);
+    // Every poll is rescheduled by the `start()` that follows a replace.
+    for (const n of this.nodes.values()) {
+      if (n.timer !== null) this.host.timers.clear(n.timer);
+      n.timer = null;
     }
     this.nodes.clear();
     for (const [id, n] of next) this.nodes.set(id, n);
@@ -321,6 +333,7 @@ export class NodeServer implements ModelServer {
   private resident = false;
   private starting: AbortController | null = null;
   private readonly lines: string[] = [];
+  private readonly id: string;
   private readonly node: string;
   private readonly remote: string;
   private readonly api: MistralrsApi;
@@ -345,8 +358,6 @@ export class NodeServer implements ModelServer {
     );
     this.id = model.id;
   }
-
-  private readonly id: string;
 
   async start(): Promise<void> {
     const host = this.nodes.hostDeps;

@@ -349,3 +349,53 @@ describe("a managed node across a config reload", () => {
     expect(timers.pending).toBe(0);
   });
 });
+
+test("a reload during a defrag keeps the node's state: the restart ends and requests waiting on it are served", async () => {
+  const fake = new FakeMistralrs({ models: ["a", "b"] });
+  const ran: string[][] = [];
+  let finish = () => {};
+  const node = (poll: number) =>
+    `[resources]\ngpu_probe = "off"\n[peers.n]\nurl = "http://n.test"\nkind = "mistralrs"\nmodels = ["a", "b"]\nmax_loaded = 1\npoll_s = ${poll}\ndefrag_after_cycles = 2\nrestart_cmd = "restart-node"\n`;
+  let text = node(5);
+  const timers = new FakeTimers();
+  const rt = new Runtime(config(text), {
+    clock: timers,
+    timers,
+    log: createLogger("error", () => {}),
+    makeProcess: fakeServers().make,
+    nodeFetch: fake.fetch,
+    runRestart: (argv) => {
+      ran.push(argv);
+      return new Promise<number>((resolve) => {
+        finish = () => resolve(0);
+      });
+    },
+    loadConfig: (isPortFree) => config(text, { isPortFree }),
+  });
+  rt.start();
+  const up = async (id: string) => {
+    const p = track(rt.acquire(rt.resolve(id)!, new AbortController().signal));
+    await flush();
+    p.value!.release();
+  };
+  await up("n/a");
+  await up("n/b"); // cycle 1
+  // A reload between the cycles keeps the count.
+  text = node(2);
+  expect(rt.reloadConfig().ok).toBe(true);
+  await up("n/a"); // cycle 2
+  timers.advance(2000);
+  await flush();
+  expect(ran).toEqual([["restart-node"]]);
+  // Another reload while the restart runs; a request waits for it.
+  text = node(3);
+  expect(rt.reloadConfig().ok).toBe(true);
+  const waiting = track(rt.acquire(rt.resolve("n/b")!, new AbortController().signal));
+  await flush();
+  expect(waiting.done).toBe(false);
+  finish();
+  await flush();
+  expect(waiting.value?.model.id).toBe("n/b");
+  waiting.value!.release();
+  rt.beginShutdown();
+});

@@ -12,6 +12,7 @@ import { ActivityLog } from "../api/metrics/activity.ts";
 import { QmMetrics } from "../api/metrics/prometheus.ts";
 import { modelIdFor } from "../config/aliases.ts";
 import { isPortFreeOnLoopback, loadConfigFile, parseVariantName } from "../config/index.ts";
+import { nodeModelId } from "../config/node-models.ts";
 import type { Config, ModelConfig } from "../config/types.ts";
 import { probeGpu } from "../gpu/index.ts";
 import { PeerTable } from "../peers/table.ts";
@@ -249,7 +250,7 @@ export class Runtime implements Effects, Gateway {
     });
     this.preload = new Preload(config.server.preload ?? [], {
       log: opts.log,
-      evictionFor: (id) => this.scheduler.evictionFor(id, this.scheduler.runningLru()),
+      evictionFor: (id) => this.scheduler.evictionFor(id),
       active: (id) => {
         const state = this.scheduler.state(id);
         return state === "ready" || state === "starting";
@@ -302,16 +303,15 @@ export class Runtime implements Effects, Gateway {
       Object.values(this.config.models).filter((m) => m.node?.node === node);
     return {
       model: (node: string, remote: string) => {
-        const m = this.config.models[`${node}/${remote}`];
+        const m = this.config.models[nodeModelId(node, remote)];
         return m?.node?.node === node ? m : undefined;
       },
       inflight: (node: string) =>
         onNode(node).reduce((n, m) => n + this.scheduler.inflightOf(m.id), 0),
       cost: (node: string, remote: string) => {
-        const id = `${node}/${remote}`;
+        const id = nodeModelId(node, remote);
         if (!this.config.models[id]) return Number.MAX_SAFE_INTEGER;
-        const running = this.scheduler.runningLru();
-        const answer = this.scheduler.evictionFor(id, running);
+        const answer = this.scheduler.evictionFor(id);
         return answer.ok ? answer.evict.length : Number.MAX_SAFE_INTEGER;
       },
     };

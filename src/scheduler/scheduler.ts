@@ -70,7 +70,7 @@ export class Scheduler {
       stopping: (id) => this.swaps.isStopping(id),
       inTransition: (id) => this.swaps.inTransition(id),
       held: (id) => this.models.held(id, this.clock.now()),
-      evictionFor: (id) => this.policy.evictionFor(id, this.models.runningLru()),
+      evictionFor: (id) => this.evictionFor(id),
       ramSleeper: () => this.ramSleeper(),
     };
   }
@@ -167,9 +167,9 @@ export class Scheduler {
     return this.models.runningLru();
   }
 
-  /** The policy's answer for `target` now (read-only: routing weighs a node's cost by it). */
-  evictionFor(target: string, running: readonly string[]) {
-    return this.policy.evictionFor(target, running);
+  /** The policy's answer for `target` now, over the models holding memory (read-only). */
+  evictionFor(target: string) {
+    return this.policy.evictionFor(target, this.models.runningLru());
   }
 
   /** Several GPUs: the cards `model` runs on while it holds memory; undefined = not placed. */

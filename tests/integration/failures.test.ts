@@ -56,7 +56,7 @@ describe("upstream failures", () => {
     expect(err.message).not.toContain("command:");
     expect(err.message).not.toContain("dist/qm");
     expect(err.message).toContain("/api/models/broken/logs");
-    expect(qm.log()).toContain("command:");
+    await qm.waitLog("command:");
     expect(Date.now() - t0).toBeLessThan(5000);
     expect((await status(qm.url)).models.find((m) => m.id === "broken")?.state).toBe("failed");
   });
@@ -88,7 +88,7 @@ describe("upstream failures", () => {
     const again = await chat(qm.url, "midway", { stream: true });
     expect(again.status).toBe(200);
     await again.text();
-    expect(qm.log()).toMatch(/model "midway" exited unexpectedly/);
+    await qm.waitLog(/model "midway" exited unexpectedly/);
   });
 
   test("an upstream killed while ready is noticed at once and started again by the next request", async () => {
@@ -113,7 +113,7 @@ describe("upstream failures", () => {
     const err = errorOf(await res.json());
     expect(err.code).toBe("upstream_failed");
     expect(err.message).toBe('model "refuser" failed to answer: connection refused');
-    expect(qm.log()).toMatch(/model "refuser": upstream call failed: .*(ECONNREFUSED|refused)/i);
+    await qm.waitLog(/model "refuser": upstream call failed: .*(ECONNREFUSED|refused)/i);
   });
 
   test("a client that leaves while its model loads leaves no trace; the load is not lost", async () => {

@@ -80,7 +80,7 @@ describe("live VRAM ceiling from nvidia-smi", () => {
     expect(s.resources.vram_ceiling_gb).toBe(15);
     expect(s.resources.gpu?.foreign_gb).toBe(8);
     expect(s.models.find((m) => m.id === "b")?.state).toBe("ready");
-    expect(qm.log()).toContain("GPU memory pressure");
+    await qm.waitLog("GPU memory pressure");
   });
 
   test("admission uses the tightened ceiling: loading c evicts b instead of overcommitting", async () => {
@@ -180,7 +180,7 @@ est_vram_gb = 10
         ["x", "stopped"],
         ["y", "ready"],
       ]);
-      expect(other.log()).toMatch(/spawn guard: .*waited \d+ ms/);
+      await other.waitLog(/spawn guard: .*waited \d+ ms/);
     } finally {
       expect(await other.stop()).toBe(0);
     }

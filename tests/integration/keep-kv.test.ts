@@ -69,10 +69,10 @@ describe("keep_kv", () => {
     expect(existsSync(join(dir, "slot-0.bin"))).toBe(true);
     const manifest = JSON.parse(readFileSync(join(dir, "manifest.json"), "utf8"));
     expect(manifest.slots["0"].tokens).toBeGreaterThan(2000);
-    expect(qm.log()).toContain('model "warm": KV of slot 0 saved');
+    await qm.waitLog('model "warm": KV of slot 0 saved');
     // Back on a fresh process: the prompt's prefix is already there.
     expect(await turn("warm", "turn 3")).toBeGreaterThan(2000);
-    expect(qm.log()).toContain('model "warm": KV of slot 0 restored');
+    await qm.waitLog('model "warm": KV of slot 0 restored');
   });
 
   test("without keep_kv the same swap comes back cold", async () => {
@@ -99,7 +99,7 @@ describe("keep_kv", () => {
       (log) => log.includes("config reloaded"),
     );
     expect(await turn("warm", "turn 4")).toBe(0);
-    expect(qm.log()).toContain('model "warm": saved KV cache removed');
+    await qm.waitLog('model "warm": saved KV cache removed');
     expect(readdirSync(dir).includes("slot-0.bin")).toBe(false);
   });
 });

@@ -66,7 +66,7 @@ describe("leases", () => {
       (v) => v.models.find((m) => m.id === "render")?.inflight === 0,
       5000,
     );
-    expect(qm.log()).toContain(`lease ${lease} on "render" expired`);
+    await qm.waitLog(`lease ${lease} on "render" expired`);
   });
 
   test("bad lease requests get clear errors", async () => {

@@ -60,8 +60,8 @@ describe("a model's port is taken when it starts", () => {
     const moved = await modelOf(qm.url, "one");
     expect(moved.port).not.toBe(port);
     expect(moved.state).toBe("ready");
-    expect(qm.log()).toContain(`port ${port} is in use by pid ${process.pid}`);
-    expect(qm.log()).toContain(`starting it on port ${moved.port} instead`);
+    await qm.waitLog(`port ${port} is in use by pid ${process.pid}`);
+    await qm.waitLog(`starting it on port ${moved.port} instead`);
     // The next request goes to the same, moved, model.
     const again = await chat(qm.url, "one");
     expect(again.status).toBe(200);

@@ -77,7 +77,7 @@ describe("evict = sleep", () => {
     const woken = await model("vllm");
     expect(woken.state).toBe("ready");
     expect(woken.pid).toBe(pid);
-    expect(qm.log()).toContain("model vllm: awake");
+    await qm.waitLog("model vllm: awake");
     // other (evict = "stop") was stopped for it, as before.
     expect((await model("other")).state).toBe("stopped");
   });
@@ -96,7 +96,7 @@ describe("evict = sleep", () => {
     expect(after.pid).not.toBe(pid);
     expect(after.pid).toBeGreaterThan(0);
     expect(alive(pid)).toBe(false);
-    expect(qm.log()).toContain("restarting it cold");
+    await qm.waitLog("restarting it cold");
   });
 
   test("metrics count the sleeps and the wakes, by how they went", async () => {

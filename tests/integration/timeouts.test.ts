@@ -150,7 +150,7 @@ describe("a model that keeps stalling", () => {
       () => status(qm.url),
       (s) => s.models.find((m) => m.id === "wedged")?.state === "stopped",
     );
-    expect(qm.log()).toMatch(/model "wedged" timed out 3 times without an answer: restarting it/);
+    await qm.waitLog(/model "wedged" timed out 3 times without an answer: restarting it/);
     const again = await chat(qm.url, "wedged", { stream: true });
     expect(again.headers.get("x-qm-model-loaded")).toBe("false");
     await again.text();

@@ -1,14 +1,17 @@
 import { describe, expect, test } from "bun:test";
 import { Deadline } from "../../src/proxy/deadline.ts";
 import { QmError } from "../../src/shared/errors.ts";
-import { Sweep } from "../../src/shared/sweep.ts";
+import { SWEEP_PERIOD_MS, Sweep } from "../../src/shared/sweep.ts";
 import { config } from "../support/config.ts";
 import { FakeTimers } from "../support/fake-timers.ts";
 
-/** A deadline swept every 1 ms of a fake clock (the real sweep looks every 100 ms). */
-function deadline(firstByteMs: number, stallMs: number, client?: AbortSignal) {
+/**
+ * A deadline swept every `periodMs` of a fake clock: 1 ms by default, to check limits to the
+ * millisecond; the real sweep looks every 100 ms, which is what an hour-long check uses.
+ */
+function deadline(firstByteMs: number, stallMs: number, client?: AbortSignal, periodMs = 1) {
   const timers = new FakeTimers();
-  const sweep = new Sweep<Deadline>(timers, 1);
+  const sweep = new Sweep<Deadline>(timers, periodMs);
   const reports: string[] = [];
   const d = new Deadline({
     model: "m",
@@ -125,11 +128,11 @@ describe("Deadline", () => {
   });
 
   test("0 turns a limit off; forModel takes the model's limits, mayIdle drops the stall limit", () => {
-    const onlyStall = deadline(0, 500);
+    const onlyStall = deadline(0, 500, undefined, SWEEP_PERIOD_MS);
     onlyStall.d.start();
     onlyStall.timers.advance(3_600_000);
     expect(onlyStall.d.signal.aborted).toBe(false);
-    const noStall = deadline(1000, 0);
+    const noStall = deadline(1000, 0, undefined, SWEEP_PERIOD_MS);
     noStall.d.start();
     noStall.d.headers();
     noStall.d.reading();

@@ -9,6 +9,11 @@ export interface QmServer {
   url: string;
   /** Everything qm wrote to stderr so far. */
   log(): string;
+  /**
+   * The log once it holds `pattern`: qm writes a line after the client's answer has gone, so a
+   * test that checks the log straight after a response waits for the line to arrive.
+   */
+  waitLog(pattern: string | RegExp, timeoutMs?: number): Promise<string>;
   /** SIGTERM, then the exit code. */
   stop(signal?: NodeJS.Signals): Promise<number>;
 }
@@ -31,6 +36,7 @@ export async function startQm(
   });
   let text = "";
   const decoder = new TextDecoder();
+  const waiters = new Set<() => void>();
   let found: (url: string) => void = () => {};
   const listening = new Promise<string>((r) => {
     found = r;
@@ -38,6 +44,7 @@ export async function startQm(
   void (async () => {
     for await (const chunk of proc.stderr) {
       text += decoder.decode(chunk);
+      for (const w of [...waiters]) w();
       const m = /listening on (http:\/\/\S+)/.exec(text);
       if (m) found(m[1]!);
     }
@@ -54,6 +61,27 @@ export async function startQm(
     proc,
     url,
     log: () => text,
+    waitLog(pattern, timeoutMs = 10_000) {
+      const holds = () =>
+        typeof pattern === "string" ? text.includes(pattern) : pattern.test(text);
+      if (holds()) return Promise.resolve(text);
+      return new Promise<string>((resolve, reject) => {
+        const check = () => {
+          if (!holds()) return;
+          done();
+          resolve(text);
+        };
+        const timer = setTimeout(() => {
+          done();
+          reject(new Error(`the log never showed ${String(pattern)}:\n${text}`));
+        }, timeoutMs);
+        const done = () => {
+          clearTimeout(timer);
+          waiters.delete(check);
+        };
+        waiters.add(check);
+      });
+    },
     async stop(signal = "SIGTERM") {
       proc.kill(signal);
       return proc.exited;

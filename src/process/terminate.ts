@@ -1,7 +1,10 @@
 /**
  * Graceful stop with escalation (the execa pattern): ask politely — `cmd_stop` when the
  * model has one, else SIGTERM to the model's processes — and SIGKILL them once
- * `stop_timeout_s` has passed. Resolves when the process has exited.
+ * `stop_timeout_s` has passed. Resolves when the process has exited and `cmd_stop`, if it
+ * ran, has too: a stop command still running after the model went (`sh -c "kill …; sleep"`)
+ * is waited for within the same `stop_timeout_s`, then SIGKILLed, so "stopped" leaves no
+ * process of the model's behind.
  */
 import type { ModelConfig } from "../config/types.ts";
 import type { Logger } from "../shared/log.ts";
@@ -27,10 +30,16 @@ export async function terminate(
   let stopCmd: StopCommand | null = null;
   const escalate = setTimeout(
     () => {
-      log.warn(
-        `model "${model.id}" still running ${model.stopTimeoutS} s after the stop request; sending SIGKILL`,
-      );
-      target.signal("SIGKILL");
+      if (target.exited) {
+        log.warn(
+          `model "${model.id}": cmd_stop still running after ${model.stopTimeoutS} s; killing it`,
+        );
+      } else {
+        log.warn(
+          `model "${model.id}" still running ${model.stopTimeoutS} s after the stop request; sending SIGKILL`,
+        );
+        target.signal("SIGKILL");
+      }
       stopCmd?.kill();
     },
     Math.max(0, model.stopTimeoutS * 1000),
@@ -55,6 +64,7 @@ export async function terminate(
       }
     }
     await target.exit;
+    if (stopCmd) await stopCmd.done;
   } finally {
     clearTimeout(escalate);
   }

@@ -91,6 +91,39 @@ describe("stop", () => {
     expect(proc.logs()).toContain("demo-upstream custom: SIGINT, shutting down");
   });
 
+  test("stop waits for a cmd_stop that outlives the model: no group is left behind", async () => {
+    const { proc } = supervise(
+      demoModel("lingering", [], {
+        toml: `cmd_stop = ${tomlString(`sh -c "kill -s INT ${PID}; sleep 0.3"`)}`,
+      }),
+    );
+    const pid = await startAndRecord(proc);
+    await proc.stop();
+    expect(alive(pid)).toBe(false);
+    expect(proc.logs()).toContain("demo-upstream lingering: SIGINT, shutting down");
+    // The stop command's own group has exited too by the time stop() resolves.
+    expect(liveGroups()).toEqual([]);
+  });
+
+  test("a cmd_stop still running at stop_timeout_s after the model went is killed", async () => {
+    const { proc, lines } = supervise(
+      demoModel("hanging", [], {
+        toml:
+          `cmd_stop = ${tomlString(`sh -c "kill -s INT ${PID}; sleep 30"`)}\n` +
+          "stop_timeout_s = 0.3",
+      }),
+    );
+    await startAndRecord(proc);
+    const t0 = performance.now();
+    await proc.stop();
+    expect(performance.now() - t0).toBeLessThan(5000);
+    // Its group is untracked only once its exit was seen.
+    expect(liveGroups()).toEqual([]);
+    expect(lines.some((l) => l.includes("cmd_stop still running after 0.3 s; killing it"))).toBe(
+      true,
+    );
+  });
+
   test("a failing cmd_stop falls back to SIGTERM", async () => {
     const { proc, lines } = supervise(
       demoModel("fallback", [], { toml: `cmd_stop = ${tomlString(`false ${PID}`)}` }),

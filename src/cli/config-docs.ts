@@ -263,7 +263,7 @@ export const CONFIG_DOCS: Record<DocumentedSection, SectionDoc> = {
       },
       cmd_stop: {
         meaning:
-          'Command that stops the model instead of SIGTERM (`${PID}` is its pid); SIGTERM follows if it fails. `""`: SIGTERM.',
+          'Command that stops the model instead of SIGTERM (`${PID}` is its pid); SIGTERM follows if it fails. A stop ends when the model and this command have both exited; both are SIGKILLed at `stop_timeout_s`. `""`: SIGTERM.',
         example: "docker stop qm-${MODEL_ID}",
       },
       aliases: {

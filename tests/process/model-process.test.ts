@@ -87,16 +87,16 @@ describe("start", () => {
     await proc.start(); // ready: resolves at once
   });
 
-  test("honours a load delay and is ready within 30 ms of turning healthy", async () => {
+  test("honours a load delay: ready only once the upstream turned healthy", async () => {
     const { proc, waitFor } = supervise(demoModel("slow", ["--load-delay-ms", "400"]));
     const t0 = performance.now();
     await startAndRecord(proc);
-    const readyAt = performance.now();
-    expect(readyAt - t0).toBeGreaterThanOrEqual(400);
-    // The demo prints this line when /health turns 200. It travels through a pipe, so it
-    // may even arrive after readiness was seen; the gap bounds the poll latency.
-    const healthyAt = await waitFor("model loaded, ready");
-    expect(readyAt - healthyAt).toBeLessThan(30);
+    expect(performance.now() - t0).toBeGreaterThanOrEqual(400);
+    expect(proc.state).toBe("ready");
+    // The demo prints this line when /health turns 200 (it travels through a pipe, so it may
+    // arrive after readiness was seen). How soon after it qm sees readiness is a timing: the
+    // bench's readiness section measures it against its 30 ms target.
+    await waitFor("model loaded, ready");
   });
 
   test("checkEndpoint null: ready as soon as spawned", async () => {

@@ -7,7 +7,7 @@ import type { Deadline } from "../../src/proxy/deadline.ts";
 import { OPENAI_TOOL_CALLS } from "../../src/proxy/end-scan.ts";
 import type { ServeOutcome } from "../../src/scheduler/types.ts";
 import { silentLogger } from "../../src/shared/log.ts";
-import { Sweep } from "../../src/shared/sweep.ts";
+import { SWEEP_PERIOD_MS, Sweep } from "../../src/shared/sweep.ts";
 import { FakeTimers } from "../support/fake-timers.ts";
 
 const cfg = loadConfigText(
@@ -16,10 +16,11 @@ const cfg = loadConfigText(
 );
 const model = cfg.models.m!;
 
-function gateway() {
+/** Calls swept every `periodMs` of a fake clock: 1 ms to the millisecond, or the real period. */
+function gateway(periodMs = 1) {
   const reports: string[] = [];
   const timers = new FakeTimers();
-  const calls = new Sweep<Deadline>(timers, 1);
+  const calls = new Sweep<Deadline>(timers, periodMs);
   const gw = {
     config: cfg,
     calls,
@@ -51,7 +52,8 @@ describe("Call", () => {
   });
 
   test("a call that may idle (a GET through /upstream): first byte only, never counted", () => {
-    const { gw, reports, timers } = gateway();
+    // An hour of the fake clock, swept at the real period (a 1 ms sweep would tick 3.6 M times).
+    const { gw, reports, timers } = gateway(SWEEP_PERIOD_MS);
     const signal = new AbortController().signal;
     const d = new Call(gw, model, signal, silentLogger, { mayIdle: true }).deadline;
     d.start();

@@ -173,5 +173,5 @@ describe("placement across several GPUs (property)", () => {
       }),
       { numRuns: 400 },
     );
-  });
+  }, 60_000);
 });

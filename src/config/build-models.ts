@@ -180,11 +180,16 @@ function keepKvOf(
     return null;
   }
   return {
-    dir: `${ctx.stateDir.replace(/\/+$/, "")}/kv/${safeName(id)}`,
+    dir: `${kvRoot(ctx.stateDir)}/${safeName(id)}`,
     maxBytes: m.keep_kv_max_mb * 1024 * 1024,
     timeoutMs: Math.round(m.keep_kv_timeout_s * 1000),
     hash: Bun.hash(JSON.stringify([argv, env])).toString(16),
   };
+}
+
+/** The folder that holds every `keep_kv` model's folder. */
+export function kvRoot(stateDir: string): string {
+  return `${stateDir.replace(/\/+$/, "")}/kv`;
 }
 
 /** A model id as one path segment: other characters become "_", with a hash when any did. */

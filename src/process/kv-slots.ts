@@ -6,6 +6,7 @@
  * restore (`KeepKv.timeoutMs`) on the injected timers. Invariants: ./design.md.
  */
 import {
+  existsSync,
   mkdirSync,
   readdirSync,
   readFileSync,
@@ -55,6 +56,40 @@ export interface KvOutcome {
 }
 
 class Deadline extends Error {}
+
+/**
+ * Removes the `keep_kv` folders `names` under `root` (`<state_dir>/kv`): their models were
+ * removed, or lost `keep_kv`. Only a folder holding qm's manifest is removed, never anything else
+ * put there. Never throws; returns the folders removed.
+ */
+export function removeKvFolders(root: string, names: Iterable<string>, log: Logger): string[] {
+  const removed: string[] = [];
+  for (const name of names) {
+    const dir = join(root, name);
+    try {
+      if (!existsSync(join(dir, MANIFEST))) continue;
+      const mb = folderBytes(dir) / (1024 * 1024);
+      rmSync(dir, { recursive: true, force: true });
+      removed.push(dir);
+      log.info(`keep_kv: removed ${dir} (${mb.toFixed(1)} MiB); no model keeps it any more`);
+    } catch (err) {
+      log.warn(`keep_kv: could not remove ${dir}: ${message(err)}`);
+    }
+  }
+  return removed;
+}
+
+function folderBytes(dir: string): number {
+  let total = 0;
+  for (const f of readdirSync(dir)) {
+    try {
+      total += statSync(join(dir, f)).size;
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return total;
+}
 
 /** Slot file names are qm's own: `slot-<id>.bin` (llama-server refuses paths). */
 const slotFile = (id: number) => `slot-${id}.bin`;

@@ -2,9 +2,11 @@
  * Applying a reloaded config to the running one (./reload.md). Synchronous from the diff to the
  * scheduler event: nothing can interleave between reading what runs and changing it.
  */
+import { kvRoot, safeName } from "../config/build-models.ts";
 import { ConfigError } from "../config/errors.ts";
 import type { Config, ModelConfig } from "../config/types.ts";
 import type { EvictionPolicy } from "../policy/types.ts";
+import { removeKvFolders } from "../process/kv-slots.ts";
 import type { Reconfigure } from "../scheduler/scheduler.ts";
 import type { ModelState } from "../scheduler/types.ts";
 import type { Logger } from "../shared/log.ts";
@@ -55,6 +57,8 @@ export class ConfigReloads {
   /** Models removed from the config, still running until idle. */
   private readonly retiring = new Map<string, ModelConfig>();
   private readonly listeners = new Set<(changes: ConfigChanges, config: Config) => void>();
+  /** `keep_kv` folders (by name) whose models had `keep_kv` before a reload: id by folder. */
+  private readonly kvLeft = new Map<string, string>();
 
   constructor(private readonly host: ReloadHost) {}
 
@@ -116,7 +120,34 @@ export class ConfigReloads {
       this.host.addProcess(next);
       this.host.log.info(`model ${id}: its new config applies from its next start`);
     }
-    if (this.retiring.delete(id)) this.host.removeProcess(id);
+    const retired = this.retiring.delete(id);
+    if (retired) this.host.removeProcess(id);
+    // Its last save is done: a folder its model no longer keeps can go.
+    if (next || retired) this.pruneKv();
+  }
+
+  /**
+   * Deletes the `keep_kv` folders that a reload left without a model: that of a model removed,
+   * or now without `keep_kv`, once its process is down (a running one may still save there).
+   * Only models this qm knew with `keep_kv` are candidates: another qm on the same state dir
+   * may keep folders of its own there.
+   */
+  private pruneKv(): void {
+    const { config } = this.host;
+    // What keeps keep_kv from now on: the config (a removed model still running is not in it).
+    const kept = new Set<string>();
+    for (const m of [...Object.values(config.models), ...this.pending.values()]) {
+      if (m.keepKv !== null) kept.add(safeName(m.id));
+    }
+    const gone: string[] = [];
+    for (const [name, id] of this.kvLeft) {
+      if (kept.has(name)) this.kvLeft.delete(name);
+      else if (["stopped", "failed"].includes(this.host.state(id))) {
+        this.kvLeft.delete(name);
+        gone.push(name);
+      }
+    }
+    removeKvFolders(kvRoot(config.server.stateDir), gone, this.host.log);
   }
 
   /** Applies `next` (already valid). Exposed for tests; `reload` is the way in. */
@@ -125,6 +156,9 @@ export class ConfigReloads {
     const live = host.config;
     const changes = diffConfig(live, next);
     const sleepers: string[] = [];
+    for (const m of [...Object.values(live.models), ...this.retiring.values()]) {
+      if (m.keepKv !== null) this.kvLeft.set(safeName(m.id), m.id);
+    }
     for (const id of changes.removed) {
       // One that is down goes now; a running one stays until the scheduler reports it down.
       if (host.state(id) === "stopped") host.removeProcess(id);
@@ -174,6 +208,7 @@ export class ConfigReloads {
     }
     host.reconfigure({ config: live, policy, retire: changes.removed });
     for (const id of sleepers) host.unload?.(id);
+    this.pruneKv();
     return changes;
   }
 

@@ -102,4 +102,17 @@ describe("keep_kv", () => {
     await qm.waitLog('model "warm": saved KV cache removed');
     expect(readdirSync(dir).includes("slot-0.bin")).toBe(false);
   });
+
+  test("a reload that removes the model deletes its folder once it has stopped", async () => {
+    // "warm" runs (turn 4 started it), with a cached prompt its stop will save.
+    const dir = join(stateDir, "kv", "warm");
+    const text = readFileSync(configPath, "utf8");
+    writeFileSync(configPath, text.replace(/\[models\.warm\][^[]*/, ""));
+    const res = await postJson(qm.url, "/api/config/reload");
+    expect(((await res.json()) as { changes: { removed: string[] } }).changes.removed).toEqual([
+      "warm",
+    ]);
+    await qm.waitLog(`keep_kv: removed ${dir}`);
+    expect(existsSync(dir)).toBe(false);
+  });
 });

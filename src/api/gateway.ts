@@ -169,13 +169,16 @@ export interface CardStatusJson {
   /** The models placed on it, holding memory now. */
   models: string[];
   /** The latest trusted nvidia-smi reading of this card, or null. */
-  reading: {
-    total_gb: number;
-    used_gb: number;
-    free_gb: number;
-    ours_gb: number;
-    foreign_gb: number;
-  } | null;
+  reading: GpuReadingJson | null;
+}
+
+/** An nvidia-smi reading, of the box or of one card. */
+export interface GpuReadingJson {
+  total_gb: number;
+  used_gb: number;
+  free_gb: number;
+  ours_gb: number;
+  foreign_gb: number;
 }
 
 export interface StatusJson {
@@ -202,14 +205,7 @@ export interface StatusJson {
     /** Why the ceiling is what it is, or why the static budget applies. */
     probe: string;
     /** The latest trusted nvidia-smi reading, or null. */
-    gpu: {
-      total_gb: number;
-      used_gb: number;
-      free_gb: number;
-      ours_gb: number;
-      foreign_gb: number;
-      foreign_baseline_gb: number | null;
-    } | null;
+    gpu: (GpuReadingJson & { foreign_baseline_gb: number | null }) | null;
     /** Each card, with several GPUs; absent on a box admitted against one budget. */
     gpus?: CardStatusJson[];
   };

@@ -1,4 +1,4 @@
-import type { CardStatusJson, StatusJson } from "../api/gateway.ts";
+import type { CardStatusJson, GpuReadingJson, StatusJson } from "../api/gateway.ts";
 import type { Config, ModelConfig } from "../config/types.ts";
 import type { GpuReading } from "../gpu/index.ts";
 import type { Scheduler } from "../scheduler/scheduler.ts";
@@ -100,11 +100,7 @@ export function buildStatus(inputs: StatusInputs): StatusJson {
       ram_used_gb: round(ramUsed),
       probe: live.note,
       gpu: gpu && {
-        total_gb: round(gpu.totalGb),
-        used_gb: round(gpu.usedGb),
-        free_gb: round(gpu.freeGb),
-        ours_gb: round(gpu.oursGb),
-        foreign_gb: round(gpu.foreignGb),
+        ...readingJson(gpu),
         foreign_baseline_gb:
           inputs.foreignBaselineGb === null ? null : round(inputs.foreignBaselineGb),
       },
@@ -132,17 +128,26 @@ function cardsJson(inputs: StatusInputs): { gpus?: CardStatusJson[] } {
         ceiling_gb: round(c.ceilingGb),
         used_gb: round(used),
         models: on.map((m) => m.id),
-        reading: r
-          ? {
-              total_gb: round(r.totalGb),
-              used_gb: round(r.usedGb),
-              free_gb: round(r.freeGb),
-              ours_gb: round(r.oursGb),
-              foreign_gb: round(r.foreignGb),
-            }
-          : null,
+        reading: r ? readingJson(r) : null,
       };
     }),
+  };
+}
+
+/** A reading of the box or of one card, as status shows it. */
+function readingJson(r: {
+  totalGb: number;
+  usedGb: number;
+  freeGb: number;
+  oursGb: number;
+  foreignGb: number;
+}): GpuReadingJson {
+  return {
+    total_gb: round(r.totalGb),
+    used_gb: round(r.usedGb),
+    free_gb: round(r.freeGb),
+    ours_gb: round(r.oursGb),
+    foreign_gb: round(r.foreignGb),
   };
 }
 

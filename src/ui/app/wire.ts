@@ -47,21 +47,18 @@ export interface CardStatus {
   ceiling_gb: number;
   used_gb: number;
   models: string[];
-  reading: {
-    total_gb: number;
-    used_gb: number;
-    free_gb: number;
-    ours_gb: number;
-    foreign_gb: number;
-  } | null;
+  reading: CardReading | null;
 }
 
-export interface GpuReading {
+export interface CardReading {
   total_gb: number;
   used_gb: number;
   free_gb: number;
   ours_gb: number;
   foreign_gb: number;
+}
+
+export interface GpuReading extends CardReading {
   foreign_baseline_gb: number | null;
 }
 

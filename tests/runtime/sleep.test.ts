@@ -1,11 +1,10 @@
 /** The swap runner's half of `evict = "sleep"`: sleep instead of stop, wake instead of start. */
 import { describe, expect, test } from "bun:test";
-import { SwapRunner } from "../../src/runtime/swap-runner.ts";
-import type { SwapResult } from "../../src/scheduler/types.ts";
 import { QmError } from "../../src/shared/errors.ts";
 import { createLogger } from "../../src/shared/log.ts";
 import { config } from "../support/config.ts";
 import { fakeServers, settle } from "./fake-server.ts";
+import { bringUp, swapHarness } from "./swap-harness.ts";
 
 const TOML = `
 [models.a]
@@ -18,56 +17,9 @@ cmd = "x"
 proxy = "http://127.0.0.1:9"
 `;
 
-function setup() {
-  const cfg = config(TOML);
-  const fakes = fakeServers();
-  const events: string[] = [];
-  const results = new Map<number, SwapResult>();
-  const lines: string[] = [];
-  const counts: string[] = [];
-  const guards: { model: string; evicted: readonly string[] }[] = [];
-  let released = 0;
-  const runner = new SwapRunner({
-    log: createLogger("info", (l) => lines.push(l)),
-    models: () => cfg.models,
-    events: {
-      swapDone: (id, result) => {
-        results.set(id, result);
-        events.push(`swapDone ${id} ${result.ok ? "ok" : result.error.code}`);
-      },
-      stopped: (model) => events.push(`stopped ${model}`),
-      slept: (model, asleep) => events.push(`slept ${model} ${asleep}`),
-      exited: (model, error) => events.push(`exited ${model} ${error.code}`),
-    },
-    gpu: {
-      guard: async (model, _gb, opts) => {
-        guards.push({ model, evicted: opts?.evicted ?? [] });
-        return { ok: true };
-      },
-      noteReleased: () => {
-        released++;
-      },
-    },
-    makeProcess: fakes.make,
-    counts: {
-      slept: (m, ok) => counts.push(`slept ${m} ${ok}`),
-      woke: (m, r) => counts.push(`woke ${m} ${r}`),
-    },
-  });
-  for (const m of Object.values(cfg.models)) runner.add(m);
-  return { runner, fakes, events, results, lines, counts, guards, released: () => released };
-}
-
-async function bringUp(t: ReturnType<typeof setup>, id: string, swapId: number) {
-  t.runner.startSwap({ id: swapId, target: id, evict: [] });
-  await settle();
-  t.fakes.of(id).ready();
-  await settle();
-}
-
 describe("sleep in swaps", () => {
   test("an evictee in `sleep` is put to sleep at its level, its process kept; the swap says so", async () => {
-    const t = setup();
+    const t = swapHarness(TOML);
     await bringUp(t, "a", 1);
     const pid = t.fakes.of("a").pid;
     t.runner.startSwap({ id: 2, target: "b", evict: ["a"], sleep: ["a"] });
@@ -86,7 +38,7 @@ describe("sleep in swaps", () => {
   });
 
   test("an evictee that will not sleep is stopped instead and is not reported asleep", async () => {
-    const t = setup();
+    const t = swapHarness(TOML);
     await bringUp(t, "a", 1);
     const a = t.fakes.of("a");
     a.sleepError = new QmError("upstream_start_failed", "POST /sleep answered 404");
@@ -103,7 +55,7 @@ describe("sleep in swaps", () => {
   });
 
   test("a wake swap wakes the same process: no start", async () => {
-    const t = setup();
+    const t = swapHarness(TOML);
     await bringUp(t, "a", 1);
     const a = t.fakes.of("a");
     await a.sleep(1);
@@ -117,7 +69,7 @@ describe("sleep in swaps", () => {
   });
 
   test("a wake that fails restarts the model cold: stopped, then started afresh", async () => {
-    const t = setup();
+    const t = swapHarness(TOML);
     await bringUp(t, "a", 1);
     const a = t.fakes.of("a");
     const pid = a.pid;
@@ -139,7 +91,7 @@ describe("sleep in swaps", () => {
   });
 
   test("a wake swap aborted while the failed wake's process stops does not start it", async () => {
-    const t = setup();
+    const t = swapHarness(TOML);
     await bringUp(t, "a", 1);
     const a = t.fakes.of("a");
     await a.sleep(1);
@@ -156,17 +108,17 @@ describe("sleep in swaps", () => {
 
 describe("sleep outside swaps", () => {
   test("sleepModels sleeps each and reports slept; memory let go of is noted", async () => {
-    const t = setup();
+    const t = swapHarness(TOML);
     await bringUp(t, "a", 1);
     t.runner.sleepModels(["a"], "ttl");
     await settle();
     expect(t.events).toContain("slept a true");
     expect(t.fakes.of("a").asleep).toBe(true);
-    expect(t.released()).toBe(1);
+    expect(t.gate.released).toBe(1);
   });
 
   test("a model without a sleep API is stopped and reported not asleep", async () => {
-    const t = setup();
+    const t = swapHarness(TOML);
     await bringUp(t, "b", 1);
     const b = t.fakes.of("b");
     b.sleepError = new QmError("upstream_start_failed", "no");

@@ -1,64 +1,11 @@
 import { describe, expect, test } from "bun:test";
-import type { SpawnVerdict } from "../../src/gpu/index.ts";
-import { SwapRunner } from "../../src/runtime/swap-runner.ts";
-import type { SwapResult } from "../../src/scheduler/types.ts";
-import type { QmError } from "../../src/shared/errors.ts";
-import { createLogger } from "../../src/shared/log.ts";
-import { config } from "../support/config.ts";
 import { modelsToml } from "../support/harness.ts";
-import { fakeServers, settle } from "./fake-server.ts";
-
-/** A runner over fake processes, a spawn gate the test answers, and recorded events. */
-function setup() {
-  const cfg = config(modelsToml("a", "b", "c"));
-  const fakes = fakeServers();
-  const events: string[] = [];
-  const results = new Map<number, SwapResult>();
-  const errors: QmError[] = [];
-  const lines: string[] = [];
-  const guards: { model: string; evicted: readonly string[] }[] = [];
-  const gate = { verdict: { ok: true } as SpawnVerdict, released: 0 };
-  const runner = new SwapRunner({
-    log: createLogger("info", (l) => lines.push(l)),
-    models: () => cfg.models,
-    events: {
-      swapDone: (id, result) => {
-        results.set(id, result);
-        events.push(`swapDone ${id} ${result.ok ? "ok" : result.error.code}`);
-      },
-      stopped: (model) => events.push(`stopped ${model}`),
-      slept: (model, asleep) => events.push(`slept ${model} ${asleep}`),
-      exited: (model, error) => {
-        errors.push(error);
-        events.push(`exited ${model} ${error.code}`);
-      },
-    },
-    gpu: {
-      guard: async (model, _gb, opts) => {
-        guards.push({ model, evicted: opts?.evicted ?? [] });
-        return gate.verdict;
-      },
-      noteReleased: () => {
-        gate.released++;
-      },
-    },
-    makeProcess: fakes.make,
-  });
-  for (const m of Object.values(cfg.models)) runner.add(m);
-  return { runner, fakes, events, results, errors, lines, guards, gate };
-}
-
-/** Brings model `id` up through a swap of its own. */
-async function bringUp(t: ReturnType<typeof setup>, id: string, swapId: number): Promise<void> {
-  t.runner.startSwap({ id: swapId, target: id, evict: [] });
-  await settle();
-  t.fakes.of(id).ready();
-  await settle();
-}
+import { settle } from "./fake-server.ts";
+import { bringUp, swapHarness } from "./swap-harness.ts";
 
 describe("swaps", () => {
   test("the evict set stops first, then the guard is asked, then the target starts", async () => {
-    const t = setup();
+    const t = swapHarness(modelsToml("a", "b", "c"));
     await bringUp(t, "a", 1);
     t.runner.startSwap({ id: 2, target: "b", evict: ["a"] });
     await settle();
@@ -76,7 +23,7 @@ describe("swaps", () => {
   });
 
   test("a guard refusal fails the swap with cannot_fit; the target never starts", async () => {
-    const t = setup();
+    const t = swapHarness(modelsToml("a", "b", "c"));
     t.gate.verdict = { ok: false, message: "cannot start a now: it needs more" };
     t.runner.startSwap({ id: 1, target: "a", evict: [] });
     await settle();
@@ -87,7 +34,7 @@ describe("swaps", () => {
   });
 
   test("a start failure is the swap's result, its detail logged once", async () => {
-    const t = setup();
+    const t = swapHarness(modelsToml("a", "b", "c"));
     t.runner.startSwap({ id: 1, target: "a", evict: [] });
     await settle();
     t.fakes.of("a").stderr = ["error: no such file"];
@@ -113,7 +60,7 @@ describe("swaps", () => {
 
 describe("abortSwap", () => {
   test("while the evict set stops: the target never starts; reported once, no stopped()", async () => {
-    const t = setup();
+    const t = swapHarness(modelsToml("a", "b", "c"));
     await bringUp(t, "a", 1);
     t.runner.startSwap({ id: 2, target: "b", evict: ["a"] });
     await settle();
@@ -131,7 +78,7 @@ describe("abortSwap", () => {
   });
 
   test("while the target loads: it is stopped; swapDone waits until it is down", async () => {
-    const t = setup();
+    const t = swapHarness(modelsToml("a", "b", "c"));
     t.runner.startSwap({ id: 1, target: "a", evict: [] });
     await settle();
     t.runner.abortSwap(1, "abandoned");
@@ -145,7 +92,7 @@ describe("abortSwap", () => {
   });
 
   test("a start that won the race is still stopped, and the swap reports the abort", async () => {
-    const t = setup();
+    const t = swapHarness(modelsToml("a", "b", "c"));
     t.runner.startSwap({ id: 1, target: "a", evict: [] });
     await settle();
     t.fakes.of("a").ready();
@@ -158,7 +105,7 @@ describe("abortSwap", () => {
   });
 
   test("an unknown or finished swap is left alone", async () => {
-    const t = setup();
+    const t = swapHarness(modelsToml("a", "b", "c"));
     await bringUp(t, "a", 1);
     t.runner.abortSwap(1, "unload");
     t.runner.abortSwap(99, "unload");
@@ -170,7 +117,7 @@ describe("abortSwap", () => {
 
 describe("stops and exits", () => {
   test("stopModels reports each model once it is down", async () => {
-    const t = setup();
+    const t = swapHarness(modelsToml("a", "b", "c"));
     await bringUp(t, "a", 1);
     await bringUp(t, "b", 2);
     t.runner.stopModels(["a", "b"], "ttl");
@@ -185,7 +132,7 @@ describe("stops and exits", () => {
   });
 
   test("an exit nobody asked for becomes exited() with the exit report", async () => {
-    const t = setup();
+    const t = swapHarness(modelsToml("a", "b", "c"));
     await bringUp(t, "a", 1);
     t.fakes.of("a").crash({ code: null, signal: "SIGKILL" });
     expect(t.events).toEqual(["swapDone 1 ok", "exited a upstream_crashed"]);
@@ -196,7 +143,7 @@ describe("stops and exits", () => {
   });
 
   test("stopAll stops every model; a swap still evicting then never starts its target", async () => {
-    const t = setup();
+    const t = swapHarness(modelsToml("a", "b", "c"));
     await bringUp(t, "a", 1);
     t.runner.startSwap({ id: 2, target: "b", evict: ["a"] });
     await settle();

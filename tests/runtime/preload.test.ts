@@ -3,31 +3,12 @@
  * timers: order, the budget, never an eviction, requests meanwhile, and the status it shows.
  */
 import { describe, expect, test } from "bun:test";
-import { Runtime } from "../../src/runtime/runtime.ts";
-import { createLogger } from "../../src/shared/log.ts";
-import { config } from "../support/config.ts";
-import { FakeTimers } from "../support/fake-timers.ts";
 import { track } from "../support/track.ts";
-import { fakeServers, settle } from "./fake-server.ts";
+import { settle } from "./fake-server.ts";
+import { HEAD, model, runtimeHarness } from "./harness.ts";
 
-const model = (id: string, ...keys: string[]) =>
-  [`[models.${id}]`, `cmd = "run ${id}"`, `proxy = "http://127.0.0.1:9"`, ...keys, ""].join("\n");
-
-function setup(head: string, ...models: string[]) {
-  const cfg = config(
-    `${head}\n[resources]\ngpu_probe = "off"\nvram_budget_gb = 10\n\n${models.join("\n")}`,
-  );
-  const timers = new FakeTimers();
-  const lines: string[] = [];
-  const fakes = fakeServers();
-  const rt = new Runtime(cfg, {
-    clock: timers,
-    timers,
-    log: createLogger("info", (l) => lines.push(l)),
-    makeProcess: fakes.make,
-  });
-  return { cfg, rt, fakes, timers, log: () => lines.join("\n") };
-}
+const setup = (head: string, ...models: string[]) =>
+  runtimeHarness(`${head}\n${HEAD.trim()}\nvram_budget_gb = 10\n\n${models.join("\n")}`);
 
 describe("preload", () => {
   test("server list first, then preload = true in file order; one at a time; status follows", async () => {

@@ -4,62 +4,13 @@
  */
 
 import { describe, expect, test } from "bun:test";
-import type { AcquireHooks, Lease, LeaseInfo, QmEvent } from "../../src/api/gateway.ts";
+import type { QmEvent } from "../../src/api/gateway.ts";
 import { Deadline } from "../../src/proxy/deadline.ts";
-import { Runtime } from "../../src/runtime/runtime.ts";
 import { QmError } from "../../src/shared/errors.ts";
-import { createLogger } from "../../src/shared/log.ts";
-import { config } from "../support/config.ts";
-import { FakeTimers } from "../support/fake-timers.ts";
-import { track } from "../support/track.ts";
-import { fakeServers, settle } from "./fake-server.ts";
+import { settle } from "./fake-server.ts";
+import { HEAD, model, runtimeHarness } from "./harness.ts";
 
-/** `[models.ID]` tables with extra keys each, e.g. `model("a", "concurrency_limit = 1")`. */
-const model = (id: string, ...keys: string[]) =>
-  [`[models.${id}]`, `cmd = "run ${id}"`, `proxy = "http://127.0.0.1:9"`, ...keys, ""].join("\n");
-
-function setup(...models: string[]) {
-  const cfg = config(`[resources]\ngpu_probe = "off"\n\n${models.join("\n")}`);
-  const timers = new FakeTimers();
-  const lines: string[] = [];
-  const fakes = fakeServers();
-  const rt = new Runtime(cfg, {
-    clock: timers,
-    timers,
-    log: createLogger("info", (l) => lines.push(l)),
-    makeProcess: fakes.make,
-  });
-  const t = {
-    rt,
-    timers,
-    fakes,
-    log: () => lines.join("\n"),
-    /** Acquires `id`; the result is read after `settle()`. */
-    acquire(id: string, hooks?: AcquireHooks, signal = new AbortController().signal) {
-      return track(rt.acquire(cfg.models[id]!, signal, hooks));
-    },
-    /** Acquires `id` and brings it up: a granted lease. */
-    async up(id: string): Promise<Lease> {
-      const p = t.acquire(id);
-      await settle();
-      if (fakes.of(id).state === "starting") fakes.of(id).ready();
-      await settle();
-      if (!p.value) throw new Error(`${id} was not granted: ${p.error?.message}`);
-      return p.value;
-    },
-    /** Takes a lease (the HTTP lease route's call) on `id`, starting it when needed. */
-    async lease(id: string, ttlMs: number): Promise<LeaseInfo> {
-      const p = track(rt.lease(cfg.models[id]!, new AbortController().signal, ttlMs));
-      await settle();
-      if (fakes.of(id).state === "starting") fakes.of(id).ready();
-      await settle();
-      if (!p.value) throw new Error(`no lease on ${id}: ${p.error?.message}`);
-      return p.value;
-    },
-    status: (id: string) => rt.status().models.find((m) => m.id === id)!,
-  };
-  return t;
-}
+const setup = (...models: string[]) => runtimeHarness(HEAD + models.join("\n"));
 
 function thrown(fn: () => unknown): QmError {
   try {

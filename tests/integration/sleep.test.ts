@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { chat, serve, status, until } from "../support/e2e.ts";
-import { QM, type QmServer } from "../support/qm-process.ts";
+import { alive, QM, type QmServer } from "../support/qm-process.ts";
 
 // Real processes: loads and wakes take real time.
 setDefaultTimeout(20_000);
@@ -41,15 +41,6 @@ afterAll(async () => {
 async function model(id: string) {
   const s = await status(qm.url);
   return s.models.find((m) => m.id === id)!;
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 async function answered(id: string): Promise<void> {

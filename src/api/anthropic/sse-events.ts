@@ -122,9 +122,8 @@ export class SseEvents {
     this.carry.push(bytes);
     this.carryLen += bytes.length;
     if (this.carryLen <= Math.min(this.opts.bigLineBytes, MAX_OTHER_LINE_BYTES)) return;
-    // Only the line's first bytes say what it is: no copy of the rest to find out.
-    const head = Buffer.concat(this.carry.slice(0, DATA.length)).subarray(0, DATA.length);
-    if (!head.equals(DATA)) {
+    // Only the line's first bytes say what it is: they are read in place, nothing copied.
+    if (!beginsWithData(this.carry)) {
       if (this.carryLen > MAX_OTHER_LINE_BYTES) {
         this.carry = [];
         this.carryLen = 0;
@@ -187,6 +186,18 @@ export class SseEvents {
     if (field === "data") this.addData(value);
     else if (field === "event") this.name = value === "" ? undefined : value;
   }
+}
+
+/** The held pieces of a line begin with `data:` (the pieces hold more than its 5 bytes). */
+function beginsWithData(pieces: readonly Uint8Array[]): boolean {
+  let k = 0;
+  for (const p of pieces) {
+    for (let j = 0; j < p.length; j++) {
+      if (p[j] !== DATA[k]) return false;
+      if (++k === DATA.length) return true;
+    }
+  }
+  return false;
 }
 
 /** The first line end (CR or LF) at or after `from`, or -1. */

@@ -1,13 +1,19 @@
-/** Resolves after `ms`, or early when `signal` aborts. */
-export function delay(ms: number, signal?: AbortSignal): Promise<void> {
+import { realTimers, type Timers } from "../shared/timer.ts";
+
+/** Resolves after `ms` (on `timers`), or early when `signal` aborts. */
+export function delay(
+  ms: number,
+  signal?: AbortSignal,
+  timers: Timers = realTimers,
+): Promise<void> {
   return new Promise((resolve) => {
     if (signal?.aborted) return resolve();
     const done = () => {
-      clearTimeout(timer);
+      timers.clear(timer);
       signal?.removeEventListener("abort", done);
       resolve();
     };
-    const timer = setTimeout(done, ms);
+    const timer = timers.set(done, ms);
     signal?.addEventListener("abort", done, { once: true });
   });
 }

@@ -9,6 +9,7 @@ import type { Config, ModelConfig, PeerConfig } from "../config/types.ts";
 import { MistralrsApi, NodeApiError, type NodeModelStatus } from "../peers/mistralrs.ts";
 import type { PeerTable } from "../peers/table.ts";
 import type { Fetcher } from "../peers/watch.ts";
+import { delay } from "../process/delay.ts";
 import type { ModelState } from "../scheduler/types.ts";
 import { asQmError, QmError } from "../shared/errors.ts";
 import type { Logger } from "../shared/log.ts";
@@ -314,7 +315,7 @@ export class ManagedNodes {
           host.table()?.report(name, { ok: false, error: "did not come back after a restart" });
           break;
         }
-        await sleep(host.timers, STATUS_POLL_MS * 2);
+        await delay(STATUS_POLL_MS * 2, undefined, host.timers);
       }
     }
     n.cycles = 0;
@@ -392,7 +393,7 @@ export class NodeServer implements ModelServer {
             `node "${this.node}" did not load model "${this.remote}" within ${Math.round(host.loadTimeoutMs / 1000)} s (server.health_check_timeout_s)`,
           );
         }
-        await sleep(host.timers, STATUS_POLL_MS, ctl.signal);
+        await delay(STATUS_POLL_MS, ctl.signal, host.timers);
         if (ctl.signal.aborted) throw this.aborted();
         // Unloaded again (or never started loading): ask once more; otherwise ask how it goes.
         status =
@@ -477,20 +478,6 @@ export class NodeServer implements ModelServer {
 function usableId(id: string): boolean {
   // biome-ignore lint/suspicious/noControlCharactersInRegex: control bytes are what is refused
   return id.length <= MAX_ID_LENGTH && !/[\u0000-\u001f\u007f]/.test(id);
-}
-
-function sleep(timers: Timers, ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const handle = timers.set(resolve, ms);
-    signal?.addEventListener(
-      "abort",
-      () => {
-        timers.clear(handle);
-        resolve();
-      },
-      { once: true },
-    );
-  });
 }
 
 /** Runs `restart_cmd`; one that outlives `timeoutMs` is killed (its exit code then says so). */

@@ -13,6 +13,7 @@ import {
   type SpawnVerdict,
   spawnGuard,
 } from "../gpu/index.ts";
+import { delay } from "../process/delay.ts";
 import type { Logger } from "../shared/log.ts";
 import type { Timers } from "../shared/timer.ts";
 import type { CardLimit, LiveBudget } from "./live-budget.ts";
@@ -297,7 +298,7 @@ export class GpuWatch {
     let polls = Math.ceil((this.deps.settleMs ?? RELEASE_SETTLE_MS) / pollMs);
     const waits = !check.verdict.ok && this.own.settling(timers.now());
     while (!check.verdict.ok && this.own.settling(timers.now()) && polls-- > 0 && !this.stopped) {
-      await new Promise<void>((resolve) => timers.set(resolve, pollMs));
+      await delay(pollMs, undefined, timers);
       check = await this.check(model, estimateGb, on);
     }
     const { verdict, reading } = check;

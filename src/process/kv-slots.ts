@@ -18,6 +18,7 @@ import {
 import { join } from "node:path";
 import type { KeepKv } from "../config/types.ts";
 import type { Logger } from "../shared/log.ts";
+import { readAtMost } from "../shared/read-at-most.ts";
 import { realTimers, type Timers } from "../shared/timer.ts";
 
 export type SlotsFetch = (url: string, init?: RequestInit) => Promise<Response>;
@@ -90,6 +91,10 @@ function folderBytes(dir: string): number {
   }
   return total;
 }
+
+/** The most of a `/slots` answer read (one entry per slot; a save's or restore's is small). */
+const MAX_ANSWER_MIB = 16;
+const MAX_ANSWER_BYTES = MAX_ANSWER_MIB * 1024 * 1024;
 
 /** Slot file names are qm's own: `slot-<id>.bin` (llama-server refuses paths). */
 const slotFile = (id: number) => `slot-${id}.bin`;
@@ -223,7 +228,10 @@ export class KvSlots {
     }, this.kv.timeoutMs);
     const call = async (url: string, init: RequestInit): Promise<unknown> => {
       const res = await Promise.race([this.fetch(url, { ...init, signal: abort.signal }), expired]);
-      const text = await Promise.race([res.text(), expired]);
+      const bytes = await Promise.race([readAtMost(res, MAX_ANSWER_BYTES), expired]);
+      if (bytes === null)
+        throw new Error(`HTTP ${res.status}: an answer over ${MAX_ANSWER_MIB} MiB`);
+      const text = new TextDecoder().decode(bytes);
       if (!res.ok) throw new Error(`HTTP ${res.status}: ${oneLine(text)}`);
       try {
         return JSON.parse(text);

@@ -136,6 +136,8 @@ describe("KvSlots", () => {
       },
       async () => new Response("<html>"),
       async () => Response.json({ slots: "no" }),
+      // An answer past 16 MiB is not read whole.
+      async () => new Response("[".padEnd(17 * 1024 * 1024, " ")),
     ];
     for (const answer of answers) {
       const slots = new KvSlots("m", kv, { log: cap.log, fetch: answer });
@@ -145,8 +147,9 @@ describe("KvSlots", () => {
       expect(o.failed.length).toBe(1);
       expect(o.timedOut).toBe(false);
     }
-    expect(cap.lines.filter((l) => l.includes("not saved") && l.includes("cold")).length).toBe(4);
+    expect(cap.lines.filter((l) => l.includes("not saved") && l.includes("cold")).length).toBe(5);
     expect(cap.lines.some((l) => l.includes("HTTP 501"))).toBe(true);
+    expect(cap.lines.some((l) => l.includes("an answer over 16 MiB"))).toBe(true);
 
     // One slot's save fails: the others are saved; a restore that fails is logged.
     const api = fakeSlots(kv.dir, [

@@ -45,6 +45,7 @@
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { cpus, tmpdir } from "node:os";
 import { join } from "node:path";
+import { type Binary, buildRevision } from "./bench/against.ts";
 import { anthropicRuns } from "./bench/anthropic.ts";
 import { matrixSolver } from "./bench/matrix.ts";
 import { type NonStreamTarget, nonStreamCells } from "./bench/nonstream.ts";
@@ -56,10 +57,11 @@ import { peerKnownRuns } from "./bench/peer-known.ts";
 import { peerRoute } from "./bench/peer-route.ts";
 import { placement } from "./bench/placement.ts";
 import { startListening, withCleanup } from "./bench/procs.ts";
-import { ensureBuilt, load, MODELS, revision, startQm } from "./bench/qm.ts";
+import { ensureBuilt, load, MODELS, QM_BIN, revision, startQm } from "./bench/qm.ts";
 import { readinessRuns } from "./bench/readiness.ts";
 import { RESPONSES_BENCH, responsesRuns, responsesTargets } from "./bench/responses.ts";
 import { metricsScrape } from "./bench/scrape.ts";
+import { SIDE_SECTIONS, sideBySide, sideTable } from "./bench/side.ts";
 import { streamRuns } from "./bench/streams.ts";
 import { log, percentile, round, rssMb } from "./bench/util.ts";
 
@@ -204,7 +206,55 @@ async function alone(name: (typeof ALONE)[number]): Promise<void> {
   process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
 }
 
+/** `--against REV [--rounds N] [--sections a,b]`: this tree's binary and REV's, side by side. */
+async function against(rev: string): Promise<void> {
+  const loadStart = loadavg();
+  await ensureBuilt(true);
+  const other = await buildRevision(rev);
+  const current: Binary = { label: "current", bin: QM_BIN };
+  const roundsAt = process.argv.indexOf("--rounds");
+  const rounds = roundsAt < 0 ? 3 : Number(process.argv[roundsAt + 1]);
+  if (!Number.isInteger(rounds) || rounds < 1) throw new Error("--rounds: a whole number ≥ 1");
+  const sectionsAt = process.argv.indexOf("--sections");
+  const names = sectionsAt < 0 ? null : (process.argv[sectionsAt + 1] ?? "").split(",");
+  const sections = SIDE_SECTIONS.filter((s) => names === null || names.includes(s.name));
+  const unknown = (names ?? []).filter((n) => !SIDE_SECTIONS.some((s) => s.name === n));
+  if (unknown.length > 0) {
+    throw new Error(
+      `--sections: unknown ${unknown.join(", ")}; one or more of ${SIDE_SECTIONS.map((s) => s.name).join(", ")}`,
+    );
+  }
+  const figures = await sideBySide([current, other], sections, rounds, { dir, upstreamQm: QM_BIN });
+  log(
+    `side by side, current (${revision()}) against ${other.label}:\n${sideTable(figures, ["current", other.label])}`,
+  );
+  const report = {
+    machine: {
+      cores: cpus().length,
+      bun: Bun.version,
+      platform: `${process.platform}-${process.arch}`,
+      current: revision(),
+      against: other.label,
+      rounds,
+      loadavg_start: loadStart,
+      loadavg_end: loadavg(),
+    },
+    method:
+      "each section starts a fresh qm serve of each binary on the same generated config and the " +
+      "same upstream programs; rounds alternate which binary goes first; each figure is the " +
+      "median of its rounds; ratio = current ÷ against",
+    figures,
+  };
+  process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
+}
+
 async function main(): Promise<void> {
+  const againstAt = process.argv.indexOf("--against");
+  if (againstAt >= 0) {
+    const rev = process.argv[againstAt + 1];
+    if (!rev) throw new Error("--against: give a revision (a tag, branch or commit)");
+    return against(rev);
+  }
   const section = sectionArg();
   if (section !== null) return alone(section);
   const loadStart = loadavg();

@@ -63,6 +63,7 @@ import { RESPONSES_BENCH, responsesRuns, responsesTargets } from "./bench/respon
 import { metricsScrape } from "./bench/scrape.ts";
 import { SIDE_SECTIONS, sideBySide, sideTable } from "./bench/side.ts";
 import { streamRuns } from "./bench/streams.ts";
+import { streams1000 } from "./bench/streams-1000.ts";
 import { log, percentile, round, rssMb } from "./bench/util.ts";
 
 const WARMUP_MS = 1000;
@@ -105,7 +106,7 @@ function bareForwarder(name: string, upstream: string, script = BARE) {
 }
 
 /** The sections `--section NAME` can run alone. */
-const ALONE = ["observability", "peer-hop", "peer-known", "placement"] as const;
+const ALONE = ["observability", "peer-hop", "peer-known", "placement", "streams-1000"] as const;
 
 function sectionArg(): (typeof ALONE)[number] | null {
   const at = process.argv.indexOf("--section");
@@ -167,6 +168,15 @@ function peerKnownTargets(m: Awaited<ReturnType<typeof peerKnown>>) {
   };
 }
 
+function streams1000Targets(s: Awaited<ReturnType<typeof streams1000>>) {
+  return {
+    streams_1000_cpu_vs_floor: target(s.qm_vs_floor_cpu_per_chunk, "<=", 1.3),
+    streams_1000_chunks_lost: target(s.qm.chunks_lost, "<=", 0),
+    streams_1000_merged_reads: target(s.qm.merged_reads, "<=", 0),
+    streams_1000_late_chunks: target(s.qm.late_chunks, "<=", 0),
+  };
+}
+
 function placementTargets(n: ReturnType<typeof placement>) {
   return { placement_us_p99: target(n.us_p99, "<=", 100) };
 }
@@ -196,6 +206,9 @@ async function alone(name: (typeof ALONE)[number]): Promise<void> {
       ...[l.whole_c1, l.stream_c1, l.whole_c8, l.stream_c8].map((c) => c.others_cpu_pct),
     );
     report = { machine: machine(othersMax), peer_hop: l, targets: peerHopTargets(l) };
+  } else if (name === "streams-1000") {
+    const s = await streams1000(dir);
+    report = { machine: machine(null), streams_1000: s, targets: streams1000Targets(s) };
   } else if (name === "placement") {
     const n = placement();
     report = { machine: machine(null), placement: n, targets: placementTargets(n) };

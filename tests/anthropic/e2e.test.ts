@@ -9,9 +9,12 @@ import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "
 import { writeFileSync } from "node:fs";
 import type Anthropic1 from "@anthropic-ai/sdk";
 import OpenAI from "openai";
+import { BUILD_TIMEOUT_MS, needsBinary } from "../support/binary.ts";
 import { until, writeConfig } from "../support/e2e.ts";
 import { type QmServer, startQm } from "../support/qm-process.ts";
 import { SDKS } from "./sdk-client.ts";
+
+beforeAll(needsBinary, BUILD_TIMEOUT_MS);
 
 setDefaultTimeout(20_000);
 

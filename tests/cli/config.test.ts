@@ -2,11 +2,14 @@
  * `qm config schema` and `qm config check` through the compiled binary, on the files the
  * repository ships.
  */
-import { describe, expect, test } from "bun:test";
+import { beforeAll, describe, expect, test } from "bun:test";
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
+import { BUILD_TIMEOUT_MS, needsBinary } from "../support/binary.ts";
 import { QM, ROOT } from "../support/qm-process.ts";
+
+beforeAll(needsBinary, BUILD_TIMEOUT_MS);
 
 function qm(...args: string[]) {
   const run = Bun.spawnSync([QM, ...args], { cwd: ROOT, env: { ...process.env, QM_CONFIG: "" } });

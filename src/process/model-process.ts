@@ -8,10 +8,10 @@
 import { fillGpuIds } from "../config/macros.ts";
 import type { ModelConfig } from "../config/types.ts";
 import { QmError } from "../shared/errors.ts";
+import type { Fetch } from "../shared/fetch.ts";
 import type { Logger } from "../shared/log.ts";
 import { RingBuffer } from "../shared/ring-buffer.ts";
-import type { Timers } from "../shared/timer.ts";
-import { delay } from "./delay.ts";
+import { realTimers, type Timers, within } from "../shared/timer.ts";
 import {
   describeStatus,
   exitError,
@@ -20,7 +20,7 @@ import {
   type ProcessExit,
 } from "./exit-info.ts";
 import { type HealthOutcome, waitHealthy } from "./health.ts";
-import { KvSlots, type SlotsFetch } from "./kv-slots.ts";
+import { KvSlots } from "./kv-slots.ts";
 import { killLeftovers, signalTree } from "./leftovers.ts";
 import { pumpLines } from "./line-splitter.ts";
 import { claimPort, portOf } from "./port-guard.ts";
@@ -48,9 +48,13 @@ export interface ModelProcessOptions {
   logLines?: number;
   /** The model was re-rendered (moved to a free port) before a start: requests follow it. */
   onConfigChange?: (model: ModelConfig) => void;
-  /** `keep_kv`: the fetch and timers its `/slots` calls use (tests inject fakes). */
-  kvFetch?: SlotsFetch;
-  kvTimers?: Timers;
+  /**
+   * Every limit and wait of qm's own (readiness poll and deadline, stop escalation, sleep and
+   * `/slots` calls, output drain) runs on these; default real. Tests move a fake clock.
+   */
+  timers?: Timers;
+  /** The health checks, the sleep API and `keep_kv`'s `/slots` calls; default the global fetch. */
+  fetch?: Fetch;
 }
 
 export interface StopOptions {
@@ -96,6 +100,7 @@ export class ModelProcess {
   private gpus: readonly number[] | undefined;
   /** The cards the running process was placed on. */
   private placedOn: readonly number[] | undefined;
+  private readonly timers: Timers;
 
   constructor(
     model: ModelConfig,
@@ -104,6 +109,7 @@ export class ModelProcess {
     this.model = model;
     claimPort(model);
     this.lines = new RingBuffer(opts.logLines ?? 500);
+    this.timers = opts.timers ?? realTimers;
   }
 
   get id(): string {
@@ -153,11 +159,9 @@ export class ModelProcess {
   }
 
   private sleepCall(run: Run) {
-    return {
-      model: run.model.id,
-      base: run.model.proxy,
-      timeoutMs: this.opts.healthCheckTimeoutS * 1000,
-    };
+    const { fetch } = this.opts;
+    const timeoutMs = this.opts.healthCheckTimeoutS * 1000;
+    return { model: run.model.id, base: run.model.proxy, timeoutMs, timers: this.timers, fetch };
   }
 
   /** The cards the running process was placed on; undefined without a placement. */
@@ -234,6 +238,8 @@ export class ModelProcess {
             intervalMs: this.opts.pollIntervalMs ?? 10,
             deadline: run.startedAt + this.opts.healthCheckTimeoutS * 1000,
             signal: run.abort.signal,
+            timers: this.timers,
+            fetch: this.opts.fetch,
           }),
       run.exit.then(() => ({ kind: "exit" }) as const),
     ]);
@@ -282,18 +288,15 @@ export class ModelProcess {
         );
       }
     }
-    const ms = Math.round(performance.now() - run.startedAt);
+    const ms = Math.round(this.timers.now() - run.startedAt);
     this.opts.log.info(`model "${model.id}" ready in ${ms} ms (pid ${run.pid})`);
     this.setState("ready");
   }
 
   private spawn(model: ModelConfig): Run {
+    const { log, fetch } = this.opts;
     const kv = model.keepKv
-      ? new KvSlots(model.id, model.keepKv, {
-          log: this.opts.log,
-          ...(this.opts.kvFetch ? { fetch: this.opts.kvFetch } : {}),
-          ...(this.opts.kvTimers ? { timers: this.opts.kvTimers } : {}),
-        })
+      ? new KvSlots(model.id, model.keepKv, { log, fetch, timers: this.timers })
       : null;
     // The folder exists, and holds no other config's files, before the server starts.
     kv?.prepare();
@@ -318,7 +321,7 @@ export class ModelProcess {
       proc,
       pid: proc.pid,
       start: leader.start,
-      startedAt: performance.now(),
+      startedAt: this.timers.now(),
       stderr,
       kv,
       abort: new AbortController(),
@@ -348,7 +351,7 @@ export class ModelProcess {
       this.setState("stopped");
     }
     // Pipes close once the leftovers are gone; bounded in case one we cannot kill has them.
-    await Promise.all([Promise.race([pumps, delay(STDIO_DRAIN_MS)]), leftovers]);
+    await Promise.all([within(pumps, STDIO_DRAIN_MS, this.timers), leftovers]);
     if (this.draining === run.exit) this.draining = null;
     const { exitCode: code, signalCode } = run.proc;
     const exit: ProcessExit = {
@@ -384,7 +387,7 @@ export class ModelProcess {
     run.abort.abort();
     this.setState("stopping");
     tree.scan(); // a descendant started since the last scan must get the signal too
-    return terminate(run, this.opts.log, (line) => this.onLine(run.model.id, line));
+    return terminate(run, this.opts.log, (line) => this.onLine(run.model.id, line), this.timers);
   }
 
   private onLine(id: string, line: string): void {

@@ -56,8 +56,8 @@ export async function waitHealthy(w: HealthWait): Promise<HealthOutcome> {
     } finally {
       probe.cancel();
     }
-    const wait = Math.min(w.intervalMs, Math.max(0, w.deadline - timers.now()));
-    await delay(wait, w.signal, timers);
+    const wait = Math.min(w.intervalMs, w.deadline - timers.now());
+    if (wait > 0) await delay(wait, w.signal, timers);
   }
 }
 

@@ -65,6 +65,8 @@ export interface RuntimeOptions {
   loadConfig?: ConfigLoader;
   /** How managed nodes are called; default `fetch`. */
   nodeFetch?: Fetch;
+  /** How model upstreams and peers are called; default the global `fetch`. */
+  fetch?: Fetch;
   /** Runs a node's `restart_cmd`; default spawned. */
   runRestart?: (argv: string[]) => Promise<number>;
 }
@@ -84,6 +86,10 @@ export class Runtime implements Effects, Gateway {
   private readonly loadEvents: LoadEvents;
   /** Every upstream call still live: shutdown cuts them when its grace runs out. */
   readonly calls = new Sweep<Deadline>();
+  /** How upstream calls are made (`RuntimeOptions.fetch`). */
+  get fetch(): Fetch | undefined {
+    return this.opts.fetch;
+  }
   readonly activity: ActivityLog;
   readonly metrics: QmMetrics;
   readonly captures: CaptureStore | null;
@@ -294,7 +300,9 @@ export class Runtime implements Effects, Gateway {
           );
     if (table) table.managed = this.managedLookup();
     this.peers = table;
-    this.peerWatch = table ? new PeerWatch(table, { timers, log: this.opts.log }) : null;
+    this.peerWatch = table
+      ? new PeerWatch(table, { timers, log: this.opts.log, fetch: this.opts.fetch })
+      : null;
     if (running) this.peerWatch?.start();
   }
 

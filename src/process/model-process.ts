@@ -5,7 +5,6 @@
  * `stop_timeout_s`), and report exits nobody asked for. Invariants: ./design.md.
  */
 
-import { fillGpuIds } from "../config/macros.ts";
 import type { ModelConfig } from "../config/types.ts";
 import { QmError } from "../shared/errors.ts";
 import type { Fetch } from "../shared/fetch.ts";
@@ -26,7 +25,7 @@ import { pumpLines } from "./line-splitter.ts";
 import { claimPort, portOf } from "./port-guard.ts";
 import { trackGroup, untrackGroup } from "./process-group.ts";
 import { sleepServer, wakeServer } from "./sleep-api.ts";
-import { type ModelSubprocess, spawnModel } from "./spawn.ts";
+import { type ModelSubprocess, spawnModel, withGpuIds } from "./spawn.ts";
 import { foreignListener, freePortFor } from "./start-guard.ts";
 import { STDIO_DRAIN_MS } from "./stop-command.ts";
 import { terminate } from "./terminate.ts";
@@ -134,28 +133,23 @@ export class ModelProcess {
    * the process stays. Rejects with a QmError when it is not running or will not sleep.
    */
   async sleep(level: 1 | 2): Promise<void> {
-    const run = this.run;
-    if (run === null || this._state !== "ready") {
-      throw new QmError(
-        "upstream_start_failed",
-        `model "${this.id}" is not running: it cannot sleep`,
-      );
-    }
+    const run = this.readyRun("sleep");
     await sleepServer(this.sleepCall(run), level);
     if (this.run === run) this._asleep = true;
   }
 
   /** Wakes a sleeping server (`POST /wake_up`, confirmed); rejects as `sleep` does. */
   async wake(): Promise<void> {
-    const run = this.run;
-    if (run === null || this._state !== "ready") {
-      throw new QmError(
-        "upstream_start_failed",
-        `model "${this.id}" is not running: it cannot wake`,
-      );
-    }
+    const run = this.readyRun("wake");
     await wakeServer(this.sleepCall(run));
     if (this.run === run) this._asleep = false;
+  }
+
+  /** The run a sleep or a wake acts on: a ready one, or a QmError. */
+  private readyRun(verb: "sleep" | "wake"): Run {
+    if (this.run !== null && this._state === "ready") return this.run;
+    const why = `model "${this.id}" is not running: it cannot ${verb}`;
+    throw new QmError("upstream_start_failed", why);
   }
 
   private sleepCall(run: Run) {
@@ -402,12 +396,4 @@ export class ModelProcess {
     this._state = state;
     this.opts.onStateChange?.(state);
   }
-}
-
-/** `model` with `${GPU_IDS}` filled in its `cmd_stop` and `env` (its argv: `spawnModel`). */
-function withGpuIds(model: ModelConfig, gpus: readonly number[] | undefined): ModelConfig {
-  const env = Object.fromEntries(
-    Object.entries(model.env).map(([k, v]) => [k, fillGpuIds(v, gpus)]),
-  );
-  return { ...model, cmdStop: fillGpuIds(model.cmdStop, gpus), env };
 }

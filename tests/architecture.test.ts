@@ -50,6 +50,31 @@ describe("architecture", () => {
     }
   });
 
+  /**
+   * One way to wait (src/shared/timer.ts): every timer, delay, interval and timed abort goes
+   * through the injected `Timers`, so tests move a fake clock and assert the order of events
+   * instead of elapsed time. Outside shared/timer.ts only demo/ (a separate fake model process,
+   * whose delays are the model's own real time) and ui/ (the dashboard, in the browser) arm
+   * timers themselves, and the files below, each for the reason given. An entry that no longer
+   * applies must leave the list.
+   */
+  test("one way to wait: no raw setTimeout, setInterval or AbortSignal.timeout outside shared/timer.ts", () => {
+    const exceptions: Record<string, string> = {
+      "api/control/routes.ts":
+        "the event feeds' keep-alive comment every 15 s: nothing waits on it and no test counts it",
+      "api/anthropic/count-tokens.ts": "a fixed 10 s limit on the upstream's count_tokens call",
+      "api/anthropic/upstream.ts": "a fixed limit on the Anthropic routes' side calls upstream",
+      "api/metrics/upstream.ts": "only the default of its injected `timeout` option",
+    };
+    const raw = /\bsetTimeout\(|\bsetInterval\(|\bAbortSignal\.timeout\(/;
+    const arming = files(".")
+      .map((file) => file.replace(/^\.\//, ""))
+      .filter((file) => file !== "shared/timer.ts" && !/^(demo|ui)\//.test(file))
+      .filter((file) => raw.test(readFileSync(join(SRC, file), "utf8")));
+    expect(arming.filter((file) => !(file in exceptions))).toEqual([]);
+    expect(Object.keys(exceptions).filter((file) => !arming.includes(file))).toEqual([]);
+  });
+
   test("lower layers never import the layers above them", () => {
     const above: Record<string, string[]> = {
       shared: [

@@ -3,6 +3,7 @@ import type { PeerStatusJson, PeerTable } from "../peers/table.ts";
 import type { Deadline } from "../proxy/deadline.ts";
 import type { LoadProgress } from "../proxy/wait-status.ts";
 import type { ModelState, ServeOutcome } from "../scheduler/types.ts";
+import type { Fetch } from "../shared/fetch.ts";
 import type { Sweep } from "../shared/sweep.ts";
 import type { Capture, CaptureStore } from "./exchange/capture.ts";
 import type { RequestRecord } from "./exchange/record.ts";
@@ -55,6 +56,8 @@ export interface Gateway {
    * is over (clients get an error). The process's real-time sweep when absent.
    */
   readonly calls?: Sweep<Deadline>;
+  /** How upstream calls (models, peers) are made; the global `fetch` when absent. */
+  readonly fetch?: Fetch | undefined;
   resolve(name: string): ModelConfig | undefined;
   /** `resolve`, plus `model?ctx=N` variants minted on first use (throws QmError if malformed). */
   resolveModel(name: string): Promise<ModelConfig | undefined>;

@@ -1,5 +1,6 @@
 import { createParser } from "eventsource-parser";
 import type { StatusJson } from "../api/gateway.ts";
+import { realTimers } from "../shared/timer.ts";
 import { parse, UsageError } from "./args.ts";
 import { configPath, loadForCli } from "./config-path.ts";
 import { LOAD_HELP, LOGS_HELP, STATUS_HELP, UNLOAD_HELP } from "./help.ts";
@@ -184,12 +185,12 @@ async function watchStatus(t: Target, json: boolean): Promise<number> {
   const res = await open(t, "GET", "/api/events");
   if (!res.ok || !res.body) throw failure("GET", "/api/events", res.status, await res.text());
   const tty = process.stdout.isTTY === true;
-  let pending: ReturnType<typeof setTimeout> | null = null;
+  let pending: unknown = null;
   /** A redraw under way: the last one is finished before the command ends. */
   let drawing: Promise<void> = Promise.resolve();
   const refresh = (ms = REDRAW_MS) => {
-    if (pending) return;
-    pending = setTimeout(() => {
+    if (pending !== null) return;
+    pending = realTimers.set(() => {
       pending = null;
       drawing = call(t, "GET", "/api/status").then(
         (s) => draw(s as StatusJson),
@@ -215,7 +216,7 @@ async function watchStatus(t: Target, json: boolean): Promise<number> {
   } catch {
     // the connection broke
   }
-  if (pending) clearTimeout(pending);
+  if (pending !== null) realTimers.clear(pending);
   await drawing;
   process.stderr.write(`qm: the server at ${t.url} closed the event stream\n`);
   return 1;

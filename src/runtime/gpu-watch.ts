@@ -13,9 +13,8 @@ import {
   type SpawnVerdict,
   spawnGuard,
 } from "../gpu/index.ts";
-import { delay } from "../process/delay.ts";
 import type { Logger } from "../shared/log.ts";
-import type { Timers } from "../shared/timer.ts";
+import { delay, type Timers } from "../shared/timer.ts";
 import type { CardLimit, LiveBudget } from "./live-budget.ts";
 
 /** One reading of the GPUs' memory (`probeGpu`: nvidia-smi). */

@@ -8,12 +8,11 @@ import { nodeModel, nodeModelId } from "../config/node-models.ts";
 import type { Config, ModelConfig, PeerConfig } from "../config/types.ts";
 import { MistralrsApi, NodeApiError, type NodeModelStatus } from "../peers/mistralrs.ts";
 import type { PeerTable } from "../peers/table.ts";
-import type { Fetcher } from "../peers/watch.ts";
-import { delay } from "../process/delay.ts";
 import type { ModelState } from "../scheduler/types.ts";
 import { asQmError, QmError } from "../shared/errors.ts";
+import type { Fetch } from "../shared/fetch.ts";
 import type { Logger } from "../shared/log.ts";
-import type { Timers } from "../shared/timer.ts";
+import { delay, type Timers } from "../shared/timer.ts";
 import type { ModelServer } from "./swap-runner.ts";
 
 /** How often a start asks the node whether its model has loaded. */
@@ -45,7 +44,7 @@ export interface NodeHost {
   table(): PeerTable | null;
   /** Each lifecycle line of a node model, for its live log followers. */
   onLine(id: string, line: string): void;
-  fetch?: Fetcher;
+  fetch?: Fetch;
   /** Runs `restart_cmd`; resolves with its exit code. Default: spawned, no shell. */
   runRestart?: (argv: string[]) => Promise<number>;
 }

@@ -16,7 +16,7 @@ import { nodeModelId } from "../config/node-models.ts";
 import type { Config, ModelConfig } from "../config/types.ts";
 import { probeGpu } from "../gpu/index.ts";
 import { PeerTable } from "../peers/table.ts";
-import { type Fetcher, PeerWatch } from "../peers/watch.ts";
+import { PeerWatch } from "../peers/watch.ts";
 import { GroupPolicy } from "../policy/group.ts";
 import { MatrixPolicy } from "../policy/matrix.ts";
 import { NodeAwarePolicy } from "../policy/node.ts";
@@ -26,6 +26,7 @@ import { Scheduler } from "../scheduler/scheduler.ts";
 import type { Effects, HoldChange, ModelState, Swap } from "../scheduler/types.ts";
 import type { Clock } from "../shared/clock.ts";
 import { QmError } from "../shared/errors.ts";
+import type { Fetch } from "../shared/fetch.ts";
 import type { Logger } from "../shared/log.ts";
 import { Sweep } from "../shared/sweep.ts";
 import { realTimers, type Timers } from "../shared/timer.ts";
@@ -63,7 +64,9 @@ export interface RuntimeOptions {
   /** How a reload reads the config; default the loader on `config.file`. */
   loadConfig?: ConfigLoader;
   /** How managed nodes are called; default `fetch`. */
-  nodeFetch?: Fetcher;
+  nodeFetch?: Fetch;
+  /** How model upstreams and peers are called; default the global `fetch`. */
+  fetch?: Fetch;
   /** Runs a node's `restart_cmd`; default spawned. */
   runRestart?: (argv: string[]) => Promise<number>;
 }
@@ -83,6 +86,10 @@ export class Runtime implements Effects, Gateway {
   private readonly loadEvents: LoadEvents;
   /** Every upstream call still live: shutdown cuts them when its grace runs out. */
   readonly calls = new Sweep<Deadline>();
+  /** How upstream calls are made (`RuntimeOptions.fetch`). */
+  get fetch(): Fetch | undefined {
+    return this.opts.fetch;
+  }
   readonly activity: ActivityLog;
   readonly metrics: QmMetrics;
   readonly captures: CaptureStore | null;
@@ -293,7 +300,9 @@ export class Runtime implements Effects, Gateway {
           );
     if (table) table.managed = this.managedLookup();
     this.peers = table;
-    this.peerWatch = table ? new PeerWatch(table, { timers, log: this.opts.log }) : null;
+    this.peerWatch = table
+      ? new PeerWatch(table, { timers, log: this.opts.log, fetch: this.opts.fetch })
+      : null;
     if (running) this.peerWatch?.start();
   }
 

@@ -2,7 +2,8 @@
  * A fake Gateway over an inline TOML config (loaded by the real loader): no scheduler, no
  * processes. Leases are granted at once (or when `gate` opens) and recorded, each with the
  * outcomes it was released with, so a test can count releases per request. The control
- * routes' calls (unload, leases, events) are recorded and answered from plain fields.
+ * routes' calls (unload, leases, events) are recorded and answered from plain fields. Upstream
+ * calls go through `fetch`: by default the file's `useFakeFetch` fakes (`upstreams`).
  */
 
 import { type Capture, CaptureStore } from "../../src/api/exchange/capture.ts";
@@ -25,9 +26,11 @@ import type { LoadProgress } from "../../src/proxy/wait-status.ts";
 import { EventHub } from "../../src/runtime/event-hub.ts";
 import type { ModelState, ServeOutcome } from "../../src/scheduler/types.ts";
 import { QmError } from "../../src/shared/errors.ts";
+import type { Fetch } from "../../src/shared/fetch.ts";
 import { Sweep } from "../../src/shared/sweep.ts";
 import type { Timers } from "../../src/shared/timer.ts";
 import { config } from "./config.ts";
+import { upstreams } from "./fake-fetch.ts";
 
 /** A granted lease and every `release` call it got (exactly one is the contract). */
 export interface FakeLease extends Lease {
@@ -38,6 +41,7 @@ export interface FakeLease extends Lease {
 
 export interface FakeGw extends Gateway {
   shuttingDown: boolean;
+  fetch: Fetch;
   /** Whether records are built (the runtime's: an activity log or a metrics listener). */
   recording: boolean;
   /** Every release of every lease, in order. */
@@ -155,6 +159,7 @@ export function fakeGateway(toml: string, timers?: Timers): FakeGw {
     config: cfg,
     // With `timers`, upstream calls' deadlines are swept on that clock, every 1 ms of it.
     ...(timers ? { calls: new Sweep<Deadline>(timers, 1) } : {}),
+    fetch: upstreams,
     shuttingDown: false,
     releases: [],
     leases: [],

@@ -12,6 +12,7 @@ import { Deadline, type DeadlineReport } from "../../proxy/deadline.ts";
 import type { UpstreamCall } from "../../proxy/forward.ts";
 import type { RelayEnd } from "../../proxy/relay.ts";
 import { QmError } from "../../shared/errors.ts";
+import type { Fetch } from "../../shared/fetch.ts";
 import type { Logger } from "../../shared/log.ts";
 import type { Gateway, Lease } from "../gateway.ts";
 import type { Capture } from "./capture.ts";
@@ -61,6 +62,8 @@ export class Call implements UpstreamCall, DeadlineReport {
   peer: PeerTarget | null = null;
   /** The peer's key, added upstream by the proxy (`UpstreamCall.credentials`). */
   credentials: [string, string][] | undefined;
+  /** How the upstream is called: the gateway's fetch. */
+  readonly fetch: Fetch | undefined;
 
   constructor(
     private readonly gw: Gateway,
@@ -70,6 +73,7 @@ export class Call implements UpstreamCall, DeadlineReport {
     opts: CallOptions = {},
   ) {
     this.modelId = model.id;
+    this.fetch = gw.fetch;
     this.observer = opts.observer ?? new Observer(null);
     // Nobody reads the record: the answer's figures are never looked for.
     if (!gw.recording) this.observer.figuresOff();

@@ -21,14 +21,19 @@ export interface BuildStamp {
 /** Runs git; undefined when git is missing or fails (not a checkout). */
 export type Git = (args: string[], cwd: string) => string | undefined;
 
-export const git: Git = (args, cwd) => {
-  try {
-    const r = Bun.spawnSync(["git", ...args], { cwd, stdout: "pipe", stderr: "ignore" });
-    return r.exitCode === 0 ? r.stdout.toString().trim() || undefined : undefined;
-  } catch {
-    return undefined; // no git on PATH
-  }
-};
+/** Runs the git program `bin`; a missing one answers undefined like a failed command. */
+export function gitRunner(bin = "git"): Git {
+  return (args, cwd) => {
+    try {
+      const r = Bun.spawnSync([bin, ...args], { cwd, stdout: "pipe", stderr: "ignore" });
+      return r.exitCode === 0 ? r.stdout.toString().trim() || undefined : undefined;
+    } catch {
+      return undefined; // no such program
+    }
+  };
+}
+
+export const git: Git = gitRunner();
 
 /**
  * What the build stamps. The time is `SOURCE_DATE_EPOCH` when set (the reproducible-builds
@@ -44,11 +49,10 @@ export function buildStamp(opts: {
   const env = opts.env ?? process.env;
   const commit = run(["rev-parse", "--verify", "HEAD"], opts.cwd);
   const shortCommit = commit ? run(["rev-parse", "--short", commit], opts.cwd) : undefined;
-  const fromEnv = Number(env.SOURCE_DATE_EPOCH);
-  const epochS =
-    env.SOURCE_DATE_EPOCH !== undefined && Number.isInteger(fromEnv) && fromEnv >= 0
-      ? fromEnv
-      : Math.floor((opts.now ?? Date.now)() / 1000);
+  const fromEnv = env.SOURCE_DATE_EPOCH ?? "";
+  const epochS = /^\d{1,12}$/.test(fromEnv)
+    ? Number(fromEnv)
+    : Math.floor((opts.now ?? Date.now)() / 1000);
   return {
     version: pkg.version,
     commit: commit ?? "unknown",

@@ -19,7 +19,6 @@ import {
   symlinkSync,
   writeFileSync,
 } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { serveFolder } from "../../scripts/release/serve-folder.ts";
 import { ROOT } from "../support/qm-process.ts";

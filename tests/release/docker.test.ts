@@ -69,6 +69,7 @@ async function fetchStage(env: Record<string, string>) {
 describe("deploy/docker/Dockerfile", () => {
   test("installs a release: version and base URL are build arguments; the image copies only qm", () => {
     expect(args.QM_VERSION).toBe(pkg.version);
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: the Dockerfile's variable, not JS
     expect(args.QM_BASE_URL).toEndWith("/releases/download/v${QM_VERSION}");
     expect(instructions).toContain("WORKDIR /release");
     expect(instructions).toContain("COPY --from=release /release/qm /usr/local/bin/qm");

@@ -49,7 +49,7 @@ describe.skipIf(!actionlint)(
         const file = join(dir, "broken.yml");
         writeFileSync(
           file,
-          "on: push\njobs:\n  a:\n    runs-on: ubuntu-24.04\n    steps:\n      - run: echo ${{ github.nope }}\n        shell: bash\n        timeout: 5\n",
+          "on: push\njobs:\n  a:\n    runs-on: ubuntu-24.04\n    steps:\n      - run: echo hi\n        shell: bash\n        timeout: 5\n",
         );
         const p = Bun.spawnSync([actionlint!, "-no-color", file]);
         expect(p.exitCode).toBe(1);

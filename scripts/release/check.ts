@@ -18,6 +18,7 @@ import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { alive, startQm } from "../../tests/support/qm-process.ts";
 import { git } from "./build-args.ts";
+import { machoSignature } from "./macho.ts";
 import { type Manifest, platform, sha256, TARGETS } from "./pack.ts";
 import { serveFolder } from "./serve-folder.ts";
 
@@ -99,6 +100,18 @@ for (const a of manifest.assets) {
       /^-rwxr-xr-x/.test(list.out.split("\n")[1] ?? ""),
     `${a.file} holds ${stem}/ with an executable qm, LICENSE, README.md, quartermaster.toml`,
   );
+}
+// Apple Silicon runs no unsigned arm64 code: the macOS binaries must carry Bun's signature.
+for (const a of manifest.assets.filter((x) => x.os === "darwin")) {
+  const stem = a.file.replace(/\.tar\.gz$/, "");
+  const dir = mkdtempSync(join(tmpdir(), "qm-release-darwin-"));
+  try {
+    await run(["tar", "-xzf", join(outDir, a.file), "-C", dir]);
+    const signature = machoSignature(readFileSync(join(dir, stem, "qm")));
+    check(signature === "signed", `${stem}/qm is a signed Mach-O executable (${signature})`);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 }
 const sums = readFileSync(join(outDir, "SHA256SUMS"), "utf8");
 check(

@@ -3,27 +3,19 @@
  * dist/qm.map). The tests that run the binary build it through `binaryIsStale` and `buildQm`
  * too (tests/support/binary.ts), so there is one definition of how qm is built.
  *
+ * The flags, and the commit and date that `qm version` prints, come from
+ * scripts/release/build-args.ts, which `npm run release` uses for every target.
+ *
  * The binary is written to a temporary name beside it and renamed into place: rename(2) swaps
  * the name atomically, so a qm still running from the old dist/qm keeps its file, and a second
  * build running at the same time (another `bun test`) never leaves half a binary behind.
  */
 import { existsSync, readdirSync, renameSync, rmSync, statSync, utimesSync } from "node:fs";
 import { join, resolve } from "node:path";
+import { buildArgs, buildStamp } from "./release/build-args.ts";
 
 export const ROOT = resolve(import.meta.dir, "..");
 export const BINARY = join(ROOT, "dist/qm");
-
-/**
- * `bun build` flags. The binary runs with a 256 KiB header limit, above Bun's default, so a
- * request-target over MAX_TARGET_LENGTH (16 KiB) reaches the edge and gets its 414 in the API's
- * envelope (src/api/edge/target.ts) instead of being cut off by the HTTP parser.
- */
-const FLAGS = [
-  "--compile",
-  "--compile-exec-argv=--max-http-header-size=262144",
-  "--minify",
-  "--sourcemap",
-];
 
 function newestUnder(dir: string): number {
   let newest = 0;
@@ -53,7 +45,7 @@ export async function buildQm(outfile = BINARY): Promise<void> {
   const temp = `${outfile}.${process.pid}.${Math.random().toString(36).slice(2)}.tmp`;
   try {
     const build = Bun.spawn(
-      [process.execPath, "build", ...FLAGS, "src/cli/main.ts", "--outfile", temp],
+      [process.execPath, ...buildArgs(buildStamp({ cwd: ROOT }), temp)],
       { cwd: ROOT, stdout: "ignore", stderr: "inherit" },
     );
     if ((await build.exited) !== 0) throw new Error(`bun build failed (exit ${build.exitCode})`);
@@ -69,8 +61,9 @@ export async function buildQm(outfile = BINARY): Promise<void> {
 
 if (import.meta.main) {
   const began = performance.now();
-  await buildQm();
-  const size = (statSync(BINARY).size / 2 ** 20).toFixed(0);
+  const out = process.argv[2] ? resolve(process.argv[2]) : BINARY;
+  await buildQm(out);
+  const size = (statSync(out).size / 2 ** 20).toFixed(0);
   const took = ((performance.now() - began) / 1000).toFixed(1);
-  process.stderr.write(`build: dist/qm (${size} MiB) in ${took} s\n`);
+  process.stderr.write(`build: ${out} (${size} MiB) in ${took} s\n`);
 }

@@ -72,5 +72,7 @@ schema   Prints the JSON Schema of the config file (docs/quartermaster.schema.js
 
 export const VERSION_HELP = `Usage: qm version
 
-Prints qm's version and the Bun version it runs on.
+Prints qm's version, the commit and date it was built from, and the Bun version it runs on:
+  qm 0.1.0 (commit 1a2b3c4, built 2026-12-04; bun 1.4.5)
+The commit and date are "unknown" when qm runs from source or was built outside git.
 `;

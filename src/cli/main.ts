@@ -1,7 +1,7 @@
 #!/usr/bin/env bun
 import { runDemoUpstream } from "../demo/index.ts";
 import { scanCommand } from "../gpu/gguf/index.ts";
-import { VERSION } from "../version.ts";
+import { versionLine } from "../version.ts";
 import { parse, UsageError } from "./args.ts";
 import { loadCommand, logsCommand, statusCommand, unloadCommand } from "./client.ts";
 import { configCommand } from "./config.ts";
@@ -14,7 +14,7 @@ function versionCommand(argv: string[]): number {
     process.stdout.write(VERSION_HELP);
     return 0;
   }
-  process.stdout.write(`qm ${VERSION} (bun ${Bun.version})\n`);
+  process.stdout.write(`${versionLine()}\n`);
   return 0;
 }
 

@@ -15,6 +15,7 @@ import { Issues } from "./issues.ts";
 import { locateKeys } from "./locate.ts";
 import { render, resolveMacros } from "./macros.ts";
 import { namedNodeModels, nodeModel } from "./node-models.ts";
+import { checkModelPorts } from "./port-clashes.ts";
 import { isPortFreeOnLoopback, PortAllocator } from "./ports.ts";
 import type { ConfigFile } from "./schema.ts";
 import { buildPreload, checkGpus } from "./startup.ts";
@@ -58,11 +59,11 @@ export function loadConfigText(text: string, opts: LoadOptions): Config {
     { env, qmBin: opts.qmBin ?? "qm" },
     (name, message) => issues.at(["macros", name], message),
   );
-  const reserved = checkServer(file, issues);
+  const listeners = checkServer(file, issues);
   const ports = new PortAllocator(
     issues.within(["server", "start_port"]) ? 10001 : file.server.start_port,
     opts.isPortFree ?? isPortFreeOnLoopback,
-    reserved,
+    listeners.map((l) => l.port).filter((p) => p !== 0),
   );
   const stateDir = file.server.state_dir || defaultStateDir();
   const ctx = { issues, map, scope, stateDir };
@@ -77,6 +78,10 @@ export function loadConfigText(text: string, opts: LoadOptions): Config {
     issues,
   );
   const matrix = buildMatrix(file, issues);
+  checkModelPorts(
+    { listeners, models: Object.values(models), groups, policy: file.router.policy, matrix },
+    issues,
+  );
   const preload = buildPreload(file, map, issues);
   const gpus = checkGpus(file, issues);
   issues.throwIfAny();

@@ -19,6 +19,7 @@ import { checkModelPorts } from "./port-clashes.ts";
 import { isPortFreeOnLoopback, PortAllocator } from "./ports.ts";
 import type { ConfigFile } from "./schema.ts";
 import { buildPreload, checkGpus } from "./startup.ts";
+import { syntaxIssue } from "./toml-syntax.ts";
 import type { Config, ModelConfig, PeerConfig } from "./types.ts";
 import { applySchema } from "./validate.ts";
 
@@ -39,9 +40,7 @@ function parseToml(text: string, file: string): Record<string, unknown> {
     return parse(text, { unsafeKeyBehaviour: "throw" });
   } catch (err) {
     if (!(err instanceof TomlError)) throw err;
-    // smol-toml's message carries a code excerpt after a blank line; keep the sentence.
-    const message = err.message.split("\n")[0]!.replace(/^Invalid TOML document: /, "");
-    throw new ConfigError([{ file, line: err.line, col: err.column, key: "", message }]);
+    throw new ConfigError([syntaxIssue(text, file, err)]);
   }
 }
 
@@ -159,12 +158,23 @@ export function loadConfigFile(path: string, opts: Partial<LoadOptions> = {}): C
   try {
     text = readFileSync(path, "utf8");
   } catch (err) {
-    const reason = err instanceof Error ? err.message : String(err);
-    throw new ConfigError([
-      { file, line: 0, col: 0, key: "", message: `cannot read config: ${reason}` },
-    ]);
+    throw new ConfigError([{ file, line: 0, col: 0, key: "", message: unreadable(err) }]);
   }
   return loadConfigText(text, { ...opts, file });
+}
+
+/** Why the config file cannot be read, as a sentence (the path is printed before it). */
+function unreadable(err: unknown): string {
+  switch ((err as { code?: unknown }).code) {
+    case "ENOENT":
+      return "no such config file (-c FILE or $QM_CONFIG names another; the quartermaster.toml shipped with qm is an example to start from)";
+    case "EACCES":
+      return "cannot read the config file: permission denied";
+    case "EISDIR":
+      return "is a directory, not a config file";
+    default:
+      return `cannot read the config file: ${err instanceof Error ? err.message : String(err)}`;
+  }
 }
 
 /** `$XDG_STATE_HOME/quartermaster`, else `~/.local/state/quartermaster` (XDG Base Directory). */

@@ -12,6 +12,10 @@ Commands:
   config check [-c FILE]   validate a config file; errors as FILE:LINE:COL: message
   config schema            print the config file's JSON Schema (for editors)
   scan DIR [--ctx N]       read GGUF headers, print model entries with VRAM estimates
+  doctor [-c FILE] [--json]
+                           check this box and the config: programs, model files, ports,
+                           state dir, GPU, API key; one line per check, with the fix
+  import llama-swap FILE   print a quartermaster.toml for a llama-swap config.yaml
   demo-upstream --port N --name X
                            a small OpenAI-compatible demo model server (see --help)
   version                  print qm's and Bun's versions
@@ -68,6 +72,28 @@ check    Validates a config file without starting anything. Prints each problem 
 schema   Prints the JSON Schema of the config file (docs/quartermaster.schema.json), for
          editors: a first line \`#:schema ./docs/quartermaster.schema.json\` makes taplo
          (Even Better TOML) check and complete quartermaster.toml as you type.
+`;
+
+export const DOCTOR_HELP = `Usage: qm doctor [-c FILE] [--json]
+
+Checks what qm needs on this box and prints one line per check: ✓ passed, ✗ failed (with
+the fix), • a note (e.g. no GPU: qm then applies the static budget). Exits 1 when any
+check failed.
+  the config loads; each model's program is found and executable; each model's GGUF file
+  (-m) is readable and its VRAM estimate fits the budget; the listeners' ports are free;
+  the state dir is writable; the GPU probe answers (and whether qm can trust it); an API
+  key is set when qm listens beyond loopback.
+  -c, --config FILE   config file (default: $QM_CONFIG, else ./quartermaster.toml)
+  --json              {"ok": bool, "checks": [{"name", "ok", "detail", "fix"}]}
+`;
+
+export const IMPORT_HELP = `Usage: qm import llama-swap FILE
+
+Reads a llama-swap config.yaml and prints the quartermaster.toml that does the same on
+stdout: models (cmd, cmdStop, proxy, ttl, aliases, env, checkEndpoint, concurrencyLimit,
+useModelName, filters), groups, matrix, macros, hooks.on_startup.preload and peers. A
+setting qm has no equivalent for is written as a comment saying so. Check the result with
+'qm config check -c FILE'.
 `;
 
 export const VERSION_HELP = `Usage: qm version

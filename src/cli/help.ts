@@ -31,7 +31,11 @@ Environment: QM_<SECTION>__<KEY>=value overrides scalar keys, e.g. QM_SERVER__ST
 Stop with Ctrl-C (SIGINT) or SIGTERM: in-flight requests get server.shutdown_timeout_s to
 finish, then every model process is stopped. A second Ctrl-C stops at once.
 SIGHUP (or saving the file, with server.watch_config) reloads the config without restarting
-models whose process settings are unchanged; a config with errors changes nothing.
+models whose process settings are unchanged; a config with errors changes nothing. A SIGHUP
+that means the terminal went away (qm had one and has none now) stops qm as Ctrl-C does,
+unless it was started with nohup.
+A listener's port taken by anything else ends startup with exit 1, naming who holds it. When
+stderr stops taking lines (a closed pipe or terminal), the log goes on in STATE_DIR/qm.log.
 `;
 
 export const STATUS_HELP = `Usage: qm status [--url URL] [--json] [--watch]

@@ -160,50 +160,16 @@ describe("qm outlives its output", () => {
 /** Python's pty module gives qm a terminal of its own to lose. */
 const python = Bun.which("python3");
 
-describe.skipIf(python === null)("the terminal goes away", () => {
-  test("SIGHUP with the terminal gone stops qm cleanly: exit 0, no run file", async () => {
-    const s = setup();
-    // The child is a session leader with the pty as its controlling terminal; closing the
-    // master end hangs the terminal up, and the kernel sends the leader SIGHUP.
-    const script = `
-import os, pty, select, sys
-pid, fd = pty.fork()
-if pid == 0:
-    os.execv(sys.argv[1], [sys.argv[1], "serve", "-c", sys.argv[2]])
-seen = b""
-while b"listening on" not in seen:
-    ready, _, _ = select.select([fd], [], [], 15)
-    if not ready:
-        sys.exit(3)
-    seen += os.read(fd, 4096)
-os.close(fd)
-_, status = os.waitpid(pid, 0)
-print(os.waitstatus_to_exitcode(status))
-`;
-    const proc = Bun.spawn([python!, "-c", script, QM, s.config], {
-      cwd: ROOT,
-      stdin: "ignore",
-      stdout: "pipe",
-      stderr: "pipe",
-    });
-    pids.push(proc.pid);
-    const [out, err, code] = await Promise.all([
-      proc.stdout.text(),
-      proc.stderr.text(),
-      proc.exited,
-    ]);
-    expect({ code, err }).toEqual({ code: 0, err: "" });
-    expect(out.trim()).toBe("0");
-    expect(runFiles(s.stateDir).size).toBe(0);
-    const log = qmLog(s);
-    expect(log).toContain("SIGHUP (the terminal closed): finishing in-flight requests");
-    expect(log).toContain("INFO  stopped");
-  });
-
-  test("a SIGHUP while the terminal is still there reloads the config", async () => {
-    const s = setup();
-    const script = `
-import os, pty, select, signal, sys, time
+/**
+ * Runs `qm serve` as a session leader with a pty as its controlling terminal, then `steps`
+ * (Python, with `pid`, `fd` and `read_until(b"…")`), then prints qm's exit code.
+ */
+async function underPty(
+  config: string,
+  steps: string,
+): Promise<{ out: string; err: string; code: number }> {
+  const script = `
+import os, pty, select, signal, sys
 pid, fd = pty.fork()
 if pid == 0:
     os.execv(sys.argv[1], [sys.argv[1], "serve", "-c", sys.argv[2]])
@@ -216,21 +182,45 @@ def read_until(word):
             sys.exit(3)
         seen += os.read(fd, 4096)
 read_until(b"listening on")
+${steps.trim()}
+_, status = os.waitpid(pid, 0)
+print(os.waitstatus_to_exitcode(status))
+`;
+  const proc = Bun.spawn([python!, "-c", script, QM, config], {
+    cwd: ROOT,
+    stdin: "ignore",
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  pids.push(proc.pid);
+  const [out, err, code] = await Promise.all([proc.stdout.text(), proc.stderr.text(), proc.exited]);
+  return { out, err, code };
+}
+
+describe.skipIf(python === null)("the terminal goes away", () => {
+  test("SIGHUP with the terminal gone stops qm cleanly: exit 0, no run file", async () => {
+    const s = setup();
+    // Closing the master end hangs the terminal up; the kernel sends the leader SIGHUP.
+    const { out, err, code } = await underPty(s.config, "os.close(fd)");
+    expect({ code, err }).toEqual({ code: 0, err: "" });
+    expect(out.trim()).toBe("0");
+    expect(runFiles(s.stateDir).size).toBe(0);
+    const log = qmLog(s);
+    expect(log).toContain("SIGHUP (the terminal closed): finishing in-flight requests");
+    expect(log).toContain("INFO  stopped");
+  });
+
+  test("a SIGHUP while the terminal is still there reloads the config", async () => {
+    const s = setup();
+    const { out, code } = await underPty(
+      s.config,
+      `
 os.kill(pid, signal.SIGHUP)
 read_until(b"reloading the config")
 os.kill(pid, signal.SIGTERM)
 read_until(b"INFO  stopped")
-_, status = os.waitpid(pid, 0)
-print(os.waitstatus_to_exitcode(status))
-`;
-    const proc = Bun.spawn([python!, "-c", script, QM, s.config], {
-      cwd: ROOT,
-      stdin: "ignore",
-      stdout: "pipe",
-      stderr: "pipe",
-    });
-    pids.push(proc.pid);
-    const [out, code] = await Promise.all([proc.stdout.text(), proc.exited]);
+`,
+    );
     expect(code).toBe(0);
     expect(out.trim()).toBe("0");
     expect(runFiles(s.stateDir).size).toBe(0);

@@ -69,8 +69,11 @@ function why(a: string, b: string): string {
     : `"${a}" and "${b}" are the same address`;
 }
 
-/** The fixed local port a model's server listens on, or null (`${PORT}`, a remote upstream). */
-function fixedPort(m: ModelConfig): { host: string; port: number; external: boolean } | null {
+/**
+ * The fixed local port a model's proxy connects to, or null (`${PORT}`, a remote upstream);
+ * `started` when its command (or env) names that port, i.e. qm starts a server there.
+ */
+function fixedPort(m: ModelConfig): { host: string; port: number; started: boolean } | null {
   if (m.node || m.variantOf || m.template.proxy.includes("$" + "{PORT}")) return null;
   let url: URL;
   try {
@@ -81,16 +84,12 @@ function fixedPort(m: ModelConfig): { host: string; port: number; external: bool
   const host = url.hostname.replace(/^\[(.*)\]$/, "$1");
   if (!isLoopbackName(host) && host !== "0.0.0.0" && host !== "::") return null;
   const port = Number(url.port || (url.protocol === "https:" ? 443 : 80));
-  // A command that never names the port, with readiness unchecked, proxies to a server that
-  // runs outside qm (as the port guard reads it): several models may name that one server.
+  // Only a command that names the port is known to start a server there; one that does not
+  // may proxy to a server that runs outside qm, which several models may name.
   const text = String(port);
-  const named =
+  const started =
     m.argv.some((a) => a.includes(text)) || Object.values(m.env).some((v) => v.includes(text));
-  return {
-    host: host === "0.0.0.0" || host === "::" ? "127.0.0.1" : host,
-    port,
-    external: !named && m.checkEndpoint === null,
-  };
+  return { host: host === "0.0.0.0" || host === "::" ? "127.0.0.1" : host, port, started };
 }
 
 export interface ModelPortContext {
@@ -111,8 +110,8 @@ function mayRunTogether(a: ModelConfig, b: ModelConfig, ctx: ModelPortContext): 
 
 /**
  * A model's fixed port against qm's own listeners, and against every earlier model's: two
- * models on one port clash unless the policy never runs them together (one `swap` group, or
- * no matrix set with both).
+ * models whose commands start servers on one port clash unless the policy never runs them
+ * together (one `swap` group, or no matrix set with both).
  */
 export function checkModelPorts(ctx: ModelPortContext, issues: Issues): void {
   const seen: { model: ModelConfig; host: string; port: number }[] = [];
@@ -130,7 +129,7 @@ export function checkModelPorts(ctx: ModelPortContext, issues: Issues): void {
       );
       continue;
     }
-    if (fixed.external) continue;
+    if (!fixed.started) continue;
     const other = seen.find(
       (o) =>
         o.port === fixed.port &&

@@ -130,7 +130,7 @@ proxy = "http://127.0.0.1:9000"
     ]);
   });
 
-  test("not clashes: ${PORT} models, remote upstreams, one outside server named by several models", () => {
+  test("not clashes: ${PORT} models, remote upstreams, one server named by several models' proxies", () => {
     const text = `[server]
 listen = ["127.0.0.1:8080"]
 [models.a]
@@ -146,11 +146,15 @@ check_endpoint = "none"
 cmd = "sleep infinity"
 proxy = "http://127.0.0.1:7000"
 check_endpoint = "none"
+[models.z]
+cmd = "run z"
+proxy = "http://127.0.0.1:7000"
 [groups.one]
 members = ["x"]
 [groups.two]
-members = ["y"]
+members = ["y", "z"]
+swap = false
 `;
-    expect(Object.keys(load(text).models)).toEqual(["a", "remote", "x", "y"]);
+    expect(Object.keys(load(text).models)).toEqual(["a", "remote", "x", "y", "z"]);
   });
 });

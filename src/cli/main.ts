@@ -5,7 +5,9 @@ import { versionLine } from "../version.ts";
 import { parse, UsageError } from "./args.ts";
 import { loadCommand, logsCommand, statusCommand, unloadCommand } from "./client.ts";
 import { configCommand } from "./config.ts";
+import { doctorCommand } from "./doctor/command.ts";
 import { MAIN_HELP, VERSION_HELP } from "./help.ts";
+import { importCommand } from "./import/command.ts";
 import { serveCommand } from "./serve.ts";
 
 function versionCommand(argv: string[]): number {
@@ -44,6 +46,10 @@ async function main(argv: string[]): Promise<number> {
       return versionCommand(rest);
     case "scan":
       return scanCommand(rest);
+    case "doctor":
+      return doctorCommand(rest);
+    case "import":
+      return importCommand(rest);
     case "demo-upstream":
       await runDemoUpstream(rest);
       return typeof process.exitCode === "number" ? process.exitCode : 0;

@@ -321,7 +321,7 @@ describe("loadConfigFile", () => {
     }
   });
 
-  test("an unreadable file is a ConfigError naming it", () => {
+  test("a missing file is a ConfigError naming it, in a plain sentence", () => {
     const path = join(tmpdir(), "qm-config-does-not-exist", "qm.toml");
     let error: unknown;
     try {
@@ -332,6 +332,8 @@ describe("loadConfigFile", () => {
     expect(error).toBeInstanceOf(ConfigError);
     const [issue] = (error as ConfigError).issues;
     expect(issue?.file).toBe(path);
-    expect((error as ConfigError).format()).toStartWith(`${path}: cannot read config: `);
+    expect((error as ConfigError).format()).toBe(
+      `${path}: no such config file (-c FILE or $QM_CONFIG names another; the quartermaster.toml shipped with qm is an example to start from)`,
+    );
   });
 });

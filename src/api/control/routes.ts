@@ -10,6 +10,7 @@ import type { Gateway } from "../gateway.ts";
 import { openaiError } from "../openai/errors.ts";
 import { LOAD } from "../openai/inference.ts";
 import { readBody } from "../request/body.ts";
+import { LLAMA_SWAP_PATHS, llamaSwapRoutes } from "./llama-swap.ts";
 
 /** The control paths and the methods each answers (for a 405's `Allow`). */
 const CONTROL_PATHS: [RegExp, string][] = [
@@ -19,6 +20,7 @@ const CONTROL_PATHS: [RegExp, string][] = [
   [/^\/api\/models\/(?:unload|[^/]+\/(?:load|unload|lease))$/, "POST"],
   [/^\/api\/models\/[^/]+\/lease\/[^/]+$/, "POST, DELETE"],
   [/^\/api\/config\/reload$/, "POST"],
+  ...LLAMA_SWAP_PATHS,
 ];
 
 /** The methods a control path answers, or null when it is no control path. */
@@ -33,6 +35,7 @@ export function controlMethods(path: string): string | null {
  */
 export function controlRoutes(gw: Gateway, log: Logger) {
   return new Elysia()
+    .use(llamaSwapRoutes(gw, log))
     .get(
       "/",
       () =>

@@ -44,10 +44,11 @@ export async function buildQm(outfile = BINARY): Promise<void> {
   const began = new Date();
   const temp = `${outfile}.${process.pid}.${Math.random().toString(36).slice(2)}.tmp`;
   try {
-    const build = Bun.spawn(
-      [process.execPath, ...buildArgs(buildStamp({ cwd: ROOT }), temp)],
-      { cwd: ROOT, stdout: "ignore", stderr: "inherit" },
-    );
+    const build = Bun.spawn([process.execPath, ...buildArgs(buildStamp({ cwd: ROOT }), temp)], {
+      cwd: ROOT,
+      stdout: "ignore",
+      stderr: "inherit",
+    });
     if ((await build.exited) !== 0) throw new Error(`bun build failed (exit ${build.exitCode})`);
     utimesSync(temp, began, began);
     // The map first: a binary that is in place is taken as built, so its map must be there.

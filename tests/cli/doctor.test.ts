@@ -13,7 +13,10 @@ import { readModelFile } from "../../src/gpu/gguf/scan.ts";
 import type { GpuReading, ProbeResult } from "../../src/gpu/types.ts";
 import { llama } from "../gpu/gguf/fake-models.ts";
 import { writeModelFile } from "../gpu/gguf/gguf-writer.ts";
+import { BUILD_TIMEOUT_MS, needsBinary } from "../support/binary.ts";
 import { QM, ROOT } from "../support/qm-process.ts";
+
+beforeAll(needsBinary, BUILD_TIMEOUT_MS);
 
 let dir: string;
 let gguf: string;

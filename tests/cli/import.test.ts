@@ -4,7 +4,7 @@
  * example config use every setting (tests/fixtures/llama-swap/); each import loads through
  * qm's real loader, and `qm config check` passes on it.
  */
-import { describe, expect, test } from "bun:test";
+import { beforeAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -13,8 +13,11 @@ import { importLlamaSwap } from "../../src/cli/import/llama-swap.ts";
 import { expandSet } from "../../src/cli/import/matrix-dsl.ts";
 import { tomlText, tomlValue } from "../../src/cli/import/toml-out.ts";
 import type { Config } from "../../src/config/index.ts";
+import { BUILD_TIMEOUT_MS, needsBinary } from "../support/binary.ts";
 import { config as load } from "../support/config.ts";
 import { QM, ROOT } from "../support/qm-process.ts";
+
+beforeAll(needsBinary, BUILD_TIMEOUT_MS);
 
 const CORPUS = join(ROOT, "tests/fixtures/llama-swap");
 const FILES = readdirSync(CORPUS).filter((f) => f.endsWith(".yaml"));

@@ -3,14 +3,17 @@
  * any other program holds (even one that set SO_REUSEPORT, as Bun's servers do by default),
  * exits 1 naming the port, the key and the holder, and leaves no run file behind.
  */
-import { afterEach, describe, expect, setDefaultTimeout, test } from "bun:test";
+import { afterEach, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { BUILD_TIMEOUT_MS, needsBinary } from "../support/binary.ts";
 import { status } from "../support/e2e.ts";
 import { freePort } from "../support/net.ts";
 import { runFiles } from "../support/own-config.ts";
 import { QM, type QmServer, ROOT, startQm } from "../support/qm-process.ts";
+
+beforeAll(needsBinary, BUILD_TIMEOUT_MS);
 
 setDefaultTimeout(20_000);
 

@@ -4,14 +4,17 @@
  * qm.log; a stop (Ctrl-C, SIGTERM, the terminal's hang-up) still finishes what is in flight,
  * exits 0 and removes the run file.
  */
-import { afterEach, describe, expect, setDefaultTimeout, test } from "bun:test";
+import { afterEach, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { BUILD_TIMEOUT_MS, needsBinary } from "../support/binary.ts";
 import { chat, until } from "../support/e2e.ts";
 import { freePort } from "../support/net.ts";
 import { runFiles } from "../support/own-config.ts";
 import { alive, QM, ROOT } from "../support/qm-process.ts";
+
+beforeAll(needsBinary, BUILD_TIMEOUT_MS);
 
 setDefaultTimeout(30_000);
 

@@ -23,7 +23,7 @@ import { NodeAwarePolicy } from "../policy/node.ts";
 import type { BudgetView, EvictionPolicy } from "../policy/types.ts";
 import type { Deadline } from "../proxy/deadline.ts";
 import { Scheduler } from "../scheduler/scheduler.ts";
-import type { Effects, HoldChange, ModelState, Swap } from "../scheduler/types.ts";
+import type { Effects, HoldChange, HoldWhy, ModelState, Swap } from "../scheduler/types.ts";
 import type { Clock } from "../shared/clock.ts";
 import { QmError } from "../shared/errors.ts";
 import type { Logger } from "../shared/log.ts";
@@ -526,9 +526,16 @@ export class Runtime implements Effects, Gateway {
     this.wake.at(atMs);
   }
 
-  holdChanged(model: string, change: HoldChange, untilMs: number): void {
-    this.metrics.hold(model, change);
-    this.events.publish({ type: "hold", model, hold: change, until_ms: this.toEpoch(untilMs) });
+  holdChanged(model: string, change: HoldChange, untilMs: number, why?: HoldWhy): void {
+    this.metrics.hold(model, change, why?.reason);
+    this.events.publish({
+      type: "hold",
+      model,
+      hold: change,
+      until_ms: this.toEpoch(untilMs),
+      ...(why ? { gap_ms: Math.round(why.gapMs), swap_ms: Math.round(why.swapMs) } : {}),
+      ...(why?.reason ? { reason: why.reason } : {}),
+    });
   }
 
   stateChanged(model: string, state: ModelState, detail?: string): void {

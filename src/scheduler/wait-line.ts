@@ -18,6 +18,13 @@ export class WaitLine implements Iterable<Queued> {
     return this.queue[Symbol.iterator]();
   }
 
+  /** Requests waiting for `model`, the one with id `except` left out. */
+  countFor(model: string, except: number): number {
+    let n = 0;
+    for (const q of this.queue) if (q.spec.model === model && q.spec.id !== except) n++;
+    return n;
+  }
+
   push(q: Queued): void {
     this.queue.push(q);
   }

@@ -178,7 +178,10 @@ export class Runtime implements Effects, Gateway {
       ...(opts.nodeFetch ? { fetch: opts.nodeFetch } : {}),
       ...(opts.runRestart ? { runRestart: opts.runRestart } : {}),
     });
-    this.scheduler = new Scheduler(config, makePolicy(config, this.budget), this, opts.clock);
+    this.scheduler = new Scheduler(config, makePolicy(config, this.budget), this, opts.clock, {
+      loadMs: (id) => this.loadTimes.expected(id),
+      wakeMs: (id) => this.loadTimes.expectedWake(id),
+    });
     this.gpu = new GpuWatch({
       resources: config.resources,
       budget: this.budget,
@@ -551,6 +554,7 @@ export class Runtime implements Effects, Gateway {
     // A wake is not a load: its seconds would skew the load-time estimates.
     const waking = state === "starting" && detail === "waking";
     if (!waking) this.loadTimes.state(model, state);
+    this.loadTimes.wakeState(model, state, waking);
     this.loadEvents.state(model, state);
     this.nodes.stateChanged(model, state);
     // A load's event says how long it is expected to take (null: never loaded before).

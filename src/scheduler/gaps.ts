@@ -14,8 +14,11 @@ export interface GapEstimate {
    * and the hold is dropped.
    */
   windowMs: number;
-  /** Whose gaps these are: the conversation's own, its model's, or every conversation's. */
-  source: "conversation" | "model" | "all";
+  /**
+   * Whose gaps these are: the conversation's own, its model's, every conversation's, or none
+   * yet (`prior`: the hold window the request asked for stands for one gap).
+   */
+  source: "conversation" | "model" | "all" | "prior";
 }
 
 /** Gaps kept per conversation, per model and overall: the most recent ones. */
@@ -61,6 +64,11 @@ export class GapBook {
     return gap;
   }
 
+  /** `conversation` answered in tool calls and has not come back yet. */
+  waiting(conversation: string | null): boolean {
+    return conversation !== null && this.pending.has(conversation);
+  }
+
   /**
    * The next gap of `conversation` after an answer on `model`: from its own history, else the
    * model's (other conversations on it), else every conversation's; null when none was seen.
@@ -73,10 +81,14 @@ export class GapBook {
     return this.all.length > 0 ? estimateOf(this.all, "all") : null;
   }
 
-  /** The typical gap of `conversation` itself (null: none seen), for a waiter's own loop. */
+  /**
+   * The typical gap a waiter of `conversation` will take once served: its own, else every
+   * conversation's (one that never got the GPU had no chance to show its own); null: none seen.
+   */
   typical(conversation: string | null): number | null {
     const own = conversation === null ? undefined : this.conversations.get(conversation);
-    return own === undefined ? null : median(own);
+    if (own !== undefined) return median(own);
+    return this.all.length > 0 ? median(this.all) : null;
   }
 }
 

@@ -27,6 +27,20 @@ export const DEFAULT_SWAP_MS = 10_000;
  */
 export const QUANTUM_ROUND_TRIPS = 3;
 
+/**
+ * Holding must beat the round trip by more than this share of it; on a near tie the waiter's
+ * latency decides, and it yields.
+ */
+export const YIELD_SLACK = 0.05;
+
+/**
+ * A sleep model's wake before one was measured, as a share of its cold load: a wake copies the
+ * weights back from host memory and skips the rest of a start. vLLM reports wakes 18–200×
+ * faster than a reload (blog.vllm.ai, "Zero-Reload Model Switching with vLLM Sleep Mode",
+ * 2025-10-26); a tenth errs toward holding.
+ */
+export const WAKE_SHARE_GUESS = 0.1;
+
 export interface HoldInput {
   /** How long this waiter has waited so far while the models it needs were idle and held. */
   heldWaitMs: number;
@@ -53,16 +67,16 @@ export type HoldVerdict =
 
 /**
  * Yield when the idle the holds are expected to cost — the time left in them, for every request
- * waiting, plus the waiter's own coming gap, which hides the swap back — exceeds the round
- * trip; and in any case once the waiter has waited `QUANTUM_ROUND_TRIPS` round trips behind
- * idle holds.
+ * waiting, plus the waiter's own coming gap, which hides the swap back — reaches the round trip
+ * (less `YIELD_SLACK`); and in any case once the waiter has waited `QUANTUM_ROUND_TRIPS` round
+ * trips behind idle holds.
  */
 export function holdVerdict(i: HoldInput): HoldVerdict {
   const roundTrip = i.swapInMs + i.swapBackMs;
   const quantumMs = quantumOf(roundTrip);
   if (i.heldWaitMs >= quantumMs) return { kind: "yield", reason: "fairness" };
   const idle = i.waiters * i.remainingMs + i.waiterGapMs;
-  if (idle > roundTrip) return { kind: "yield", reason: "cost" };
+  if (idle >= roundTrip * (1 - YIELD_SLACK)) return { kind: "yield", reason: "cost" };
   return { kind: "hold", quantumMs };
 }
 
@@ -85,15 +99,16 @@ export class SwapCosts {
     this.facts = facts;
   }
 
-  /** Bringing `id` in: a wake when it sleeps (a cold load if no wake was measured), else a load. */
-  swapIn(id: string, sleeping: boolean): number {
-    if (sleeping) return this.facts.wakeMs(id) ?? this.load(id);
+  /**
+   * Bringing `id` in, as it recurs when models take turns: a wake when evicting it puts it to
+   * sleep (`WAKE_SHARE_GUESS` of a load until one is measured), else a load. A sleep model's
+   * first cold load is paid once whichever way a hold goes, so it does not weigh.
+   */
+  swap(id: string, sleepsWhenEvicted: boolean): number {
+    if (sleepsWhenEvicted) {
+      return this.facts.wakeMs(id) ?? Math.round(this.load(id) * WAKE_SHARE_GUESS);
+    }
     return this.load(id);
-  }
-
-  /** Bringing `id` back once evicted: a wake when evicting puts it to sleep, else a load. */
-  swapBack(id: string, sleepsWhenEvicted: boolean): number {
-    return this.swapIn(id, sleepsWhenEvicted);
   }
 
   private load(id: string): number {

@@ -1,9 +1,17 @@
 import type { Clock } from "../shared/clock.ts";
-import type { GapBook } from "./gaps.ts";
+import { type GapBook, type GapEstimate, WINDOW_FACTOR } from "./gaps.ts";
 import { type HoldVerdict, holdVerdict, type SwapCosts } from "./hold-cost.ts";
 import type { ModelEntry, ModelTable } from "./models.ts";
 import type { Effects, ServeOutcome } from "./types.ts";
 import type { Queued } from "./waiter.ts";
+
+/**
+ * Before any gap was seen, the request's own window (`hold_ms` / `X-QM-Hold-Ms`) stands for
+ * one: its typical gap, with the window a seen gap would get.
+ */
+function priorGap(holdMs: number): GapEstimate {
+  return { typicalMs: holdMs, windowMs: Math.ceil(holdMs * WINDOW_FACTOR), source: "prior" };
+}
 
 /** Why a swap breaks holds: a waiter past its patience, or (cost policy) the verdict's reason. */
 export type HoldBreak = "patience" | "cost" | "fairness";
@@ -93,65 +101,93 @@ export class Holds {
       return;
     }
     if (holdMs <= 0) return;
-    const est = this.gaps.estimate(conversation, m.id);
-    const windowMs = est?.windowMs ?? holdMs;
-    if (windowMs <= m.holdCandidateMs) return;
-    m.holdCandidateMs = windowMs;
-    m.holdCandidate = { conversation, typicalMs: est?.typicalMs ?? holdMs, windowMs };
+    const est = this.gaps.estimate(conversation, m.id) ?? priorGap(holdMs);
+    if (est.windowMs <= m.holdCandidateMs) return;
+    m.holdCandidateMs = est.windowMs;
+    m.holdCandidate = {
+      conversation,
+      typicalMs: est.typicalMs,
+      windowMs: est.windowMs,
+      source: est.source,
+    };
   }
 
-  /** `m`'s last request drained: held for the longest window earned, unless it is stopping. */
+  /**
+   * `m`'s last request drained: held for the longest window earned, unless it is stopping.
+   * With none earned, under the cost policy, a hold whose loop ended is over.
+   */
   drained(m: ModelEntry, stopping: boolean): void {
-    if (!stopping && m.holdCandidateMs > 0) {
-      const now = this.clock.now();
-      const until = now + m.holdCandidateMs;
-      m.heldUntil = until;
-      m.holdEnded = null;
-      if (this.nextExpiry === null || until < this.nextExpiry) this.nextExpiry = until;
-      const basis = m.holdCandidate;
-      if (basis === null) {
-        m.hold = null;
-        this.effects.holdChanged(m.id, "granted", until);
-      } else {
-        const swapBackMs = this.costs.swapBack(m.id, m.evictMode === "sleep");
-        m.hold = { ...basis, from: now, swapBackMs };
-        this.effects.holdChanged(m.id, "granted", until, {
-          gapMs: basis.typicalMs,
-          swapMs: swapBackMs,
-        });
-      }
-    }
+    if (!stopping && m.holdCandidateMs > 0) this.grant(m);
+    else if (!stopping && this.policy === "cost") this.loopEnded(m);
     m.holdCandidateMs = 0;
     m.holdCandidate = null;
   }
 
+  private grant(m: ModelEntry): void {
+    const now = this.clock.now();
+    const until = now + m.holdCandidateMs;
+    m.heldUntil = until;
+    m.holdEnded = null;
+    if (this.nextExpiry === null || until < this.nextExpiry) this.nextExpiry = until;
+    const basis = m.holdCandidate;
+    if (basis === null) {
+      m.hold = null;
+      this.effects.holdChanged(m.id, "granted", until);
+      return;
+    }
+    const swapBackMs = this.costs.swap(m.id, m.evictMode === "sleep");
+    m.hold = { ...basis, from: now, swapBackMs };
+    this.effects.holdChanged(m.id, "granted", until, {
+      gapMs: basis.typicalMs,
+      swapMs: swapBackMs,
+    });
+  }
+
+  /**
+   * `m` drained with no hold earned. Its hold (cost policy) waited for one conversation's tool
+   * gap; if that conversation came back and answered without tool calls, its loop is over and
+   * so is the gap: the hold ends now, reported `expired` (at this time, its deadline brought in).
+   */
+  private loopEnded(m: ModelEntry): void {
+    const now = this.clock.now();
+    if (m.hold === null || m.heldUntil <= now || this.gaps.waiting(m.hold.conversation)) return;
+    m.heldUntil = 0;
+    m.hold = null;
+    m.holdEnded = { change: "expired", reason: "loop ended", at: now };
+    this.effects.holdChanged(m.id, "expired", now);
+  }
+
   /**
    * `hold_policy = "cost"`, decide step 5b: may `w` break the holds on `evict` now? Null under
-   * `"fixed"` (holds stand until the waiter's patience). `waiting(model)`: requests queued for
-   * `model`, `w` excluded.
+   * `"fixed"` (holds stand until the waiter's patience). `waiting(except)`: the other requests
+   * queued for a model that is not up, each kept waiting while the GPU idles in a hold.
    */
   verdict(
     w: HoldWaiter,
     evict: readonly string[],
-    waiting: (model: string, except: number) => number,
+    waiting: (except: number) => number,
   ): HoldVerdict | null {
     if (this.policy !== "cost") return null;
     const now = this.clock.now();
     const target = this.models.get(w.model)!;
     let remainingMs = 0;
     let swapBackMs = 0;
+    let holderGapMs = 0;
     for (const id of evict) {
       const m = this.models.get(id)!;
       if (m.heldUntil <= now) continue;
       remainingMs = Math.max(remainingMs, this.remaining(m, now));
-      swapBackMs += this.costs.swapBack(id, m.evictMode === "sleep");
+      if (m.hold && m.hold.source !== "prior")
+        holderGapMs = Math.max(holderGapMs, m.hold.typicalMs);
+      swapBackMs += this.costs.swap(id, m.evictMode === "sleep");
     }
     return holdVerdict({
       heldWaitMs: w.heldWaitMs,
-      waiters: 1 + waiting(w.model, w.id),
-      waiterGapMs: this.gaps.typical(w.conversation) ?? 0,
+      waiters: 1 + waiting(w.id),
+      // A waiter with no gap seen to go by is taken to loop like the holder, if its gaps were seen.
+      waiterGapMs: this.gaps.typical(w.conversation) ?? holderGapMs,
       remainingMs,
-      swapInMs: this.costs.swapIn(w.model, target.state === "sleeping"),
+      swapInMs: this.costs.swap(w.model, target.evictMode === "sleep"),
       swapBackMs,
     });
   }
@@ -205,7 +241,7 @@ export class Holds {
       m.holdEnded = { change: "dropped", reason: why, at: now };
       this.effects.holdChanged(id, "dropped", m.heldUntil, {
         gapMs: this.remaining(m, now),
-        swapMs: this.costs.swapBack(id, m.evictMode === "sleep"),
+        swapMs: this.costs.swap(id, m.evictMode === "sleep"),
         reason: why,
       });
     }

@@ -1,5 +1,6 @@
 import type { Config, ModelConfig } from "../config/types.ts";
 import type { Clock } from "../shared/clock.ts";
+import type { GapEstimate } from "./gaps.ts";
 import type { ModelState } from "./types.ts";
 
 export interface ModelEntry {
@@ -55,12 +56,17 @@ export interface HoldBasis {
   typicalMs: number;
   /** The hold's length: past it the gap is spent. */
   windowMs: number;
+  /** Whose gaps the figures come from (`prior`: none seen yet, the configured window's). */
+  source: GapEstimate["source"];
 }
 
-/** How a hold ended: `expired` (its gap spent), `preempted` (patience) or `dropped` (cost). */
+/**
+ * How a hold ended: `expired` (its gap spent, or its loop answered without tool calls),
+ * `preempted` (patience) or `dropped` (cost).
+ */
 export interface HoldEnd {
   change: "expired" | "preempted" | "dropped";
-  reason: "gap spent" | "patience" | "cost" | "fairness";
+  reason: "gap spent" | "loop ended" | "patience" | "cost" | "fairness";
   /** Clock time. */
   at: number;
 }

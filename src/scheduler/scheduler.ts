@@ -101,7 +101,7 @@ export class Scheduler {
             heldWaitMs: req.heldWaitMs ?? 0,
           },
           evict,
-          (model, except) => this.queue.countFor(model, except),
+          (except) => this.queue.countWhere((q) => q.spec.id !== except && this.needsSwap(q)),
         ),
       evictionFor: (id) => this.evictionFor(id),
       ramSleeper: () => this.ramSleeper(),
@@ -383,6 +383,12 @@ export class Scheduler {
       if (best === null || m.lastUse < best.lastUse) best = { id: m.id, lastUse: m.lastUse };
     }
     return best?.id ?? null;
+  }
+
+  /** `q` waits for a model that is not up (nor coming up): it needs a swap. */
+  private needsSwap(q: Queued): boolean {
+    const state = this.models.get(q.spec.model)?.state;
+    return state !== "ready" && state !== "starting";
   }
 
   /** Requests queued or waiting on a swap. */

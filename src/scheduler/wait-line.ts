@@ -18,10 +18,10 @@ export class WaitLine implements Iterable<Queued> {
     return this.queue[Symbol.iterator]();
   }
 
-  /** Requests waiting for `model`, the one with id `except` left out. */
-  countFor(model: string, except: number): number {
+  /** Requests in the line that `pred` accepts. */
+  countWhere(pred: (q: Queued) => boolean): number {
     let n = 0;
-    for (const q of this.queue) if (q.spec.model === model && q.spec.id !== except) n++;
+    for (const q of this.queue) if (pred(q)) n++;
     return n;
   }
 

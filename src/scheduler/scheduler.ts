@@ -250,6 +250,15 @@ export class Scheduler {
         gpus: m.gpus,
       })),
       queueDepth: this.queue.length,
+      /** Queued requests held back by other models' holds (cost policy), with their bounds. */
+      heldBack: [...this.queue]
+        .filter((q) => q.quantumAt !== null)
+        .map((q) => ({
+          id: q.spec.id,
+          model: q.spec.model,
+          heldWaitMs: heldWait(q, this.clock.now()),
+          quantumAt: q.quantumAt!,
+        })),
       swaps: this.swaps.snapshot(),
       inflight: this.grants.size,
     };

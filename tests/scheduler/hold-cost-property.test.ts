@@ -174,8 +174,6 @@ function swapCost(run: Run, id: string): number {
   return m.sleep ? m.loadMs / 10 : m.loadMs;
 }
 
-export { play, scenario };
-
 describe('hold_policy = "cost" under random agent loops', () => {
   test("fairness: no waiter sits behind idle holds for its quantum (3 round trips), and the wake is armed for it", () => {
     const tally = { heldBack: 0, fairness: 0, cost: 0 };

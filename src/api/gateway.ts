@@ -29,6 +29,11 @@ export interface AcquireHooks {
    * keeps it resident. Absent: no change.
    */
   keepAliveMs?: number | undefined;
+  /**
+   * The conversation the request belongs to (`exchange/conversation.ts`: a client's session
+   * id, or its opening messages' hash), whose tool gaps the scheduler learns.
+   */
+  conversation?: string | undefined;
 }
 
 export interface LeaseInfo {

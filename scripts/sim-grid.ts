@@ -110,6 +110,35 @@ export function gridTable(cells: readonly Cell[]): string {
   return head + rows.join("\n");
 }
 
+/**
+ * The short form: one row per eviction mode, agents and load; per gap, cost's makespan and
+ * p95 TTFT over the best other policy's, and whether both targets are met (✓), missed where
+ * another policy meets them (✗), or missed where none does (–).
+ */
+export function gridSummary(cells: readonly Cell[]): string {
+  const head =
+    `| swap back | agents | load | ${GAPS_MS.map((g) => `gap ${sec(g)} s`).join(" | ")} |\n` +
+    `|---|---|---|${GAPS_MS.map(() => "---|").join("")}\n`;
+  const rows: string[] = [];
+  for (const swapBack of SWAP_BACK)
+    for (const agents of AGENTS)
+      for (const loadMs of LOADS_MS) {
+        const cols = GAPS_MS.map((gapMs) => {
+          const c = cells.find(
+            (x) =>
+              x.swapBack === swapBack &&
+              x.agents === agents &&
+              x.loadMs === loadMs &&
+              x.gapMs === gapMs,
+          )!;
+          const mark = c.ok ? "✓" : c.otherMeets ? "✗" : "–";
+          return `${c.makespanRatio.toFixed(2)} / ${c.ttftRatio.toFixed(2)} ${mark}`;
+        });
+        rows.push(`| ${swapBack} | ${agents} | ${sec(loadMs)} s | ${cols.join(" | ")} |`);
+      }
+  return head + rows.join("\n");
+}
+
 export function printGrid(prefix: string): void {
   const cells = grid();
   const met = cells.filter((c) => c.ok).length;
@@ -120,6 +149,9 @@ export function printGrid(prefix: string): void {
       "Per policy: makespan / p95 time to first token in seconds (swaps); cost's ratio to the best " +
       "other policy on each.\n\n" +
       `${gridTable(cells)}\n\nTargets met in ${met} of ${cells.length} cells; of the ${cells.length - met} missed, ` +
-      `${conflicting} are cells where no other policy meets both either.\n`,
+      `${conflicting} are cells where no other policy meets both either.\n\n` +
+      "Cost's makespan / p95 TTFT over the best other policy's (✓ both targets met; ✗ missed " +
+      "where another policy meets both; – missed where none does):\n\n" +
+      `${gridSummary(cells)}\n`,
   );
 }

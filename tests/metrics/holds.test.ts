@@ -19,9 +19,10 @@ const sample = (text: string, name: string, model: string) => {
   return m ? Number(m[1]) : null;
 };
 
-test("holds granted, expired and preempted are counted and published as hold events", async () => {
+/** A runtime on fake timers and servers, models a and b, with its `hold` events collected. */
+function runtime(scheduler: string) {
   const cfg = config(
-    `[resources]\ngpu_probe = "off"\n[scheduler]\nhold_ms = 10000\nhold_policy = "fixed"\n\n${model("a")}${model("b")}`,
+    `[resources]\ngpu_probe = "off"\n[scheduler]\nhold_ms = 10000\n${scheduler}\n\n${model("a")}${model("b")}`,
   );
   const timers = new FakeTimers();
   const fakes = fakeServers();
@@ -35,6 +36,11 @@ test("holds granted, expired and preempted are counted and published as hold eve
   rt.subscribe((e) => {
     if (e.type === "hold") events.push(e);
   });
+  return { cfg, timers, fakes, rt, events };
+}
+
+test("holds granted, expired and preempted are counted and published as hold events", async () => {
+  const { cfg, timers, fakes, rt, events } = runtime('hold_policy = "fixed"');
   const acquire = (id: string, patienceMs?: number) =>
     track(rt.acquire(cfg.models[id]!, new AbortController().signal, { patienceMs }));
 
@@ -78,21 +84,7 @@ test("holds granted, expired and preempted are counted and published as hold eve
 });
 
 test('hold_policy = "cost": a hold dropped for a waiter is counted by reason and published with its figures', async () => {
-  const cfg = config(
-    `[resources]\ngpu_probe = "off"\n[scheduler]\nhold_ms = 10000\n\n${model("a")}${model("b")}`,
-  );
-  const timers = new FakeTimers();
-  const fakes = fakeServers();
-  const rt = new Runtime(cfg, {
-    clock: timers,
-    timers,
-    log: silentLogger,
-    makeProcess: fakes.make,
-  });
-  const events: QmEvent[] = [];
-  rt.subscribe((e) => {
-    if (e.type === "hold") events.push(e);
-  });
+  const { cfg, timers, fakes, rt, events } = runtime("");
   const acquire = (id: string) =>
     track(rt.acquire(cfg.models[id]!, new AbortController().signal, { conversation: `c-${id}` }));
   // a loads in 2 s (measured), serves a tool-call answer: held for hold_ms × 1.25 (no gap seen).

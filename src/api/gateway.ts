@@ -30,6 +30,11 @@ export interface AcquireHooks {
    * keeps it resident. Absent: no change.
    */
   keepAliveMs?: number | undefined;
+  /**
+   * The conversation the request belongs to (`exchange/conversation.ts`: a client's session
+   * id, or its opening messages' hash), whose tool gaps the scheduler learns.
+   */
+  conversation?: string | undefined;
 }
 
 export interface LeaseInfo {
@@ -124,6 +129,19 @@ export interface ModelStatusJson {
   queue_positions: number[];
   /** Wall-clock epoch ms until which the model is held, or null. */
   held_until_ms: number | null;
+  /**
+   * Why it is held (`hold_policy = "cost"`), e.g. `gap 2.1 s expected, swap 6.3 s`: the tool gap
+   * its conversation is expected to take, and what swapping it back would cost. Null when it
+   * is not held, or held for `hold_ms` (`"fixed"`).
+   */
+  held_reason?: string | null;
+  /** The same figures, in ms: the typical gap, the hold's window, the swap back. */
+  hold?: { gap_ms: number; window_ms: number; swap_ms: number } | null;
+  /**
+   * How its last hold ended, until its next one: `expired` (`gap spent`, `loop ended`),
+   * `preempted` (`patience`) or `dropped` (`cost`, `fairness`); `at_ms` wall-clock epoch ms.
+   */
+  hold_ended?: { how: string; reason: string; at_ms: number } | null;
   est_vram_gb: number;
   est_ram_gb: number;
   pid: number | null;

@@ -110,6 +110,7 @@ export function loadConfigText(text: string, opts: LoadOptions): Config {
       holdMs: scheduler.hold_ms,
       patienceMs: scheduler.patience_ms,
       holdOn: scheduler.hold_on,
+      holdPolicy: scheduler.hold_policy,
       maxQueue: scheduler.max_queue,
     },
     activity: {

@@ -23,7 +23,7 @@ import { NodeAwarePolicy } from "../policy/node.ts";
 import type { BudgetView, EvictionPolicy } from "../policy/types.ts";
 import type { Deadline } from "../proxy/deadline.ts";
 import { Scheduler } from "../scheduler/scheduler.ts";
-import type { Effects, HoldChange, ModelState, Swap } from "../scheduler/types.ts";
+import type { Effects, HoldChange, HoldWhy, ModelState, Swap } from "../scheduler/types.ts";
 import type { Clock } from "../shared/clock.ts";
 import { QmError } from "../shared/errors.ts";
 import type { Fetch } from "../shared/fetch.ts";
@@ -185,7 +185,10 @@ export class Runtime implements Effects, Gateway {
       ...(opts.nodeFetch ? { fetch: opts.nodeFetch } : {}),
       ...(opts.runRestart ? { runRestart: opts.runRestart } : {}),
     });
-    this.scheduler = new Scheduler(config, makePolicy(config, this.budget), this, opts.clock);
+    this.scheduler = new Scheduler(config, makePolicy(config, this.budget), this, opts.clock, {
+      loadMs: (id) => this.loadTimes.expected(id),
+      wakeMs: (id) => this.loadTimes.expectedWake(id),
+    });
     this.gpu = new GpuWatch({
       resources: config.resources,
       budget: this.budget,
@@ -535,9 +538,16 @@ export class Runtime implements Effects, Gateway {
     this.wake.at(atMs);
   }
 
-  holdChanged(model: string, change: HoldChange, untilMs: number): void {
-    this.metrics.hold(model, change);
-    this.events.publish({ type: "hold", model, hold: change, until_ms: this.toEpoch(untilMs) });
+  holdChanged(model: string, change: HoldChange, untilMs: number, why?: HoldWhy): void {
+    this.metrics.hold(model, change, why?.reason);
+    this.events.publish({
+      type: "hold",
+      model,
+      hold: change,
+      until_ms: this.toEpoch(untilMs),
+      ...(why ? { gap_ms: Math.round(why.gapMs), swap_ms: Math.round(why.swapMs) } : {}),
+      ...(why?.reason ? { reason: why.reason } : {}),
+    });
   }
 
   stateChanged(model: string, state: ModelState, detail?: string): void {
@@ -553,6 +563,7 @@ export class Runtime implements Effects, Gateway {
     // A wake is not a load: its seconds would skew the load-time estimates.
     const waking = state === "starting" && detail === "waking";
     if (!waking) this.loadTimes.state(model, state);
+    this.loadTimes.wakeState(model, state, waking);
     this.loadEvents.state(model, state);
     this.nodes.stateChanged(model, state);
     // A load's event says how long it is expected to take (null: never loaded before).

@@ -65,6 +65,19 @@ export function buildStatus(inputs: StatusInputs): StatusJson {
       queued: s.queued,
       queue_positions: inputs.positionsOf(s.id),
       held_until_ms: s.heldUntil === null ? null : toEpoch(s.heldUntil),
+      held_reason: s.hold === null ? null : heldReason(s.hold.gapMs, s.hold.swapBackMs),
+      hold:
+        s.hold === null
+          ? null
+          : {
+              gap_ms: Math.round(s.hold.gapMs),
+              window_ms: s.hold.windowMs,
+              swap_ms: Math.round(s.hold.swapBackMs),
+            },
+      hold_ended:
+        s.holdEnded === null
+          ? null
+          : { how: s.holdEnded.change, reason: s.holdEnded.reason, at_ms: toEpoch(s.holdEnded.at) },
       est_vram_gb: m.estVramGb,
       est_ram_gb: m.estRamGb,
       pid: processes.get(s.id)?.pid ?? null,
@@ -149,6 +162,12 @@ function readingJson(r: {
     ours_gb: round(r.oursGb),
     foreign_gb: round(r.foreignGb),
   };
+}
+
+/** `gap 2.1 s expected, swap 6.3 s`: why a cost-policy hold stands. */
+export function heldReason(gapMs: number, swapMs: number): string {
+  const sec = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
+  return `gap ${sec(gapMs)} expected, swap ${sec(swapMs)}`;
 }
 
 function round(n: number): number {

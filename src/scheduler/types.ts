@@ -20,6 +20,11 @@ export interface RequestSpec {
    * negative keeps it resident; absent leaves the model's current setting.
    */
   keepAliveMs?: number | undefined;
+  /**
+   * The conversation it belongs to (a client's session id, or a hash of its first messages):
+   * whose tool gaps the cost policy learns. Absent: the model's requests count as one.
+   */
+  conversation?: string | undefined;
 }
 
 /** A swap: stop `evict` (in parallel), start `target`, wait until it is ready. */
@@ -47,10 +52,26 @@ export type SwapResult =
 
 /**
  * What happened to a model's idle-grace hold: `granted` (its last request drained and earned
- * one, a renewal included), `expired` (its deadline passed while the model was still up) or
- * `preempted` (a waiter past its patience evicted it while held).
+ * one, a renewal included), `expired` (its deadline passed while the model was still up: with
+ * `hold_policy = "cost"`, its expected gap is spent), `preempted` (a waiter past its patience
+ * evicted it while held) or `dropped` (`hold_policy = "cost"`: a waiter evicted it because
+ * holding cost more than swapping, or because it reached its fairness bound; `HoldWhy.reason`).
  */
-export type HoldChange = "granted" | "expired" | "preempted";
+export type HoldChange = "granted" | "expired" | "preempted" | "dropped";
+
+/** Why a hold was dropped (`HoldChange` `dropped`). */
+export type HoldDropReason = "cost" | "fairness";
+
+/**
+ * The figures a hold is weighed by (`hold_policy = "cost"`), reported with `granted` and
+ * `dropped`: the tool gap expected (typical; for `dropped`, what was left of it) and what
+ * swapping the model back would cost.
+ */
+export interface HoldWhy {
+  gapMs: number;
+  swapMs: number;
+  reason?: HoldDropReason;
+}
 
 /** How a served request ended, as far as the scheduler cares. */
 export interface ServeOutcome {
@@ -93,8 +114,11 @@ export interface Effects {
   loading(requestId: number, model: string): void;
   /** Arm the single wake timer for this clock time (replacing any earlier one); null disarms. */
   wakeAt(atMs: number | null): void;
-  /** A model's hold changed; `untilMs` is the hold's deadline (clock time). For metrics and events. */
-  holdChanged(model: string, change: HoldChange, untilMs: number): void;
+  /**
+   * A model's hold changed; `untilMs` is the hold's deadline (clock time); `why`, under
+   * `hold_policy = "cost"`, the figures it was weighed by. For metrics, events and status.
+   */
+  holdChanged(model: string, change: HoldChange, untilMs: number, why?: HoldWhy): void;
   /** A model's state changed (for logs, `/api/events`, metrics). */
   stateChanged(model: string, state: ModelState, detail?: string): void;
 }

@@ -32,6 +32,7 @@ describe("defaults", () => {
       holdMs: 10000,
       patienceMs: 300000,
       holdOn: "tool_calls",
+      holdPolicy: "cost",
       maxQueue: 512,
     });
     expect(config.resources).toEqual({
@@ -226,6 +227,7 @@ models_dir = "/models"
       holdMs: 0,
       patienceMs: 1000,
       holdOn: "request",
+      holdPolicy: "cost",
       maxQueue: 512,
     });
     expect(config.resources).toEqual({

@@ -24,6 +24,7 @@ beforeAll(async () => {
 hold_ms = 60000
 patience_ms = 300000
 hold_on = "tool_calls"
+hold_policy = "fixed"
 
 [models.agent]
 cmd = "\${demo} --tool-calls --token-ms 5 --tokens 8"

@@ -41,6 +41,9 @@ vram_budget_gb = 20
 gpu_probe = "${gpu.smi}"
 gpu_probe_interval_ms = 500
 
+[scheduler]
+hold_policy = "fixed"
+
 [groups.pair]
 members = ["chat", "slow", "tools"]
 swap = false

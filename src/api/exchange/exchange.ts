@@ -14,10 +14,11 @@ import { noIdleTimeout } from "../edge/idle.ts";
 import type { AcquireHooks, Gateway } from "../gateway.ts";
 import { schedulingHeaders } from "../request/scheduling.ts";
 import { Call } from "./call.ts";
+import { conversationKey } from "./conversation.ts";
 import type { Observer } from "./observer.ts";
 import type { ApiName } from "./record.ts";
 
-export type Asks = Pick<AcquireHooks, "holdMs" | "patienceMs" | "keepAliveMs">;
+export type Asks = Pick<AcquireHooks, "holdMs" | "patienceMs" | "keepAliveMs" | "conversation">;
 
 /** How an API writes failures. */
 export interface ExchangeApi {
@@ -84,6 +85,7 @@ export async function runExchange<T>(x: Exchange<T>): Promise<Response> {
   if (model.peer) return runPeer(x, model.peer);
   const call = new Call(gw, model, x.request.signal, x.log, x);
   call.loaded = gw.modelState(model.id) === "ready";
+  x.asks.conversation ??= conversationKey(x.request.headers, x.body);
   if (x.placeholder && !call.loaded && model.sendLoadingState) {
     const placeholder = waitStatus(x, call);
     return call.capture ? call.capture.tee(placeholder) : placeholder;
@@ -216,6 +218,7 @@ function waitStatus<T>(x: Exchange<T>, call: Call): Response {
           holdMs: asks.holdMs,
           patienceMs: asks.patienceMs,
           keepAliveMs: asks.keepAliveMs,
+          conversation: asks.conversation,
         });
         call.granted(lease);
         return await x.send(x, call);

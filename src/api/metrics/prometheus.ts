@@ -92,7 +92,8 @@ export class QmMetrics {
   private readonly stops: Counter<"model" | "reason">;
   private readonly sleeps: Counter<"model" | "result">;
   private readonly wakes: Counter<"model" | "result">;
-  private readonly holds: Record<HoldChange, Counter<"model">>;
+  private readonly holds: Record<Exclude<HoldChange, "dropped">, Counter<"model">>;
+  private readonly holdsDropped: Counter<"model" | "reason">;
   private readonly gauges: Record<string, Gauge<string>>;
   /** Swaps in progress: when each started (the runtime's clock, ms). */
   private readonly swapStarts = new Map<number, { model: string; at: number }>();
@@ -225,6 +226,11 @@ export class QmMetrics {
         ["model"],
       ),
     };
+    this.holdsDropped = counter(
+      "qm_holds_dropped_total",
+      'Holds dropped by hold_policy = "cost" for a waiting request: reason "cost" (holding cost more than swapping there and back) or "fairness" (the request reached its bound).',
+      ["model", "reason"],
+    );
     this.gauges = {
       state: gauge("qm_model_state", "1 for the model's current state, 0 for the others.", [
         "model",
@@ -370,9 +376,13 @@ export class QmMetrics {
     this.wakes.inc({ model, result });
   }
 
-  /** A model's hold was granted, ran out, or was preempted (the scheduler's `holdChanged`). */
-  hold(model: string, change: HoldChange): void {
-    this.holds[change].inc({ model });
+  /**
+   * A model's hold was granted, ran out, was preempted, or was dropped by cost (the scheduler's
+   * `holdChanged`; `reason` for `dropped`).
+   */
+  hold(model: string, change: HoldChange, reason?: string): void {
+    if (change === "dropped") this.holdsDropped.inc({ model, reason: reason ?? "cost" });
+    else this.holds[change].inc({ model });
   }
 
   /**

@@ -6,9 +6,10 @@
  *
  * Run by bench.ts in a child process: bun scripts/bench/scrape.ts → one JSON line on stdout.
  */
-import type { RequestRecord } from "../../src/api/exchange/record.ts";
+
 import { loadConfigText } from "../../src/config/index.ts";
 import type { ModelConfig } from "../../src/config/types.ts";
+import type { RequestRecord } from "../../src/observe/record.ts";
 import { Runtime } from "../../src/runtime/runtime.ts";
 import type { ModelServer } from "../../src/runtime/swap-runner.ts";
 import { systemClock } from "../../src/shared/clock.ts";

@@ -3,7 +3,7 @@
  * upstream turning healthy, so the default poll interval is 10 ms (llama-swap polls once a
  * second). A refused connection fails in well under a millisecond, so this costs little.
  */
-import { delay } from "./delay.ts";
+import { delay } from "../shared/delay.ts";
 
 export type HealthOutcome =
   | { kind: "ready" }

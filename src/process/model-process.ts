@@ -7,11 +7,11 @@
 
 import { fillGpuIds } from "../config/macros.ts";
 import type { ModelConfig } from "../config/types.ts";
+import { delay } from "../shared/delay.ts";
 import { QmError } from "../shared/errors.ts";
 import type { Logger } from "../shared/log.ts";
 import { RingBuffer } from "../shared/ring-buffer.ts";
 import type { Timers } from "../shared/timer.ts";
-import { delay } from "./delay.ts";
 import {
   describeStatus,
   exitError,

@@ -5,7 +5,7 @@
  * shell.
  */
 import { splitCommand } from "../config/argv.ts";
-import { delay } from "./delay.ts";
+import { delay } from "../shared/delay.ts";
 import { pumpLines } from "./line-splitter.ts";
 import { signalGroup, trackGroup, untrackGroup } from "./process-group.ts";
 import { tree } from "./tree-watch.ts";

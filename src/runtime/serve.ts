@@ -1,7 +1,7 @@
 import { join } from "node:path";
 import { buildApp } from "../api/app.ts";
+import { metricsHandler } from "../api/control/observe-routes.ts";
 import type { Gateway } from "../api/gateway.ts";
-import { metricsHandler } from "../api/metrics/routes.ts";
 import { parseHostPort } from "../config/index.ts";
 import type { Config } from "../config/types.ts";
 import { killAllSync, startSupervision } from "../process/index.ts";

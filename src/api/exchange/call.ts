@@ -6,6 +6,8 @@
  * for them.
  */
 import type { ModelConfig, PeerTarget } from "../../config/types.ts";
+import type { Capture } from "../../observe/capture.ts";
+import type { ApiName, RequestRecord } from "../../observe/record.ts";
 import { peerCredentials, peerRequestHeaders } from "../../peers/target.ts";
 import { failureLogLine, upstreamFailure } from "../../proxy/causes.ts";
 import { Deadline, type DeadlineReport } from "../../proxy/deadline.ts";
@@ -14,9 +16,7 @@ import type { RelayEnd } from "../../proxy/relay.ts";
 import { QmError } from "../../shared/errors.ts";
 import type { Logger } from "../../shared/log.ts";
 import type { Gateway, Lease } from "../gateway.ts";
-import type { Capture } from "./capture.ts";
 import { Observer } from "./observer.ts";
-import type { ApiName, RequestRecord } from "./record.ts";
 
 export interface CallOptions {
   /**

@@ -7,6 +7,7 @@
  * envelope (`api`). See design.md beside this file.
  */
 import type { ModelConfig, PeerTarget } from "../../config/types.ts";
+import type { ApiName } from "../../observe/record.ts";
 import { placeholderStream } from "../../proxy/wait-status.ts";
 import { asQmError, QmError } from "../../shared/errors.ts";
 import type { Logger } from "../../shared/log.ts";
@@ -15,7 +16,6 @@ import type { AcquireHooks, Gateway } from "../gateway.ts";
 import { schedulingHeaders } from "../request/scheduling.ts";
 import { Call } from "./call.ts";
 import type { Observer } from "./observer.ts";
-import type { ApiName } from "./record.ts";
 
 export type Asks = Pick<AcquireHooks, "holdMs" | "patienceMs" | "keepAliveMs">;
 

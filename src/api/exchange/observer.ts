@@ -4,10 +4,11 @@
  * ended: whether in tool calls (the agent-loop hold), its token counts and its finish reason
  * (the request's record). Nothing else reads the stream a second time.
  */
+
+import { AnswerScan } from "../../observe/answer-scan.ts";
+import { AnswerFigures } from "../../observe/figures.ts";
 import { type EndPattern, EndScan } from "../../proxy/end-scan.ts";
 import type { ChunkObserver } from "../../proxy/relay.ts";
-import { AnswerScan } from "./answer-scan.ts";
-import { AnswerFigures } from "./figures.ts";
 
 export class Observer implements ChunkObserver {
   private readonly scan: EndScan | null;

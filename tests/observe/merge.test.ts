@@ -4,8 +4,8 @@
  * reason.
  */
 import { describe, expect, test } from "bun:test";
-import { formatFamily, parseExposition } from "../../src/api/metrics/exposition.ts";
-import { mergeUpstream } from "../../src/api/metrics/merge.ts";
+import { formatFamily, parseExposition } from "../../src/observe/exposition.ts";
+import { mergeUpstream } from "../../src/observe/merge.ts";
 
 const scraped = (model: string, text: string) => ({ model, families: parseExposition(text) });
 

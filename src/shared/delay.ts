@@ -1,4 +1,4 @@
-import { realTimers, type Timers } from "../shared/timer.ts";
+import { realTimers, type Timers } from "./timer.ts";
 
 /** Resolves after `ms` (on `timers`), or early when `signal` aborts. */
 export function delay(

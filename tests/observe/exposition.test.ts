@@ -9,7 +9,7 @@ import {
   formatFamily,
   parseExposition,
   parseValue,
-} from "../../src/api/metrics/exposition.ts";
+} from "../../src/observe/exposition.ts";
 
 /** llama-server's `/metrics` (`--metrics`), as it writes it. */
 const LLAMA = `# HELP llamacpp:prompt_tokens_total Number of prompt tokens processed.

@@ -12,13 +12,8 @@
  * each be copied out of the young heap by the garbage collector, a cost paid on every request.
  * A record object is built again only when the log is read.
  */
-import {
-  type Capture,
-  type CaptureJson,
-  type CaptureStore,
-  captureJson,
-} from "../exchange/capture.ts";
-import type { ApiName, RequestRecord } from "../exchange/record.ts";
+import { type Capture, type CaptureJson, type CaptureStore, captureJson } from "./capture.ts";
+import type { ApiName, RequestRecord } from "./record.ts";
 
 /** A number column's "null". */
 const NONE = -1;

@@ -15,7 +15,7 @@ import type { UpstreamCall } from "../../proxy/forward.ts";
 import type { RelayEnd } from "../../proxy/relay.ts";
 import { QmError } from "../../shared/errors.ts";
 import type { Logger } from "../../shared/log.ts";
-import type { Gateway, Lease } from "../gateway.ts";
+import type { InferenceGateway, Lease } from "../gateway.ts";
 import { Observer } from "./observer.ts";
 
 export interface CallOptions {
@@ -63,7 +63,7 @@ export class Call implements UpstreamCall, DeadlineReport {
   credentials: [string, string][] | undefined;
 
   constructor(
-    private readonly gw: Gateway,
+    private readonly gw: InferenceGateway,
     readonly model: ModelConfig,
     client: AbortSignal,
     readonly log: Logger,

@@ -12,7 +12,7 @@ import { placeholderStream } from "../../proxy/wait-status.ts";
 import { asQmError, QmError } from "../../shared/errors.ts";
 import type { Logger } from "../../shared/log.ts";
 import { noIdleTimeout } from "../edge/idle.ts";
-import type { AcquireHooks, Gateway } from "../gateway.ts";
+import type { AcquireHooks, InferenceGateway } from "../gateway.ts";
 import { schedulingHeaders } from "../request/scheduling.ts";
 import { Call } from "./call.ts";
 import type { Observer } from "./observer.ts";
@@ -30,7 +30,7 @@ export interface ExchangeApi {
 }
 
 export interface Exchange<T> {
-  gw: Gateway;
+  gw: InferenceGateway;
   request: Request;
   model: ModelConfig;
   asks: Asks;
@@ -65,7 +65,7 @@ export interface Exchange<T> {
 }
 
 /** Admission: refused during shutdown; `X-QM-Hold-Ms` / `X-QM-Patience-Ms` read and checked. */
-export function admit(gw: Gateway, request: Request): Asks {
+export function admit(gw: InferenceGateway, request: Request): Asks {
   if (gw.shuttingDown) throw new QmError("shutting_down", "qm is shutting down");
   return schedulingHeaders(request.headers);
 }

@@ -208,13 +208,14 @@ describe("architecture", () => {
   });
 
   test("the GPU watch is gpu/'s, a managed node's model server peers/', delay() shared/'s", () => {
-    for (const [gone, there] of [
+    const moves: [string, string][] = [
       ["runtime/gpu-watch.ts", "gpu/gpu-watch.ts"],
       ["api/metrics", "observe/prometheus.ts"],
       ["process/delay.ts", "shared/delay.ts"],
-    ]) {
+    ];
+    for (const [gone, there] of moves) {
       expect({ gone, exists: existsSync(join(SRC, gone)) }).toEqual({ gone, exists: false });
-      expect({ there, exists: existsSync(join(SRC, there!)) }).toEqual({ there, exists: true });
+      expect({ there, exists: existsSync(join(SRC, there)) }).toEqual({ there, exists: true });
     }
     const nodes = readFileSync(join(SRC, "runtime/nodes.ts"), "utf8");
     expect(nodes.match(/^export class /gm)?.length).toBe(1);

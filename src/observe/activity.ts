@@ -1,7 +1,7 @@
 /**
  * The activity log: the latest finished requests (`GET /api/requests`), in a ring of fixed
  * size — the oldest is overwritten. Records hold no prompt or answer text; with
- * `[activity] capture`, each slot also holds its request's `Capture` (`exchange/capture.ts`),
+ * `[activity] capture`, each slot also holds its request's `Capture` (`capture.ts`),
  * shown only by `get` (`GET /api/requests/{id}`), and dropped with its record.
  *
  * Each record gets the next id (1, 2, …): the slot of id `n` is `(n - 1) % size`, so a look-up

@@ -1,5 +1,5 @@
 /**
- * Merging model servers' metrics (src/api/metrics/merge.ts): a `model` label on every sample,
+ * Merging model servers' metrics (src/observe/merge.ts): a `model` label on every sample,
  * one family per name across models, and the families that cannot be merged dropped with a
  * reason.
  */

@@ -1,5 +1,5 @@
 /**
- * Model servers' own metrics in qm's scrape (src/api/metrics/upstream.ts): fetched in parallel,
+ * Model servers' own metrics in qm's scrape (src/observe/upstream.ts): fetched in parallel,
  * labelled and merged after qm's; a server that fails, hangs, answers too much or not in the
  * text format is left out of that scrape and counted, and never fails qm's own.
  */

@@ -54,6 +54,13 @@ export class Runtime implements Gateway {
   readonly nodes: ManagedNodes;
   /** Models loaded at startup (./preload.ts). */
   readonly preload: Preload;
+  /** The latest finished requests (`[activity]`). */
+  readonly activity: ActivityLog;
+  readonly metrics: QmMetrics;
+  /** Where requests and answers are captured (`[activity] capture`), or null. */
+  readonly captures: CaptureStore | null;
+  /** Something reads the records: the activity log, or metrics that a listener serves. */
+  readonly recording: boolean;
   private readonly parts: RuntimeParts;
   private readonly startedAt = Date.now();
   private readonly stalls = new StallStreaks();
@@ -79,28 +86,15 @@ export class Runtime implements Gateway {
     this.reloads = p.reloads;
     this.nodes = p.nodes;
     this.preload = p.preload;
+    this.activity = p.observation.activity;
+    this.metrics = p.observation.metrics;
+    this.captures = p.observation.captures;
+    this.recording = p.observation.recording;
   }
 
   /** Other boxes' models and their health (`[peers.NAME]`); null with none. */
   get peers(): PeerTable | null {
     return this.parts.peerLinks.table;
-  }
-
-  get activity(): ActivityLog {
-    return this.parts.observation.activity;
-  }
-
-  get metrics(): QmMetrics {
-    return this.parts.observation.metrics;
-  }
-
-  get captures(): CaptureStore | null {
-    return this.parts.observation.captures;
-  }
-
-  /** Something reads the records: the activity log, or metrics that a listener serves. */
-  get recording(): boolean {
-    return this.parts.observation.recording;
   }
 
   record(r: RequestRecord, capture: Capture | null = null): void {

@@ -1,8 +1,8 @@
 /**
  * `/metrics` scrape time with 50 models: a real Runtime (stand-in processes) whose metrics have
  * heard requests on every model through four APIs, with statuses, latencies, TTFT and tokens;
- * then the time of one scrape (`QmMetrics.text()`: gauges read from status, then prom-client's
- * text format), median and max of 50.
+ * then the time of one scrape (`QmMetrics.text()`: gauges read from the runtime's state, then
+ * prom-client's text format), median and max of 50.
  *
  * Run by bench.ts in a child process: bun scripts/bench/scrape.ts → one JSON line on stdout.
  */

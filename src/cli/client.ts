@@ -1,5 +1,5 @@
 import { createParser } from "eventsource-parser";
-import type { StatusJson } from "../api/gateway.ts";
+import type { StatusJson } from "../api/status-json.ts";
 import { realTimers } from "../shared/timer.ts";
 import { parse, UsageError } from "./args.ts";
 import { configPath, loadForCli } from "./config-path.ts";

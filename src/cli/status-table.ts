@@ -1,4 +1,4 @@
-import type { StatusJson } from "../api/gateway.ts";
+import type { StatusJson } from "../api/status-json.ts";
 
 /** The state, with a load's progress (`starting 42%`, or seconds so far before a first load). */
 function loadCell(m: StatusJson["models"][number]): string {

@@ -1,7 +1,7 @@
 import { join } from "node:path";
 import { buildApp } from "../api/app.ts";
-import type { Gateway } from "../api/gateway.ts";
-import { metricsHandler } from "../api/metrics/routes.ts";
+import { metricsHandler } from "../api/control/observe-routes.ts";
+import type { ObserveGateway } from "../api/gateway.ts";
 import { parseHostPort } from "../config/index.ts";
 import type { Config } from "../config/types.ts";
 import { killAllSync, startSupervision } from "../process/index.ts";
@@ -167,7 +167,12 @@ function urlOf(host: string, port: number | undefined): string {
 }
 
 /** The metrics listener: `GET /metrics` and nothing else (no API key: bind it for the scraper). */
-export function serveMetrics(gw: Gateway, host: string, port: number, log: Logger): Listener {
+export function serveMetrics(
+  gw: ObserveGateway,
+  host: string,
+  port: number,
+  log: Logger,
+): Listener {
   const handle = metricsHandler(gw, log);
   return Bun.serve({
     hostname: host,

@@ -351,7 +351,7 @@ export class Scheduler {
         return true;
       case "freeRam":
         this.freeingRam.add(d.sleeper);
-        this.swaps.stopOutsideSwap([d.sleeper], `RAM for ${q.spec.model}`);
+        this.swaps.stopOutsideSwap([d.sleeper], { kind: "ram", for: q.spec.model });
         return false;
       case "swap":
         this.holds.preempting(d.evict, d.breaks);
@@ -447,11 +447,13 @@ export class Scheduler {
     this.models.adjustInflight(g.model, -1);
     if (m.inflight > 0) return;
     const unload = m.unloadPending;
-    if (unload) this.swaps.stopOutsideSwap([g.model], "unload");
+    if (unload) this.swaps.stopOutsideSwap([g.model], { kind: "unload" });
     this.holds.drained(m, unload);
     // `keep_alive: 0`: idle now, and asked to go once idle (no wake needed for "now").
     if (!unload && m.keepAliveMs === 0) {
-      this.swaps.evictOutsideSwap(this.holds.idleExpired(this.view.stopping), "keep_alive 0");
+      this.swaps.evictOutsideSwap(this.holds.idleExpired(this.view.stopping), {
+        kind: "keep_alive",
+      });
     }
   }
 
@@ -488,7 +490,7 @@ export class Scheduler {
     // TTL deadlines pass only with time, and every one has the wake timer armed for it.
     // An `evict = "sleep"` model's TTL puts it to sleep; the rest stop.
     if (!this.closed)
-      this.swaps.evictOutsideSwap(this.holds.idleExpired(this.view.stopping), "ttl");
+      this.swaps.evictOutsideSwap(this.holds.idleExpired(this.view.stopping), { kind: "ttl" });
   }
 
   private onShed(limitGb: number, cards?: readonly { index: number; ceilingGb: number }[]): void {
@@ -497,7 +499,7 @@ export class Scheduler {
       cards && cards.length > 0
         ? idleToShedOnCards(cards, this.config, this.models, this.swaps, now)
         : idleToShed(limitGb, this.config, this.models, this.swaps, now);
-    this.swaps.evictOutsideSwap(victims, "GPU memory pressure");
+    this.swaps.evictOutsideSwap(victims, { kind: "gpu_pressure" });
   }
 
   private onReconfigure(c: Reconfigure): void {

@@ -1,4 +1,5 @@
 import type { QmError } from "../shared/errors.ts";
+import type { StopReason, SwapAbortReason } from "./stop-reason.ts";
 
 /**
  * `sleeping`: an `evict = "sleep"` model put to sleep over its server's sleep API: its process
@@ -99,15 +100,15 @@ export interface Effects {
    * swap then reports `swapDone(swapId, { ok: false, error })` once the target is down — and
    * no `stopped()` follows.
    */
-  abortSwap(swapId: number, reason: string): void;
+  abortSwap(swapId: number, reason: SwapAbortReason): void;
   /** Stop models outside any swap (TTL, unload); report each with `stopped(model)`. */
-  stopModels(models: string[], reason: string): void;
+  stopModels(models: string[], reason: StopReason): void;
   /**
    * Put `evict = "sleep"` models to sleep outside any swap (TTL, keep_alive 0, memory
    * pressure); report each with `slept(model, asleep)`: false when it could not sleep and
    * was stopped instead.
    */
-  sleepModels(models: string[], reason: string): void;
+  sleepModels(models: string[], reason: StopReason): void;
   /** A queued request's position changed (1-based), or it left the queue (0). */
   position(requestId: number, position: number): void;
   /** The swap this request waits for has started. */

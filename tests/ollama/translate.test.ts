@@ -1,6 +1,5 @@
 /** The pure pieces of the Ollama inference routes: keep_alive, request mapping, the transducer. */
 import { describe, expect, test } from "bun:test";
-import type { ModelStatusJson } from "../../src/api/gateway.ts";
 import { FOREVER, goDurationMs, keepAliveMs } from "../../src/api/ollama/keep-alive.ts";
 import type { Clock, Timing } from "../../src/api/ollama/lines.ts";
 import { expiresAt } from "../../src/api/ollama/models.ts";
@@ -8,6 +7,7 @@ import { ndjsonStream } from "../../src/api/ollama/ndjson-body.ts";
 import { chatRequest, generateRequest } from "../../src/api/ollama/request.ts";
 import { NdjsonTranslator, type StreamShape } from "../../src/api/ollama/stream.ts";
 import { ToolCallAssembly } from "../../src/api/ollama/tool-calls.ts";
+import type { ModelStatusJson } from "../../src/api/status-json.ts";
 import { QmError } from "../../src/shared/errors.ts";
 import { chunk, sseText } from "../support/openai-answers.ts";
 

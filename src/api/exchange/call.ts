@@ -6,6 +6,8 @@
  * for them.
  */
 import type { ModelConfig, PeerTarget } from "../../config/types.ts";
+import type { Capture } from "../../observe/capture.ts";
+import type { ApiName, RequestRecord } from "../../observe/record.ts";
 import { peerCredentials, peerRequestHeaders } from "../../peers/target.ts";
 import { failureLogLine, upstreamFailure } from "../../proxy/causes.ts";
 import { Deadline, type DeadlineReport } from "../../proxy/deadline.ts";
@@ -14,10 +16,8 @@ import type { RelayEnd } from "../../proxy/relay.ts";
 import { QmError } from "../../shared/errors.ts";
 import type { Fetch } from "../../shared/fetch.ts";
 import type { Logger } from "../../shared/log.ts";
-import type { Gateway, Lease } from "../gateway.ts";
-import type { Capture } from "./capture.ts";
+import type { InferenceGateway, Lease } from "../gateway.ts";
 import { Observer } from "./observer.ts";
-import type { ApiName, RequestRecord } from "./record.ts";
 
 export interface CallOptions {
   /**
@@ -66,7 +66,7 @@ export class Call implements UpstreamCall, DeadlineReport {
   readonly fetch: Fetch | undefined;
 
   constructor(
-    private readonly gw: Gateway,
+    private readonly gw: InferenceGateway,
     readonly model: ModelConfig,
     client: AbortSignal,
     readonly log: Logger,

@@ -7,10 +7,11 @@
  * own usage and finish reason) and the proxy's `SseCheck`, which judges the same bytes for a
  * broken stream.
  */
+
+import { AnswerScan } from "../../observe/answer-scan.ts";
+import { AnswerFigures } from "../../observe/figures.ts";
 import { type EndPattern, EndScan } from "../../proxy/end-scan.ts";
 import type { ChunkObserver } from "../../proxy/relay.ts";
-import { AnswerScan } from "./answer-scan.ts";
-import { AnswerFigures } from "./figures.ts";
 
 export class Observer implements ChunkObserver {
   private readonly scan: EndScan | null;

@@ -11,8 +11,8 @@
  * are the upstream's own.
  */
 
+import type { AnswerFigures } from "../../observe/figures.ts";
 import type { OaiToolCallDelta } from "../anthropic/translate/openai-types.ts";
-import type { AnswerFigures } from "../exchange/figures.ts";
 import {
   type Clock,
   type Counts,

@@ -18,8 +18,8 @@
  * broken, and a block must carry valid JSON or clients silently turn it into `{}`.
  */
 
+import type { AnswerFigures } from "../../../observe/figures.ts";
 import { sseEvent } from "../../../shared/sse.ts";
-import type { AnswerFigures } from "../../exchange/figures.ts";
 import { errorEvent, streamErrorType, upstreamErrorObject } from "../errors.ts";
 import { sanitizeToolId } from "../ids.ts";
 import type { StopReason } from "../wire.ts";

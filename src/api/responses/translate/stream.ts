@@ -21,9 +21,9 @@
  */
 
 import { createParser, type EventSourceParser } from "eventsource-parser";
+import type { AnswerFigures } from "../../../observe/figures.ts";
 import { relayedComment } from "../../../shared/sse.ts";
 import type { OaiUsage } from "../../anthropic/translate/openai-types.ts";
-import type { AnswerFigures } from "../../exchange/figures.ts";
 import { itemId } from "./ids.ts";
 import {
   callItem,

@@ -3,9 +3,9 @@
  * `?limit`, `?model`, behind the API key), and each record on `/api/events` as `request`.
  */
 import { describe, expect, test } from "bun:test";
-import type { RequestRecord } from "../../src/api/exchange/record.ts";
 import type { QmEvent } from "../../src/api/gateway.ts";
-import { ActivityLog } from "../../src/api/metrics/activity.ts";
+import { ActivityLog } from "../../src/observe/activity.ts";
+import type { RequestRecord } from "../../src/observe/record.ts";
 import { Runtime } from "../../src/runtime/runtime.ts";
 import { silentLogger } from "../../src/shared/log.ts";
 import { config } from "../support/config.ts";

@@ -4,15 +4,10 @@
  * together (oldest dropped first); served only by `GET /api/requests/{id}`.
  */
 import { describe, expect, test } from "bun:test";
-import {
-  CaptureStore,
-  captureJson,
-  REDACTED,
-  utf8Boundary,
-} from "../../src/api/exchange/capture.ts";
-import type { RequestRecord } from "../../src/api/exchange/record.ts";
 import type { QmEvent } from "../../src/api/gateway.ts";
-import { ActivityLog } from "../../src/api/metrics/activity.ts";
+import { ActivityLog } from "../../src/observe/activity.ts";
+import { CaptureStore, captureJson, REDACTED, utf8Boundary } from "../../src/observe/capture.ts";
+import type { RequestRecord } from "../../src/observe/record.ts";
 import { scriptedBody, useFakeFetch } from "../support/fake-fetch.ts";
 import { closeGate, type FakeGw, fakeGateway, modelToml } from "../support/fake-gateway.ts";
 import { type App, appOf, bodyOf, call, post } from "../support/in-process.ts";

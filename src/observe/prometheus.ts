@@ -9,13 +9,14 @@
  *   request, so its counters are plain sums per series here, handed to prom-client at scrape
  *   time (a counter's `collect`); a prom-client `inc` costs a label check and a hash each;
  * - the runtime's effects as they happen (`swapStarted`/`swapEnded`, `stopped`);
- * - `status()` read once per scrape for every gauge (model states, queue, VRAM).
+ * - one `GaugeReading` of the runtime's state per scrape for every gauge (gauges.ts).
  */
-import { Counter, Gauge, Histogram, Registry } from "prom-client";
-import type { HoldChange } from "../../scheduler/types.ts";
-import type { RequestRecord } from "../exchange/record.ts";
-import type { StatusJson } from "../gateway.ts";
+import { Counter, Histogram, Registry } from "prom-client";
+import type { StopReason } from "../scheduler/stop-reason.ts";
+import type { HoldChange } from "../scheduler/types.ts";
+import { type GaugeReading, Gauges } from "./gauges.ts";
 import { type HistogramSeries, SeriesHistogram } from "./histogram.ts";
+import type { RequestRecord } from "./record.ts";
 import { UpstreamMetrics, type UpstreamOptions, type UpstreamTarget } from "./upstream.ts";
 
 /** LLM latencies: a cached short answer in tens of ms, a cold load plus a long answer in minutes. */
@@ -25,21 +26,17 @@ const SWAP_BUCKETS = [0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60, 120, 300, 600];
 /** Generation speed: CPU offload at a few tokens/s, a small model on a big GPU at hundreds. */
 const TPS_BUCKETS = [1, 2, 5, 10, 20, 30, 50, 75, 100, 150, 200, 300, 500, 1000];
 
-const STATES = ["stopped", "starting", "ready", "stopping", "failed", "sleeping"] as const;
-
-/** 1 GB in qm's configs and status is a GiB (`gpu/units.ts`). */
-const BYTES_PER_GB = 2 ** 30;
-
-/** A stop's reason as the scheduler words it, as one of a few label values. */
-export function stopReason(reason: string): string {
-  if (reason === "ttl" || reason === "unload" || reason === "swap") return reason;
-  if (reason.startsWith("keep_alive")) return "keep_alive";
+/** Each stop reason's `qm_evictions_total` label. */
+const EVICTION_LABEL: Record<StopReason["kind"], string> = {
+  ttl: "ttl",
+  keep_alive: "keep_alive",
+  unload: "unload",
   // A sleeping model stopped to free the RAM it held for another (scheduler step 3b).
-  if (reason.startsWith("RAM for ")) return "budget";
-  // Shed: stopped while idle because the GPU's memory ran short (`scheduler.shed`).
-  if (reason.includes("memory")) return "shed";
-  return "other";
-}
+  ram: "budget",
+  // Stopped while idle because the GPU's memory ran short (`Scheduler.shed`).
+  gpu_pressure: "shed",
+  abandoned: "other",
+};
 
 interface ApiSeries {
   labels: { model: string; api: string };
@@ -64,9 +61,8 @@ interface TokenSums {
 }
 
 export interface MetricsSources {
-  status(): StatusJson;
-  /** Seconds since the last trusted GPU reading, or null when there is none. */
-  gpuReadingAgeS?: (() => number | null) | undefined;
+  /** What the gauges show now, read from the runtime's state at each scrape. */
+  gauges(): GaugeReading;
   /** The model servers whose own metrics are merged in at each scrape (ready, switched on). */
   upstreams?: (() => UpstreamTarget[]) | undefined;
   /** How they are fetched (time limit, size cap, warnings). */
@@ -94,7 +90,7 @@ export class QmMetrics {
   private readonly wakes: Counter<"model" | "result">;
   private readonly holds: Record<Exclude<HoldChange, "dropped">, Counter<"model">>;
   private readonly holdsDropped: Counter<"model" | "reason">;
-  private readonly gauges: Record<string, Gauge<string>>;
+  private readonly gauges: Gauges;
   /** Swaps in progress: when each started (the runtime's clock, ms). */
   private readonly swapStarts = new Map<number, { model: string; at: number }>();
   private readonly upstream: UpstreamMetrics;
@@ -111,11 +107,6 @@ export class QmMetrics {
       labelNames: L[],
       buckets: number[],
     ) => new Histogram<L>({ name, help, labelNames, buckets, registers });
-    const gauge = (name: string, help: string, labelNames: string[] = []) =>
-      new Gauge({ name, help, labelNames, registers });
-    /** Shown only while its value is known (`known`): registered at a scrape that has it. */
-    const sometimes = (name: string, help: string) =>
-      new Gauge({ name, help, labelNames: [], registers: [] });
 
     const series = this.series;
     new Counter({
@@ -231,35 +222,7 @@ export class QmMetrics {
       'Holds dropped by hold_policy = "cost" for a waiting request: reason "cost" (holding cost more than swapping there and back) or "fairness" (the request reached its bound).',
       ["model", "reason"],
     );
-    this.gauges = {
-      state: gauge("qm_model_state", "1 for the model's current state, 0 for the others.", [
-        "model",
-        "state",
-      ]),
-      inflight: gauge("qm_model_inflight", "Requests being served by the model.", ["model"]),
-      leases: gauge("qm_model_leases", "Leases held on the model.", ["model"]),
-      queued: gauge("qm_model_queued", "Requests waiting for the model.", ["model"]),
-      queue: gauge("qm_queue_depth", "Requests waiting, all models together."),
-      swapping: gauge("qm_swaps_in_progress", "Swaps under way."),
-      budget: gauge("qm_vram_budget_bytes", "The configured VRAM budget."),
-      ceiling: gauge("qm_vram_ceiling_bytes", "The VRAM qm may use now (budget less others' use)."),
-      used: gauge("qm_vram_used_bytes", "VRAM of the loaded models, by their estimates."),
-      gpuTotal: sometimes("qm_gpu_memory_total_bytes", "GPU memory, at the last trusted reading."),
-      gpuUsed: sometimes(
-        "qm_gpu_memory_used_bytes",
-        "GPU memory in use, at the last trusted reading.",
-      ),
-      foreign: sometimes(
-        "qm_gpu_memory_foreign_bytes",
-        "GPU memory used by programs qm did not start, at the last trusted reading.",
-      ),
-      gpuAge: sometimes(
-        "qm_gpu_reading_age_seconds",
-        "Seconds since the last trusted GPU reading.",
-      ),
-      uptime: gauge("qm_uptime_seconds", "Seconds since qm started."),
-      info: gauge("qm_info", "qm's version (always 1).", ["version"]),
-    };
+    this.gauges = new Gauges(this.registry);
     this.upstream = new UpstreamMetrics(this.registry, sources.upstream);
     const peerRequests = this.peerRequests;
     new Counter({
@@ -274,11 +237,6 @@ export class QmMetrics {
         }
       },
     });
-    this.gauges.peerUp = gauge(
-      "qm_peer_up",
-      "1 while the peer is up (its breaker closed), else 0.",
-      ["peer"],
-    );
   }
 
   /** One finished request (the exchange's record). */
@@ -361,8 +319,8 @@ export class QmMetrics {
   }
 
   /** Models stopped outside a swap, with the scheduler's reason. */
-  stopped(models: readonly string[], reason: string): void {
-    const label = stopReason(reason);
+  stopped(models: readonly string[], reason: StopReason): void {
+    const label = EVICTION_LABEL[reason.kind];
     for (const model of models) this.stops.inc({ model, reason: label });
   }
 
@@ -386,56 +344,18 @@ export class QmMetrics {
   }
 
   /**
-   * The text format, gauges read from `status()` now; then the model servers' own metrics,
+   * The text format, gauges read from the runtime's state now; then the model servers' own metrics,
    * each labelled with its model (upstream.ts), fetched first so that this scrape's
    * `qm_upstream_scrape_*` series describe them.
    */
   async text(): Promise<string> {
     const targets = this.sources.upstreams?.() ?? [];
     const upstream = await this.upstream.collect(targets);
-    this.collect(this.sources.status());
+    this.gauges.set(this.sources.gauges());
     return (await this.registry.metrics()) + upstream;
   }
 
   get contentType(): string {
     return this.registry.contentType;
-  }
-
-  /** A gauge with no value to show is left out, not shown as 0 (no GPU reading ≠ an empty GPU). */
-  private known(g: Gauge<string>, name: string, value: number | null): void {
-    const shown = this.registry.getSingleMetric(name) !== undefined;
-    if (value === null) {
-      if (shown) this.registry.removeSingleMetric(name);
-      return;
-    }
-    if (!shown) this.registry.registerMetric(g);
-    g.set(value);
-  }
-
-  private collect(s: StatusJson): void {
-    const g = this.gauges;
-    for (const k of ["state", "inflight", "leases", "queued"]) g[k]!.reset();
-    for (const m of s.models) {
-      for (const state of STATES) g.state!.set({ model: m.id, state }, m.state === state ? 1 : 0);
-      g.inflight!.set({ model: m.id }, m.inflight);
-      g.leases!.set({ model: m.id }, m.leases);
-      g.queued!.set({ model: m.id }, m.queued);
-    }
-    g.queue!.set(s.queue.depth);
-    g.swapping!.set(s.swaps.length);
-    const r = s.resources;
-    g.budget!.set(r.vram_budget_gb * BYTES_PER_GB);
-    g.ceiling!.set(r.vram_ceiling_gb * BYTES_PER_GB);
-    g.used!.set(r.vram_used_gb * BYTES_PER_GB);
-    const gpu = r.gpu;
-    this.known(g.gpuTotal!, "qm_gpu_memory_total_bytes", gpu && gpu.total_gb * BYTES_PER_GB);
-    this.known(g.gpuUsed!, "qm_gpu_memory_used_bytes", gpu && gpu.used_gb * BYTES_PER_GB);
-    this.known(g.foreign!, "qm_gpu_memory_foreign_bytes", gpu && gpu.foreign_gb * BYTES_PER_GB);
-    this.known(g.gpuAge!, "qm_gpu_reading_age_seconds", this.sources.gpuReadingAgeS?.() ?? null);
-    g.uptime!.set(s.uptime_s);
-    g.peerUp!.reset();
-    for (const p of s.peers ?? []) g.peerUp!.set({ peer: p.name }, p.state === "up" ? 1 : 0);
-    g.info!.reset();
-    g.info!.set({ version: s.version }, 1);
   }
 }

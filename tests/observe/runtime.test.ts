@@ -1,6 +1,6 @@
 /**
  * The runtime feeds the metrics as its effects happen: a swap and its load time, a failed load,
- * the stop of a model for another's swap; the gauges read its status at scrape time.
+ * the stop of a model for another's swap; the gauges read its state at scrape time.
  */
 import { expect, test } from "bun:test";
 import { Runtime } from "../../src/runtime/runtime.ts";
@@ -61,4 +61,46 @@ test("swaps, their load time, failures and evictions; state and in-flight gauges
   expect(text).toContain('qm_load_failures_total{model="b"} 1');
   expect(text).toContain('qm_model_state{model="b",state="failed"} 1');
   expect(text).toContain("qm_vram_budget_bytes 12884901888");
+});
+
+test("the gauges read the runtime's state, never a rendered status, and agree with status", async () => {
+  const cfg = config(
+    `[resources]\ngpu_probe = "off"\nvram_budget_gb = 24\n\n${model("a")}${model("b")}`,
+  );
+  const timers = new FakeTimers();
+  const fakes = fakeServers();
+  const rt = new Runtime(cfg, {
+    clock: timers,
+    timers,
+    log: silentLogger,
+    makeProcess: fakes.make,
+  });
+  const lease = track(rt.acquire(cfg.models.a!, new AbortController().signal));
+  await settle();
+  fakes.of("a").ready();
+  await settle();
+  track(rt.acquire(cfg.models.b!, new AbortController().signal));
+  await settle();
+  const status = rt.status();
+  let rendered = 0;
+  const render = rt.status.bind(rt);
+  rt.status = () => {
+    rendered++;
+    return render();
+  };
+  const text = await rt.metrics.text();
+  expect(rendered).toBe(0);
+  const gb = 2 ** 30;
+  expect(text).toContain(`qm_vram_used_bytes ${status.resources.vram_used_gb * gb}`);
+  expect(text).toContain(`qm_vram_ceiling_bytes ${status.resources.vram_ceiling_gb * gb}`);
+  expect(text).toContain(`qm_queue_depth ${status.queue.depth}`);
+  expect(text).toContain(`qm_swaps_in_progress ${status.swaps.length}`);
+  for (const m of status.models) {
+    expect(text).toContain(`qm_model_state{model="${m.id}",state="${m.state}"} 1`);
+    expect(text).toContain(`qm_model_inflight{model="${m.id}"} ${m.inflight}`);
+    expect(text).toContain(`qm_model_queued{model="${m.id}"} ${m.queued}`);
+  }
+  expect(status.models.find((m) => m.id === "a")!.inflight).toBe(1);
+  expect(status.swaps.length).toBe(1);
+  lease.value!.release();
 });

@@ -3,8 +3,8 @@
  * pass: the same figures whichever way the bytes are split into chunks.
  */
 import { describe, expect, test } from "bun:test";
-import { AnswerScan } from "../../src/api/exchange/answer-scan.ts";
-import { AnswerFigures } from "../../src/api/exchange/figures.ts";
+import { AnswerScan } from "../../src/observe/answer-scan.ts";
+import { AnswerFigures } from "../../src/observe/figures.ts";
 import { chunk, sseText } from "../support/openai-answers.ts";
 
 const enc = new TextEncoder();

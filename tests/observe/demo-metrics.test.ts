@@ -4,9 +4,9 @@
  * 501 without the flag, as llama-server answers.
  */
 import { afterEach, expect, test } from "bun:test";
-import { parseExposition } from "../../src/api/metrics/exposition.ts";
 import { DEFAULT_DEMO_OPTIONS, type DemoOptions, parseDemoFlags } from "../../src/demo/flags.ts";
 import { type DemoServer, startDemoServer } from "../../src/demo/server.ts";
+import { parseExposition } from "../../src/observe/exposition.ts";
 
 const servers: DemoServer[] = [];
 afterEach(async () => {

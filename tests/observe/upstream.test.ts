@@ -1,5 +1,5 @@
 /**
- * Model servers' own metrics in qm's scrape (src/api/metrics/upstream.ts): fetched in parallel,
+ * Model servers' own metrics in qm's scrape (src/observe/upstream.ts): fetched in parallel,
  * labelled and merged after qm's; a server that fails, hangs, answers too much or not in the
  * text format is left out of that scrape and counted, and never fails qm's own.
  */
@@ -7,8 +7,8 @@ import { describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { QmMetrics } from "../../src/api/metrics/prometheus.ts";
-import type { UpstreamOptions, UpstreamTarget } from "../../src/api/metrics/upstream.ts";
+import { QmMetrics } from "../../src/observe/prometheus.ts";
+import type { UpstreamOptions, UpstreamTarget } from "../../src/observe/upstream.ts";
 import { fakeGateway, modelToml } from "../support/fake-gateway.ts";
 
 const LLAMA = (n: number) => `# HELP llamacpp:prompt_tokens_total Number of prompt tokens processed.
@@ -27,7 +27,7 @@ llamacpp:request_duration_seconds_count 2
 
 type Answer = () => Promise<Response>;
 
-/** QmMetrics over a fake gateway's status, with upstream answers per URL and time limits the test ends. */
+/** QmMetrics over a fake gateway's state, with upstream answers per URL and time limits the test ends. */
 function setup(answers: Record<string, Answer>, opts: UpstreamOptions = {}) {
   const gw = fakeGateway(
     `[server]\nlog_level = "error"\n${modelToml("a", { url: "http://127.0.0.1:9" })}`,
@@ -42,7 +42,7 @@ function setup(answers: Record<string, Answer>, opts: UpstreamOptions = {}) {
   /** Each fetch takes 250 ms of this clock. */
   let clock = 0;
   const metrics = new QmMetrics({
-    status: () => gw.status(),
+    gauges: () => gw.gauges(),
     upstreams: () => targets,
     upstream: {
       warn: (line) => warnings.push(line),

@@ -1,16 +1,17 @@
 /**
  * Prometheus metrics: a scrape after scripted requests counts them with the right labels; the
- * runtime's swaps and stops are counted; gauges come from status at scrape time (and are left
- * out when unknown); `server.metrics_on_api` serves `/metrics` on the API listeners; the
+ * runtime's swaps and stops are counted; gauges come from the runtime's state at scrape time
+ * (and are left out when unknown); `server.metrics_on_api` serves `/metrics` on the API listeners; the
  * metrics listener serves it and nothing else.
  */
 import { afterEach, describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { StatusJson } from "../../src/api/gateway.ts";
-import { QmMetrics, stopReason } from "../../src/api/metrics/prometheus.ts";
+import type { GaugeReading } from "../../src/observe/gauges.ts";
+import { QmMetrics } from "../../src/observe/prometheus.ts";
 import { serveMetrics } from "../../src/runtime/serve.ts";
+import type { StopReason } from "../../src/scheduler/stop-reason.ts";
 import { silentLogger } from "../../src/shared/log.ts";
 import { useFakeFetch } from "../support/fake-fetch.ts";
 import { fakeGateway, modelToml } from "../support/fake-gateway.ts";
@@ -90,7 +91,7 @@ describe("requests, as a scrape shows them", () => {
     expect(sample(text, "qm_cached_tokens_total", m)).toBe(4);
     expect(sample(text, "qm_prompt_tokens_total", { model: "n" })).toBe(9);
     expect(sample(text, "qm_queue_wait_seconds_count", m)).toBe(4);
-    // Gauges from status: "m" is ready, "n" too (the fake readies what it grants).
+    // Gauges from the state: "m" is ready, "n" too (the fake readies what it grants).
     expect(sample(text, "qm_model_state", { ...m, state: "ready" })).toBe(1);
     expect(sample(text, "qm_model_state", { ...m, state: "stopped" })).toBe(0);
     expect(sample(text, "qm_queue_depth")).toBe(0);
@@ -161,29 +162,23 @@ describe("requests, as a scrape shows them", () => {
   });
 });
 
-function status(over: Partial<StatusJson["resources"]> = {}): StatusJson {
+function reading(gpu: GaugeReading["gpu"] = null, gpuReadingAgeS: number | null = null) {
   return {
     version: "9.9.9",
-    uptime_s: 5,
+    uptimeS: 5,
     models: [],
-    queue: { depth: 2 },
-    swaps: [],
-    resources: {
-      vram_budget_gb: 24,
-      vram_ceiling_gb: 22,
-      vram_used_gb: 6.5,
-      ram_budget_gb: 0,
-      ram_used_gb: 0,
-      probe: "live",
-      gpu: null,
-      ...over,
-    },
-  };
+    queueDepth: 2,
+    swapsInProgress: 0,
+    vram: { budgetGb: 24, ceilingGb: 22, usedGb: 6.5 },
+    gpu,
+    gpuReadingAgeS,
+    peers: [],
+  } satisfies GaugeReading;
 }
 
 describe("the runtime's side", () => {
   test("swaps by result with their load time; evictions by reason; load failures", async () => {
-    const metrics = new QmMetrics({ status: () => status() });
+    const metrics = new QmMetrics({ gauges: () => reading() });
     metrics.swapStarted(1, "big", ["small", "tiny", "mid"], ["mid"], 1000);
     metrics.swapEnded(1, "ok", 13_500);
     metrics.swapStarted(2, "big", [], [], 20_000);
@@ -191,8 +186,8 @@ describe("the runtime's side", () => {
     metrics.swapStarted(3, "big", [], [], 30_000);
     metrics.swapEnded(3, "aborted", 31_000);
     metrics.swapEnded(99, "ok", 40_000); // unknown swap: nothing
-    metrics.stopped(["small"], "ttl");
-    metrics.stopped(["tiny"], "GPU memory pressure");
+    metrics.stopped(["small"], { kind: "ttl" });
+    metrics.stopped(["tiny"], { kind: "gpu_pressure" });
     const text = await metrics.text();
     expect(sample(text, "qm_swaps_total", { model: "big", result: "ok" })).toBe(1);
     expect(sample(text, "qm_swaps_total", { model: "big", result: "failed" })).toBe(1);
@@ -207,32 +202,36 @@ describe("the runtime's side", () => {
     expect(sample(text, "qm_evictions_total", { model: "tiny", reason: "shed" })).toBe(1);
   });
 
-  test("stop reasons fold into a few label values", () => {
+  test("each stop reason counts under one of a few label values", async () => {
+    const metrics = new QmMetrics({ gauges: () => reading() });
+    const reasons: [StopReason, string][] = [
+      [{ kind: "ttl" }, "ttl"],
+      [{ kind: "unload" }, "unload"],
+      [{ kind: "keep_alive" }, "keep_alive"],
+      [{ kind: "gpu_pressure" }, "shed"],
+      [{ kind: "ram", for: "t" }, "budget"],
+      [{ kind: "abandoned" }, "other"],
+    ];
+    for (const [i, [reason]] of reasons.entries()) metrics.stopped([`m${i}`], reason);
+    const text = await metrics.text();
     expect(
-      ["ttl", "unload", "keep_alive 0", "GPU memory pressure", "RAM for t", "whatever"].map(
-        stopReason,
+      reasons.map(([, reason], i) =>
+        sample(text, "qm_evictions_total", { model: `m${i}`, reason }),
       ),
-    ).toEqual(["ttl", "unload", "keep_alive", "shed", "budget", "other"]);
+    ).toEqual(reasons.map(() => 1));
   });
 
   test("memory in bytes; the GPU's figures only while a reading is known", async () => {
-    let gpu: StatusJson["resources"]["gpu"] = null;
+    let gpu: GaugeReading["gpu"] = null;
     let age: number | null = null;
-    const metrics = new QmMetrics({ status: () => status({ gpu }), gpuReadingAgeS: () => age });
+    const metrics = new QmMetrics({ gauges: () => reading(gpu, age) });
     let text = await metrics.text();
     expect(sample(text, "qm_vram_budget_bytes")).toBe(24 * 2 ** 30);
     expect(sample(text, "qm_vram_used_bytes")).toBe(6.5 * 2 ** 30);
     expect(sample(text, "qm_queue_depth")).toBe(2);
     expect(sample(text, "qm_info", { version: "9.9.9" })).toBe(1);
     expect(text).not.toContain("qm_gpu_");
-    gpu = {
-      total_gb: 24,
-      used_gb: 8,
-      free_gb: 16,
-      ours_gb: 6.5,
-      foreign_gb: 1.5,
-      foreign_baseline_gb: 1.5,
-    };
+    gpu = { totalGb: 24, usedGb: 8, foreignGb: 1.5 };
     age = 3;
     text = await metrics.text();
     expect(sample(text, "qm_gpu_memory_foreign_bytes")).toBe(1.5 * 2 ** 30);

@@ -2,17 +2,21 @@
  * `GET /api/requests`: the activity log, newest first (`?limit=N`, `?model=ID`). The record's
  * fields are documented in docs/api.md; no prompt or answer text is ever kept.
  *
+ * `GET /api/requests/{id}`: one record of the activity log, with what was captured of its
+ * request and answer (`[activity] capture`; `capture: null` when off or dropped since). The
+ * list and `event: request` never carry captured text.
+ *
  * `GET /metrics`: the Prometheus text format, on the metrics listener (`server.metrics_listen`,
  * which serves nothing else) and, with `server.metrics_on_api`, on the API listeners too.
  */
 import { Elysia } from "elysia";
 import { QmError } from "../../shared/errors.ts";
 import type { Logger } from "../../shared/log.ts";
-import type { Gateway } from "../gateway.ts";
+import type { ObserveGateway } from "../gateway.ts";
 import { openaiError } from "../openai/errors.ts";
 import { badRequest } from "../request/body.ts";
 
-export function activityRoutes(gw: Gateway) {
+export function activityRoutes(gw: ObserveGateway) {
   return new Elysia().get("/api/requests", ({ request }) => {
     const q = request.url.indexOf("?");
     const query = new URLSearchParams(q < 0 ? "" : request.url.slice(q + 1));
@@ -37,14 +41,36 @@ export function activityRoutes(gw: Gateway) {
   });
 }
 
+/** `GET /api/requests/{id}`. */
+export function requestRoute(gw: ObserveGateway) {
+  return new Elysia().get("/api/requests/:id", ({ params }) => {
+    const text = params.id;
+    if (!/^[1-9]\d{0,15}$/.test(text)) {
+      return openaiError(
+        badRequest(`id must be a request's number (1, 2, …), got ${JSON.stringify(text)}`, "id"),
+      );
+    }
+    const found = gw.activity.get(Number(text));
+    if (found === null) {
+      return openaiError(
+        new QmError(
+          "not_found",
+          `no request ${text} in the activity log (it keeps the latest ${gw.activity.size}; [activity] size)`,
+        ),
+      );
+    }
+    return Response.json(found);
+  });
+}
+
 /** One scrape of `gw`'s metrics. */
-export async function scrape(gw: Gateway): Promise<Response> {
+export async function scrape(gw: ObserveGateway): Promise<Response> {
   const text = await gw.metrics.text();
   return new Response(text, { headers: { "content-type": gw.metrics.contentType } });
 }
 
 /** `GET /metrics` among the API routes (`server.metrics_on_api`). */
-export function metricsRoutes(gw: Gateway) {
+export function metricsRoutes(gw: ObserveGateway) {
   return new Elysia().get("/metrics", () => scrape(gw));
 }
 
@@ -52,7 +78,10 @@ export function metricsRoutes(gw: Gateway) {
  * The metrics listener's whole handler: `GET /metrics` (HEAD too), a 405 for another method
  * there, and a 404 in the OpenAI envelope for every other path.
  */
-export function metricsHandler(gw: Gateway, log: Logger): (request: Request) => Promise<Response> {
+export function metricsHandler(
+  gw: ObserveGateway,
+  log: Logger,
+): (request: Request) => Promise<Response> {
   return async (request) => {
     const path = new URL(request.url).pathname;
     if (path !== "/metrics") {

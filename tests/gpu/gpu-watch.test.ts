@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
+import { GpuWatch } from "../../src/gpu/gpu-watch.ts";
 import type { ProbeOptions, ProbeResult, ProcessView } from "../../src/gpu/index.ts";
-import { GpuWatch } from "../../src/runtime/gpu-watch.ts";
 import { LiveBudget } from "../../src/runtime/live-budget.ts";
 import { createLogger } from "../../src/shared/log.ts";
 import type { Timers } from "../../src/shared/timer.ts";

@@ -4,7 +4,7 @@
  * stated (token counts, finish reason) — read off passthrough bytes or told by the translator.
  */
 import { beforeEach, describe, expect, test } from "bun:test";
-import type { RequestRecord } from "../../src/api/exchange/record.ts";
+import type { RequestRecord } from "../../src/observe/record.ts";
 import { useFakeFetch } from "../support/fake-fetch.ts";
 import { type FakeGw, fakeGateway, modelToml } from "../support/fake-gateway.ts";
 import { FakeTimers } from "../support/fake-timers.ts";

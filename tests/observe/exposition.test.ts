@@ -1,5 +1,5 @@
 /**
- * The text exposition format parser and writer (src/api/metrics/exposition.ts): what model
+ * The text exposition format parser and writer (src/observe/exposition.ts): what model
  * servers write is read sample for sample, and written back so that it reads the same.
  */
 import { describe, expect, test } from "bun:test";
@@ -9,7 +9,7 @@ import {
   formatFamily,
   parseExposition,
   parseValue,
-} from "../../src/api/metrics/exposition.ts";
+} from "../../src/observe/exposition.ts";
 
 /** llama-server's `/metrics` (`--metrics`), as it writes it. */
 const LLAMA = `# HELP llamacpp:prompt_tokens_total Number of prompt tokens processed.

@@ -1,11 +1,11 @@
 /**
- * Merging model servers' metrics (src/api/metrics/merge.ts): a `model` label on every sample,
+ * Merging model servers' metrics (src/observe/merge.ts): a `model` label on every sample,
  * one family per name across models, and the families that cannot be merged dropped with a
  * reason.
  */
 import { describe, expect, test } from "bun:test";
-import { formatFamily, parseExposition } from "../../src/api/metrics/exposition.ts";
-import { mergeUpstream } from "../../src/api/metrics/merge.ts";
+import { formatFamily, parseExposition } from "../../src/observe/exposition.ts";
+import { mergeUpstream } from "../../src/observe/merge.ts";
 
 const scraped = (model: string, text: string) => ({ model, families: parseExposition(text) });
 

@@ -1,6 +1,6 @@
 import { expect, test } from "bun:test";
 import { Histogram, Registry } from "prom-client";
-import { SeriesHistogram } from "../../src/api/metrics/histogram.ts";
+import { SeriesHistogram } from "../../src/observe/histogram.ts";
 
 test("a SeriesHistogram scrapes exactly as prom-client's Histogram with the same observations", async () => {
   const bounds = [0.01, 0.1, 1, 10];

@@ -1,7 +1,7 @@
 /**
  * The activity log: the latest finished requests (`GET /api/requests`), in a ring of fixed
  * size — the oldest is overwritten. Records hold no prompt or answer text; with
- * `[activity] capture`, each slot also holds its request's `Capture` (`exchange/capture.ts`),
+ * `[activity] capture`, each slot also holds its request's `Capture` (`capture.ts`),
  * shown only by `get` (`GET /api/requests/{id}`), and dropped with its record.
  *
  * Each record gets the next id (1, 2, …): the slot of id `n` is `(n - 1) % size`, so a look-up
@@ -12,13 +12,8 @@
  * each be copied out of the young heap by the garbage collector, a cost paid on every request.
  * A record object is built again only when the log is read.
  */
-import {
-  type Capture,
-  type CaptureJson,
-  type CaptureStore,
-  captureJson,
-} from "../exchange/capture.ts";
-import type { ApiName, RequestRecord } from "../exchange/record.ts";
+import { type Capture, type CaptureJson, type CaptureStore, captureJson } from "./capture.ts";
+import type { ApiName, RequestRecord } from "./record.ts";
 
 /** A number column's "null". */
 const NONE = -1;

@@ -7,7 +7,7 @@
  * `qm_upstream_scrape_errors_total{model}` counts it.
  */
 import { Counter, Gauge, type Registry } from "prom-client";
-import { readAtMost } from "../../shared/read-at-most.ts";
+import { readAtMost } from "../shared/read-at-most.ts";
 import { ExpositionError, type Family, formatFamily, parseExposition } from "./exposition.ts";
 import { mergeUpstream, type Scraped } from "./merge.ts";
 

@@ -1,28 +1,42 @@
+/**
+ * The GPU watch: nvidia-smi sampled on an interval, each reading turned into the live VRAM
+ * ceiling the policy admits against, the spawn guard's verdicts, shedding, and the `vram`
+ * events' pictures. The runtime owns one and hands it the budget it sets.
+ */
 import type { ResourcesConfig } from "../config/types.ts";
-import {
-  type CardReading,
-  effectiveBudgetGb,
-  ForeignBaseline,
-  type GpuReading,
-  liveCeiling,
-  OwnProcesses,
-  type ProbeOptions,
-  type ProbeResult,
-  type ProcessView,
-  RELEASE_SETTLE_MS,
-  type SpawnVerdict,
-  spawnGuard,
-} from "../gpu/index.ts";
 import type { Logger } from "../shared/log.ts";
 import { delay, type Timers } from "../shared/timer.ts";
-import type { CardLimit, LiveBudget } from "./live-budget.ts";
+import { effectiveBudgetGb, ForeignBaseline, liveCeiling } from "./ceiling.ts";
+import { OwnProcesses, type ProcessView, RELEASE_SETTLE_MS } from "./own-processes.ts";
+import type { ProbeOptions } from "./probe.ts";
+import { type SpawnVerdict, spawnGuard } from "./spawn-guard.ts";
+import type { CardReading, GpuReading, ProbeResult } from "./types.ts";
+
+/** One card's budget and what admission uses on it now. */
+export interface CardLimit {
+  index: number;
+  budgetGb: number;
+  ceilingGb: number;
+}
+
+/** The memory limits the watch sets (the runtime's `LiveBudget`, which the policy reads). */
+export interface WatchedBudget {
+  vramGb(): number;
+  /** Each card's budget and ceiling now (empty: one budget for the box). */
+  cardLimits(): readonly CardLimit[];
+  /** Each card's ceiling now, as shedding takes them. */
+  cards(): readonly { index: number; ceilingGb: number }[];
+  set(vramGb: number, note: string): void;
+  /** Several GPUs: the cards' limits now; the box's VRAM limit becomes their sum. */
+  setCards(limits: CardLimit[], note: string): void;
+}
 
 /** One reading of the GPUs' memory (`probeGpu`: nvidia-smi). */
 export type GpuProbe = (opts: ProbeOptions) => Promise<ProbeResult>;
 
 export interface GpuWatchDeps {
   resources: ResourcesConfig;
-  budget: LiveBudget;
+  budget: WatchedBudget;
   log: Logger;
   /** The clock and the timers: the probe interval, the spawn guard's re-reads. */
   timers: Timers;

@@ -5,8 +5,8 @@
  */
 import { describe, expect, test } from "bun:test";
 import { Observer } from "../../src/api/exchange/observer.ts";
-import type { RequestRecord } from "../../src/api/exchange/record.ts";
 import type { QmEvent } from "../../src/api/gateway.ts";
+import type { RequestRecord } from "../../src/observe/record.ts";
 import { OPENAI_TOOL_CALLS } from "../../src/proxy/end-scan.ts";
 import { Runtime } from "../../src/runtime/runtime.ts";
 import { silentLogger } from "../../src/shared/log.ts";

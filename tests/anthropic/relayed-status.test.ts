@@ -4,7 +4,7 @@
  * the bytes are cut; other comments and over-long ones are dropped.
  */
 import { describe, expect, test } from "bun:test";
-import { SseEvents } from "../../src/api/anthropic/sse-events.ts";
+import { SseEvents } from "../../src/api/chat/sse-events.ts";
 import { RELAYED_COMMENT_BYTES, relayedComment } from "../../src/shared/sse.ts";
 import { chunk, sseResponse } from "../support/openai-answers.ts";
 import { bodyOf, encoder, run } from "./replay.ts";

@@ -1,6 +1,6 @@
 /** ANTHROPIC.md §7.1 cases 1, 2: top-level request translation, thinking, profiles. */
 import { describe, expect, test } from "bun:test";
-import { profileFromCommand } from "../../src/api/anthropic/translate/profile.ts";
+import { profileFromCommand } from "../../src/api/chat/profile.ts";
 import { toOpenAI } from "../../src/api/anthropic/translate/request.ts";
 import {
   checkWire,

@@ -2,7 +2,7 @@
 import { describe, expect, test } from "bun:test";
 import { sanitizeToolId } from "../../src/api/anthropic/ids.ts";
 import { fromOpenAI, type ResponseOptions } from "../../src/api/anthropic/translate/response.ts";
-import { repair, toolInput } from "../../src/api/anthropic/translate/tool-json.ts";
+import { repair, toolInput } from "../../src/api/chat/tool-json.ts";
 
 const opts = (extra: Partial<ResponseOptions> = {}): ResponseOptions => ({
   id: "msg_test",

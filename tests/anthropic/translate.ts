@@ -1,7 +1,7 @@
 /** Translates a request after checking it against the wire schema, as the route does. */
 import { expect } from "bun:test";
-import type { OaiChatRequest } from "../../src/api/anthropic/translate/openai-types.ts";
-import type { Profile } from "../../src/api/anthropic/translate/profile.ts";
+import type { OaiChatRequest } from "../../src/api/chat/wire.ts";
+import type { Profile } from "../../src/api/chat/profile.ts";
 import { toOpenAI } from "../../src/api/anthropic/translate/request.ts";
 import {
   checkWire,

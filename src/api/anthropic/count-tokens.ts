@@ -15,7 +15,7 @@ import { anthropicError } from "./errors.ts";
 import { requestId } from "./ids.ts";
 import { readRequest } from "./request-body.ts";
 import { estimatePrompt } from "./translate/estimate.ts";
-import { profileOf } from "./translate/profile.ts";
+import { profileOf } from "../chat/profile.ts";
 import { translatePrompt } from "./translate/request.ts";
 import { countPromptTokens } from "./upstream.ts";
 import { type CountTokensRequest, CountTokensRequestSchema } from "./wire.ts";

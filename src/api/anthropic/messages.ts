@@ -22,12 +22,12 @@ import { nativeExchange } from "./native.ts";
 import { type ParsedRequest, readRequest } from "./request-body.ts";
 import { translatedStream } from "./stream-body.ts";
 import { estimatePrompt } from "./translate/estimate.ts";
-import type { OaiChatRequest } from "./translate/openai-types.ts";
-import { type Profile, profileOf } from "./translate/profile.ts";
+import type { OaiChatRequest } from "../chat/wire.ts";
+import { type Profile, profileOf } from "../chat/profile.ts";
 import { type Prompt, toOpenAI, translatePrompt } from "./translate/request.ts";
 import { fromOpenAI, type ResponseOptions } from "./translate/response.ts";
 import { StreamTranslator } from "./translate/stream.ts";
-import type { ToolInput } from "./translate/tool-json.ts";
+import type { ToolInput } from "../chat/tool-json.ts";
 import { answerCap } from "./upstream.ts";
 import { type MessagesRequest, MessagesRequestSchema } from "./wire.ts";
 

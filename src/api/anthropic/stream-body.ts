@@ -16,8 +16,8 @@ import { relayedComment } from "../../shared/sse.ts";
 import { realTimers, type Timers } from "../../shared/timer.ts";
 import { readUpstream } from "../exchange/read-upstream.ts";
 import { fromQmError, fromUpstream } from "./errors.ts";
-import { SseEvents } from "./sse-events.ts";
-import { DeltaScanner } from "./translate/delta-scan.ts";
+import { SseEvents } from "../chat/sse-events.ts";
+import { DeltaScanner } from "../chat/delta-scan.ts";
 import type { StreamTranslator } from "./translate/stream.ts";
 
 /**

@@ -12,7 +12,7 @@
 import type { ModelConfig } from "../../config/types.ts";
 import { badRequest } from "../request/body.ts";
 import { estimatePrompt, promptUpperBound } from "./translate/estimate.ts";
-import type { Profile } from "./translate/profile.ts";
+import type { Profile } from "../chat/profile.ts";
 import type { Prompt } from "./translate/request.ts";
 
 const DEADLINE_MS = 10_000;

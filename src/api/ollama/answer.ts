@@ -2,7 +2,7 @@
  * A whole OpenAI answer (`stream: false`) → Ollama's one object: the `done` line of a stream
  * with the whole message in it (docs/api.md, "Chat request (No streaming)").
  */
-import type { OaiToolCallDelta } from "../anthropic/translate/openai-types.ts";
+import type { OaiToolCallDelta } from "../chat/wire.ts";
 import {
   type Counts,
   doneReason,

@@ -6,7 +6,7 @@
  * clients raise as an error (ollama-js throws on a line with `error`).
  */
 import type { ReadWatch } from "../../proxy/deadline.ts";
-import { SseEvents } from "../anthropic/sse-events.ts";
+import { SseEvents } from "../chat/sse-events.ts";
 import { readUpstream } from "../exchange/read-upstream.ts";
 import type { NdjsonTranslator } from "./stream.ts";
 

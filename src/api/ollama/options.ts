@@ -5,7 +5,7 @@
  * has no field for (`num_gpu`, `mirostat`, …) are ignored, as Ollama ignores unknown ones;
  * a known option of the wrong type is a 400 naming it.
  */
-import type { Profile } from "../anthropic/translate/profile.ts";
+import type { Profile } from "../chat/profile.ts";
 import { badRequest } from "../request/body.ts";
 
 export type Json = Record<string, unknown>;

@@ -11,7 +11,7 @@
  * are the upstream's own.
  */
 
-import type { OaiToolCallDelta } from "../anthropic/translate/openai-types.ts";
+import type { OaiToolCallDelta } from "../chat/wire.ts";
 import type { AnswerFigures } from "../exchange/figures.ts";
 import {
   type Clock,

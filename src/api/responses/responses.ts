@@ -11,7 +11,7 @@ import { forward } from "../../proxy/forward.ts";
 import { asQmError } from "../../shared/errors.ts";
 import type { Logger } from "../../shared/log.ts";
 import type { Timers } from "../../shared/timer.ts";
-import type { OaiChatRequest, OaiMessage } from "../anthropic/translate/openai-types.ts";
+import type { OaiChatRequest, OaiMessage } from "../chat/wire.ts";
 import type { Call } from "../exchange/call.ts";
 import { earlyStream } from "../exchange/early-stream.ts";
 import { type Asks, admit, type Exchange, headersOf, runExchange } from "../exchange/exchange.ts";

@@ -5,7 +5,7 @@
  */
 import { badRequest } from "../../request/body.ts";
 import type { WireBlock } from "../wire.ts";
-import type { OaiPart } from "./openai-types.ts";
+import type { OaiPart } from "../../chat/wire.ts";
 
 export type Block = WireBlock & Record<string, unknown>;
 

@@ -3,7 +3,7 @@
  * translations (ANTHROPIC.md §2).
  */
 import type { StopReason, Usage } from "../wire.ts";
-import type { OaiUsage } from "./openai-types.ts";
+import type { OaiUsage } from "../../chat/wire.ts";
 
 export interface Ending {
   stop_reason: StopReason;

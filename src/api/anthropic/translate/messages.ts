@@ -19,8 +19,8 @@ import {
   str,
   toolResultContent,
 } from "./content.ts";
-import type { OaiMessage, OaiPart, OaiToolCall } from "./openai-types.ts";
-import { type Profile, reasoningFields } from "./profile.ts";
+import type { OaiMessage, OaiPart, OaiToolCall } from "../../chat/wire.ts";
+import { type Profile, reasoningFields } from "../../chat/profile.ts";
 
 const BILLING_HEADER = "x-anthropic-billing-header";
 

@@ -6,8 +6,8 @@
  */
 import type { CountTokensRequest, MessagesRequest } from "../wire.ts";
 import { systemTexts, translateMessages } from "./messages.ts";
-import type { OaiChatRequest, OaiMessage } from "./openai-types.ts";
-import type { Profile } from "./profile.ts";
+import type { OaiChatRequest, OaiMessage } from "../../chat/wire.ts";
+import type { Profile } from "../../chat/profile.ts";
 import { translateTools } from "./tools.ts";
 
 export interface RequestOptions {

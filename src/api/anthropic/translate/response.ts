@@ -10,9 +10,9 @@ import { QmError } from "../../../shared/errors.ts";
 import { sanitizeToolId } from "../ids.ts";
 import type { ResponseBlock, ResponseMessage } from "../wire.ts";
 import { anthropicUsage, ending, estimateOutput } from "./finish.ts";
-import type { OaiToolCallDelta, OaiUsage } from "./openai-types.ts";
+import type { OaiToolCallDelta, OaiUsage } from "../../chat/wire.ts";
 import { firstMatch } from "./stop-match.ts";
-import { type ToolInput, toolInput } from "./tool-json.ts";
+import { type ToolInput, toolInput } from "../../chat/tool-json.ts";
 
 export interface ResponseOptions {
   id: string;

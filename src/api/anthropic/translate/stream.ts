@@ -24,10 +24,10 @@ import { errorEvent, streamErrorType, upstreamErrorObject } from "../errors.ts";
 import { sanitizeToolId } from "../ids.ts";
 import type { StopReason } from "../wire.ts";
 import { anthropicUsage, ending, estimateOutput } from "./finish.ts";
-import type { OaiUsage } from "./openai-types.ts";
+import type { OaiUsage } from "../../chat/wire.ts";
 import { contentText } from "./response.ts";
 import { StopMatcher } from "./stop-match.ts";
-import { type ToolInput, toolInput } from "./tool-json.ts";
+import { type ToolInput, toolInput } from "../../chat/tool-json.ts";
 
 export interface StreamOptions {
   id: string;

@@ -6,8 +6,8 @@
  */
 import { badRequest } from "../../request/body.ts";
 import type { WireTool, WireToolChoice } from "../wire.ts";
-import type { OaiChatRequest, OaiTool } from "./openai-types.ts";
-import type { Profile } from "./profile.ts";
+import type { OaiChatRequest, OaiTool } from "../../chat/wire.ts";
+import type { Profile } from "../../chat/profile.ts";
 
 type ToolFields = Pick<OaiChatRequest, "tools" | "tool_choice" | "parallel_tool_calls">;
 

@@ -7,7 +7,7 @@
  * expect. Anything malformed is a 400 naming the field.
  */
 
-import type { OaiMessage, OaiPart, OaiToolCall } from "../../anthropic/translate/openai-types.ts";
+import type { OaiMessage, OaiPart, OaiToolCall } from "../../chat/wire.ts";
 import { badRequest } from "../../request/body.ts";
 
 type Obj = Record<string, unknown>;

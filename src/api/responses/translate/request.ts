@@ -3,7 +3,7 @@
  * ignored (clients send `store`, `include`, `prompt_cache_key`, `client_metadata`, …); a field
  * that is there but malformed is a 400 naming it.
  */
-import type { OaiChatRequest, OaiMessage } from "../../anthropic/translate/openai-types.ts";
+import type { OaiChatRequest, OaiMessage } from "../../chat/wire.ts";
 import { badRequest } from "../../request/body.ts";
 import { toMessages } from "./input.ts";
 import { toToolChoice, toTools } from "./tools.ts";

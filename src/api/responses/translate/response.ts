@@ -4,7 +4,7 @@
  * order a model produces them (reasoning, the message, function calls), `status` completed or
  * incomplete (`max_output_tokens` on a `length` finish), usage in the Responses names.
  */
-import type { OaiUsage } from "../../anthropic/translate/openai-types.ts";
+import type { OaiUsage } from "../../chat/wire.ts";
 import { itemId } from "./ids.ts";
 
 type Obj = Record<string, unknown>;

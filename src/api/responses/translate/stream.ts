@@ -22,7 +22,7 @@
 
 import { createParser, type EventSourceParser } from "eventsource-parser";
 import { relayedComment } from "../../../shared/sse.ts";
-import type { OaiUsage } from "../../anthropic/translate/openai-types.ts";
+import type { OaiUsage } from "../../chat/wire.ts";
 import type { AnswerFigures } from "../../exchange/figures.ts";
 import { itemId } from "./ids.ts";
 import {

@@ -5,7 +5,7 @@
  * are. Built-in tools no local model can run (`web_search`, `file_search`, computer use, MCP,
  * …) are left out and reported through `dropped`, never refused: Codex CLI always sends one.
  */
-import type { OaiTool, OaiToolChoice } from "../../anthropic/translate/openai-types.ts";
+import type { OaiTool, OaiToolChoice } from "../../chat/wire.ts";
 import { badRequest } from "../../request/body.ts";
 
 type Obj = Record<string, unknown>;

@@ -9,7 +9,7 @@ import {
   type BigLine,
   MAX_OTHER_LINE_BYTES,
   SseEvents,
-} from "../../src/api/anthropic/sse-events.ts";
+} from "../../src/api/chat/sse-events.ts";
 
 const enc = new TextEncoder();
 type Ev = [string, string | undefined];

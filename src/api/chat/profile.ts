@@ -4,7 +4,7 @@
  * compiles tool schemas into grammars, vLLM renamed `reasoning_content` to `reasoning`, the
  * thinking switches differ. The config has no backend field, so the model's command decides.
  */
-import type { ModelConfig } from "../../../config/types.ts";
+import type { ModelConfig } from "../../config/types.ts";
 
 export type Profile = "llamacpp" | "vllm" | "mistralrs" | "generic";
 

@@ -1,12 +1,12 @@
 /** ANTHROPIC.md §7.1 cases 1, 2: top-level request translation, thinking, profiles. */
 import { describe, expect, test } from "bun:test";
-import { profileFromCommand } from "../../src/api/chat/profile.ts";
 import { toOpenAI } from "../../src/api/anthropic/translate/request.ts";
 import {
   checkWire,
   type MessagesRequest,
   MessagesRequestSchema,
 } from "../../src/api/anthropic/wire.ts";
+import { profileFromCommand } from "../../src/api/chat/profile.ts";
 import { tr } from "./translate.ts";
 
 describe("top level", () => {

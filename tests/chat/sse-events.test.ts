@@ -5,11 +5,7 @@
  */
 import { describe, expect, test } from "bun:test";
 import { createParser } from "eventsource-parser";
-import {
-  type BigLine,
-  MAX_OTHER_LINE_BYTES,
-  SseEvents,
-} from "../../src/api/chat/sse-events.ts";
+import { type BigLine, MAX_OTHER_LINE_BYTES, SseEvents } from "../../src/api/chat/sse-events.ts";
 
 const enc = new TextEncoder();
 type Ev = [string, string | undefined];

@@ -10,12 +10,12 @@
  * directly; if it goes away meanwhile, the estimate answers.
  */
 import { asQmError, QmError } from "../../shared/errors.ts";
+import { profileOf } from "../chat/profile.ts";
 import type { AnthropicRequest } from "./context.ts";
 import { anthropicError } from "./errors.ts";
 import { requestId } from "./ids.ts";
 import { readRequest } from "./request-body.ts";
 import { estimatePrompt } from "./translate/estimate.ts";
-import { profileOf } from "../chat/profile.ts";
 import { translatePrompt } from "./translate/request.ts";
 import { countPromptTokens } from "./upstream.ts";
 import { type CountTokensRequest, CountTokensRequestSchema } from "./wire.ts";

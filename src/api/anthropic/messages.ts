@@ -10,6 +10,9 @@
 import { failureLogLine } from "../../proxy/causes.ts";
 import { forward } from "../../proxy/forward.ts";
 import { asQmError } from "../../shared/errors.ts";
+import { type Profile, profileOf } from "../chat/profile.ts";
+import type { ToolInput } from "../chat/tool-json.ts";
+import type { OaiChatRequest } from "../chat/wire.ts";
 import type { Call } from "../exchange/call.ts";
 import { earlyStream } from "../exchange/early-stream.ts";
 import { type Asks, admit, type Exchange, headersOf, runExchange } from "../exchange/exchange.ts";
@@ -22,12 +25,9 @@ import { nativeExchange } from "./native.ts";
 import { type ParsedRequest, readRequest } from "./request-body.ts";
 import { translatedStream } from "./stream-body.ts";
 import { estimatePrompt } from "./translate/estimate.ts";
-import type { OaiChatRequest } from "../chat/wire.ts";
-import { type Profile, profileOf } from "../chat/profile.ts";
 import { type Prompt, toOpenAI, translatePrompt } from "./translate/request.ts";
 import { fromOpenAI, type ResponseOptions } from "./translate/response.ts";
 import { StreamTranslator } from "./translate/stream.ts";
-import type { ToolInput } from "../chat/tool-json.ts";
 import { answerCap } from "./upstream.ts";
 import { type MessagesRequest, MessagesRequestSchema } from "./wire.ts";
 

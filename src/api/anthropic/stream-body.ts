@@ -14,10 +14,10 @@ import type { ReadWatch } from "../../proxy/deadline.ts";
 import { asQmError } from "../../shared/errors.ts";
 import { relayedComment } from "../../shared/sse.ts";
 import { realTimers, type Timers } from "../../shared/timer.ts";
+import { DeltaScanner } from "../chat/delta-scan.ts";
+import { SseEvents } from "../chat/sse-events.ts";
 import { readUpstream } from "../exchange/read-upstream.ts";
 import { fromQmError, fromUpstream } from "./errors.ts";
-import { SseEvents } from "../chat/sse-events.ts";
-import { DeltaScanner } from "../chat/delta-scan.ts";
 import type { StreamTranslator } from "./translate/stream.ts";
 
 /**

@@ -10,9 +10,9 @@
  *   → {count} (vLLM's TokenizeChatRequest).
  */
 import type { ModelConfig } from "../../config/types.ts";
+import type { Profile } from "../chat/profile.ts";
 import { badRequest } from "../request/body.ts";
 import { estimatePrompt, promptUpperBound } from "./translate/estimate.ts";
-import type { Profile } from "../chat/profile.ts";
 import type { Prompt } from "./translate/request.ts";
 
 const DEADLINE_MS = 10_000;

@@ -3,8 +3,9 @@
  * request (or, for a `raw` generate, its completions request). Pure: the body in, the upstream
  * body and what the route needs to know out; a malformed field is a 400 naming it.
  */
-import type { OaiMessage, OaiPart, OaiToolCall } from "../chat/wire.ts";
+
 import { type Profile, reasoningFields } from "../chat/profile.ts";
+import type { OaiMessage, OaiPart, OaiToolCall } from "../chat/wire.ts";
 import { badRequest } from "../request/body.ts";
 import { keepAliveMs } from "./keep-alive.ts";
 import {

@@ -4,8 +4,9 @@
  * an object (docs/api.md, "Chat request (with tools)"). The assembly collects the pieces per
  * index and hands the calls over once the answer says they are complete.
  */
-import type { OaiToolCallDelta } from "../chat/wire.ts";
+
 import { toolInput } from "../chat/tool-json.ts";
+import type { OaiToolCallDelta } from "../chat/wire.ts";
 
 export interface OllamaToolCall {
   id?: string;

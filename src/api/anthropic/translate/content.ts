@@ -3,9 +3,10 @@
  * data URIs, documents and search results become text, tool results are flattened to the text
  * an OpenAI `tool` message can carry (images travel separately, after the tool messages).
  */
+
+import type { OaiPart } from "../../chat/wire.ts";
 import { badRequest } from "../../request/body.ts";
 import type { WireBlock } from "../wire.ts";
-import type { OaiPart } from "../../chat/wire.ts";
 
 export type Block = WireBlock & Record<string, unknown>;
 

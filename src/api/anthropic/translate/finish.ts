@@ -2,8 +2,9 @@
  * How a response ended and what it cost, shared by the streaming and non-streaming
  * translations (ANTHROPIC.md §2).
  */
-import type { StopReason, Usage } from "../wire.ts";
+
 import type { OaiUsage } from "../../chat/wire.ts";
+import type { StopReason, Usage } from "../wire.ts";
 
 export interface Ending {
   stop_reason: StopReason;

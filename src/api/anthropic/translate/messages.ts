@@ -9,6 +9,9 @@
  * - Mid-conversation system turns (SDK 1.x) join the leading system message; consecutive
  *   same-role turns are merged, as Anthropic itself does.
  */
+
+import { type Profile, reasoningFields } from "../../chat/profile.ts";
+import type { OaiMessage, OaiPart, OaiToolCall } from "../../chat/wire.ts";
 import type { WireContent, WireMessage } from "../wire.ts";
 import {
   type Block,
@@ -19,8 +22,6 @@ import {
   str,
   toolResultContent,
 } from "./content.ts";
-import type { OaiMessage, OaiPart, OaiToolCall } from "../../chat/wire.ts";
-import { type Profile, reasoningFields } from "../../chat/profile.ts";
 
 const BILLING_HEADER = "x-anthropic-billing-header";
 

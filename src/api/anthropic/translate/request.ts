@@ -4,10 +4,11 @@
  * `container`, `context_management`, `service_tier`, `mcp_servers`, …) is dropped rather
  * than forwarded, because strict servers reject unknown fields.
  */
+
+import type { Profile } from "../../chat/profile.ts";
+import type { OaiChatRequest, OaiMessage } from "../../chat/wire.ts";
 import type { CountTokensRequest, MessagesRequest } from "../wire.ts";
 import { systemTexts, translateMessages } from "./messages.ts";
-import type { OaiChatRequest, OaiMessage } from "../../chat/wire.ts";
-import type { Profile } from "../../chat/profile.ts";
 import { translateTools } from "./tools.ts";
 
 export interface RequestOptions {

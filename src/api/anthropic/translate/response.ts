@@ -7,12 +7,12 @@
  * back in the history and be rejected ("text content blocks must be non-empty").
  */
 import { QmError } from "../../../shared/errors.ts";
+import { type ToolInput, toolInput } from "../../chat/tool-json.ts";
+import type { OaiToolCallDelta, OaiUsage } from "../../chat/wire.ts";
 import { sanitizeToolId } from "../ids.ts";
 import type { ResponseBlock, ResponseMessage } from "../wire.ts";
 import { anthropicUsage, ending, estimateOutput } from "./finish.ts";
-import type { OaiToolCallDelta, OaiUsage } from "../../chat/wire.ts";
 import { firstMatch } from "./stop-match.ts";
-import { type ToolInput, toolInput } from "../../chat/tool-json.ts";
 
 export interface ResponseOptions {
   id: string;

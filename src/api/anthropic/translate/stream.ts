@@ -19,15 +19,15 @@
  */
 
 import { sseEvent } from "../../../shared/sse.ts";
+import { type ToolInput, toolInput } from "../../chat/tool-json.ts";
+import type { OaiUsage } from "../../chat/wire.ts";
 import type { AnswerFigures } from "../../exchange/figures.ts";
 import { errorEvent, streamErrorType, upstreamErrorObject } from "../errors.ts";
 import { sanitizeToolId } from "../ids.ts";
 import type { StopReason } from "../wire.ts";
 import { anthropicUsage, ending, estimateOutput } from "./finish.ts";
-import type { OaiUsage } from "../../chat/wire.ts";
 import { contentText } from "./response.ts";
 import { StopMatcher } from "./stop-match.ts";
-import { type ToolInput, toolInput } from "../../chat/tool-json.ts";
 
 export interface StreamOptions {
   id: string;

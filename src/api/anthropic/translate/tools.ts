@@ -4,10 +4,11 @@
  * dropped; `tools: []` is never sent (vLLM rejects it); `tool_choice` is only sent when tools
  * remain ("tools are required when tool choice is specified").
  */
+
+import type { Profile } from "../../chat/profile.ts";
+import type { OaiChatRequest, OaiTool } from "../../chat/wire.ts";
 import { badRequest } from "../../request/body.ts";
 import type { WireTool, WireToolChoice } from "../wire.ts";
-import type { OaiChatRequest, OaiTool } from "../../chat/wire.ts";
-import type { Profile } from "../../chat/profile.ts";
 
 type ToolFields = Pick<OaiChatRequest, "tools" | "tool_choice" | "parallel_tool_calls">;
 

@@ -28,7 +28,7 @@ describe("SseEvents' comments", () => {
       onEvent: (d) => got.push(`data ${d}`),
       ...(onComment ? { onComment } : {}),
       bigLineBytes: 1 << 20,
-      bigLine: () => ({ feed: () => {}, end: () => "" }),
+      bigLine: () => ({ feed: () => {}, end: () => "", held: 0 }),
     });
     const bytes = encoder.encode(text);
     for (let k = 0; k < bytes.length; k++) {

@@ -6,7 +6,7 @@
  */
 import type { QmError } from "../../shared/errors.ts";
 import type { ChatStep } from "./chunk.ts";
-import type { Refusal } from "./refusal.ts";
+import { type Refusal, refusalMessage } from "./refusal.ts";
 
 /** Why an answer failed after the client's `200` went out, for the API to say in its words. */
 export type StreamFailure =
@@ -16,6 +16,13 @@ export type StreamFailure =
   | { kind: "broken"; message: string }
   /** The upstream (model `model`) refused with an error status once the `200` was out. */
   | { kind: "refusal"; refusal: Refusal; model: string };
+
+/** A failure in plain words, for the APIs that give only a message (Responses, Ollama). */
+export function failureMessage(f: StreamFailure): string {
+  if (f.kind === "qm") return f.error.message;
+  if (f.kind === "broken") return f.message;
+  return refusalMessage(f.model, f.refusal);
+}
 
 export interface ChatTranslator {
   /** What goes out as soon as the client reads ("" for nothing yet). */

@@ -13,9 +13,8 @@
  */
 
 import type { ChatDelta, ChatStep } from "../chat/chunk.ts";
-import { refusalMessage } from "../chat/refusal.ts";
 import { ToolCalls } from "../chat/tool-calls.ts";
-import type { ChatTranslator, StreamFailure } from "../chat/translator.ts";
+import { type ChatTranslator, failureMessage, type StreamFailure } from "../chat/translator.ts";
 import {
   type Clock,
   type Counts,
@@ -108,13 +107,7 @@ export class NdjsonTranslator implements ChatTranslator {
   }
 
   fail(f: StreamFailure): string {
-    const message =
-      f.kind === "qm"
-        ? f.error.message
-        : f.kind === "broken"
-          ? f.message
-          : refusalMessage(f.model, f.refusal);
-    return this.failLine(message);
+    return this.failLine(failureMessage(f));
   }
 
   /** The error line (Ollama's stream error: `{"error": "…"}`); the stream is over. */

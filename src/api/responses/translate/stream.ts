@@ -21,9 +21,8 @@
 
 import { sseComment, sseEvent } from "../../../shared/sse.ts";
 import type { ChatDelta, ChatStep } from "../../chat/chunk.ts";
-import { refusalMessage } from "../../chat/refusal.ts";
 import { type ToolCall, ToolCalls } from "../../chat/tool-calls.ts";
-import type { ChatTranslator, StreamFailure } from "../../chat/translator.ts";
+import { type ChatTranslator, failureMessage, type StreamFailure } from "../../chat/translator.ts";
 import type { OaiUsage } from "../../chat/wire.ts";
 import { itemId } from "./ids.ts";
 import {
@@ -133,15 +132,7 @@ export class ResponsesStream implements ChatTranslator {
 
   /** A failure (a cut, a timeout, a refusal after the 200): `response.failed`, unless over. */
   fail(f: StreamFailure): string {
-    if (!this.finished) {
-      const message =
-        f.kind === "qm"
-          ? f.error.message
-          : f.kind === "broken"
-            ? f.message
-            : refusalMessage(f.model, f.refusal);
-      this.failWith("server_error", message);
-    }
+    if (!this.finished) this.failWith("server_error", failureMessage(f));
     return this.take();
   }
 

@@ -89,7 +89,8 @@ export async function handleMessages(ctx: AnthropicRequest): Promise<Response> {
 /** Clamps `max_tokens` to the context left, then sends; the body is read by the caller. */
 async function open(x: Exchange<Translated>, call: Call): Promise<Response> {
   const { oai, profile, prompt } = x.parsed;
-  const cap = await answerCap(x.model, profile, prompt, oai.max_tokens, call.signal);
+  const { timers } = x.parsed.ctx.opts;
+  const cap = await answerCap(x.model, profile, prompt, oai.max_tokens, call.signal, timers);
   const payload = filtered(
     x.model,
     cap === null ? oai : { ...oai, max_tokens: Math.min(oai.max_tokens, cap) },

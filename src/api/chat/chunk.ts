@@ -88,7 +88,12 @@ export function contentText(content: unknown): string {
 
 /** A message's or delta's reasoning: `reasoning_content`, or `reasoning` when that says nothing. */
 export function reasoningText(m: { reasoning_content?: unknown; reasoning?: unknown }): string {
-  return contentText(m.reasoning_content) || contentText(m.reasoning);
+  const rc = m.reasoning_content;
+  // The common cases first, without a call: a string, or neither field.
+  if (typeof rc === "string" && rc !== "") return rc;
+  const r = m.reasoning;
+  if (r === undefined && (rc === undefined || rc === null)) return "";
+  return contentText(rc) || contentText(r);
 }
 
 /** `finish_reason` when it is a non-empty string. */
@@ -97,17 +102,19 @@ export function finishReason(choice: { finish_reason?: unknown }): string | null
   return typeof f === "string" && f !== "" ? f : null;
 }
 
-function delta(
-  reasoning: string,
-  text: string,
-  literal: string | null,
-  tools: ToolDelta[] | null,
-  finish: string | null,
-  stopReason: unknown,
-  usage: OaiUsage | null,
-  timings: Rec | null,
-): ChatDelta {
-  return { kind: "delta", reasoning, text, literal, tools, finish, stopReason, usage, timings };
+/** A delta with nothing in it, to be filled (`readChunk`'s `into`). */
+export function emptyDelta(): ChatDelta {
+  return {
+    kind: "delta",
+    reasoning: "",
+    text: "",
+    literal: null,
+    tools: null,
+    finish: null,
+    stopReason: null,
+    usage: null,
+    timings: null,
+  };
 }
 
 function errorStep(e: UpstreamError): ChatError {
@@ -115,8 +122,12 @@ function errorStep(e: UpstreamError): ChatError {
   return { kind: "error", message: typeof m === "string" && m !== "" ? m : NO_MESSAGE, error: e };
 }
 
-/** One event's data (and its `event:` name, when it had one) → a step, or null to skip it. */
-export function readChunk(data: string, event?: string): ChatStep | null {
+/**
+ * One event's data (and its `event:` name, when it had one) → a step, or null to skip it. A
+ * delta is written into `into` when given (a stream's one delta, refilled for each event:
+ * no object per chunk), else into a new one.
+ */
+export function readChunk(data: string, event?: string, into?: ChatDelta): ChatStep | null {
   // Chunks are objects: only data that is not one can be the terminator.
   if (data.charCodeAt(0) !== 123 && data.trim() === "[DONE]") return DONE;
   let chunk: unknown;
@@ -130,32 +141,38 @@ export function readChunk(data: string, event?: string): ChatStep | null {
   if (event === "error") return errorStep(upstreamError(chunk) ?? {});
   if (!isRec(chunk)) return null;
   if (chunk.error !== undefined) return errorStep(upstreamError(chunk) ?? {});
-  const usage = isRec(chunk.usage) ? (chunk.usage as OaiUsage) : null;
-  const timings = isRec(chunk.timings) ? chunk.timings : null;
-  const choice = Array.isArray(chunk.choices) ? chunk.choices[0] : undefined;
-  if (!isRec(choice)) return delta("", "", null, null, null, null, usage, timings);
-  const d = choice.delta;
-  let reasoning = "";
-  let text: string;
-  let tools: ToolDelta[] | null = null;
-  if (isRec(d)) {
-    reasoning = reasoningText(d);
-    text = contentText(d.content);
-    if (Array.isArray(d.tool_calls) && d.tool_calls.length > 0) tools = toolDeltas(d.tool_calls);
-  } else {
-    text = contentText(choice.text);
+  const s = into ?? emptyDelta();
+  const usage = chunk.usage;
+  s.usage = isRec(usage) ? (usage as OaiUsage) : null;
+  const timings = chunk.timings;
+  s.timings = isRec(timings) ? timings : null;
+  s.literal = null;
+  const choices = chunk.choices;
+  const choice = Array.isArray(choices) ? choices[0] : undefined;
+  if (!isRec(choice)) {
+    s.reasoning = "";
+    s.text = "";
+    s.tools = null;
+    s.finish = null;
+    s.stopReason = null;
+    return s;
   }
+  const d = choice.delta;
+  if (isRec(d)) {
+    s.reasoning = reasoningText(d);
+    const content = d.content;
+    s.text = typeof content === "string" ? content : contentText(content);
+    const calls = d.tool_calls;
+    s.tools = Array.isArray(calls) && calls.length > 0 ? toolDeltas(calls) : null;
+  } else {
+    s.reasoning = "";
+    s.text = contentText(choice.text);
+    s.tools = null;
+  }
+  s.finish = finishReason(choice);
   const stop = choice.stop_reason;
-  return delta(
-    reasoning,
-    text,
-    null,
-    tools,
-    finishReason(choice),
-    stop === undefined ? null : stop,
-    usage,
-    timings,
-  );
+  s.stopReason = stop === undefined ? null : stop;
+  return s;
 }
 
 function toolDeltas(raw: unknown[]): ToolDelta[] {
@@ -182,7 +199,9 @@ function toolDeltas(raw: unknown[]): ToolDelta[] {
 export function readPiece(kind: "text" | "thinking", escaped: string): ChatDelta {
   const literal = `"${escaped}"`;
   const text = JSON.parse(literal) as string;
-  return kind === "text"
-    ? delta("", text, literal, null, null, null, null, null)
-    : delta(text, "", literal, null, null, null, null, null);
+  const s = emptyDelta();
+  if (kind === "text") s.text = text;
+  else s.reasoning = text;
+  s.literal = literal;
+  return s;
 }

@@ -186,7 +186,6 @@ export class SseEvents {
   }
 
   private addData(value: string): void {
-    if (this.over) return;
     this.data = this.dataLines === 0 ? value : `${this.data}\n${value}`;
     this.dataLines++;
     if (this.data.length > this.maxEvent) this.overflow();
@@ -194,6 +193,7 @@ export class SseEvents {
 
   /** The event is too big to hold: everything is let go, and nothing more is read. */
   private overflow(): void {
+    if (this.over) return;
     this.end();
     this.over = true;
     this.opts.onOverflow?.();

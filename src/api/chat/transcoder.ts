@@ -9,7 +9,7 @@
  */
 import { relayedComment } from "../../shared/sse.ts";
 import type { AnswerFigures } from "../exchange/figures.ts";
-import { type ChatStep, readChunk, readPiece } from "./chunk.ts";
+import { type ChatStep, emptyDelta, readChunk, readPiece } from "./chunk.ts";
 import { DeltaScanner } from "./delta-scan.ts";
 import { MAX_EVENT_BYTES, SseEvents } from "./sse-events.ts";
 import type { ChatTranslator } from "./translator.ts";
@@ -35,6 +35,8 @@ export class Transcoder {
   private out = "";
   private readonly events: SseEvents;
   private readonly figures: AnswerFigures | null;
+  /** The one delta every event is read into (translators keep none of it). */
+  private readonly delta = emptyDelta();
 
   constructor(
     private readonly t: ChatTranslator,
@@ -44,7 +46,7 @@ export class Transcoder {
     const maxEventBytes = o.maxEventBytes ?? MAX_EVENT_BYTES;
     this.events = new SseEvents({
       onEvent: (data, name) => {
-        const s = readChunk(data, name);
+        const s = readChunk(data, name, this.delta);
         if (s !== null) this.step(s);
       },
       // Other comments (keep-alives, anything else) stay dropped.

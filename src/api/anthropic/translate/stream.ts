@@ -73,7 +73,8 @@ function deltaEvent(index: number, kind: "text" | "thinking", literal: string): 
 
 export class StreamTranslator implements ChatTranslator {
   private started = false;
-  private done = false;
+  /** True once `message_stop` or `error` was written: nothing follows either. */
+  finished = false;
   private next = 0;
   private open: { kind: "text" | "thinking"; index: number } | null = null;
   private readonly tools = new ToolCalls();
@@ -95,11 +96,6 @@ export class StreamTranslator implements ChatTranslator {
       : null;
   }
 
-  /** True once `message_stop` or `error` was written: nothing follows either. */
-  get finished(): boolean {
-    return this.done;
-  }
-
   get answered(): boolean {
     return this.stopReason !== null;
   }
@@ -115,7 +111,7 @@ export class StreamTranslator implements ChatTranslator {
 
   /** `message_start`, once; later calls return "". */
   private begin(): string {
-    if (this.started || this.done) return "";
+    if (this.started || this.finished) return "";
     this.started = true;
     const prompt = this.usage?.prompt_tokens;
     return sse("message_start", {
@@ -139,11 +135,11 @@ export class StreamTranslator implements ChatTranslator {
 
   /** A keep-alive; opens the message first so the client sees it has begun. */
   keepAlive(): string {
-    return this.done ? "" : this.begin() + PING;
+    return this.finished ? "" : this.begin() + PING;
   }
 
   step(s: ChatStep): string {
-    if (this.done) return "";
+    if (this.finished) return "";
     if (s.kind === "done") {
       this.sawDone = true;
       return this.complete();
@@ -180,7 +176,7 @@ export class StreamTranslator implements ChatTranslator {
    * either, the server died mid-answer and the client must not take the text as complete.
    */
   end(): string {
-    if (this.done) return "";
+    if (this.finished) return "";
     if (this.finish !== null || this.sawDone) return this.complete();
     return this.failWith("api_error", `model "${this.opts.model}" stream ended unexpectedly`);
   }
@@ -194,9 +190,9 @@ export class StreamTranslator implements ChatTranslator {
 
   /** Ends the stream with an `error` event after closing the open block. */
   private failWith(type: AnthropicErrorType, message: string): string {
-    if (this.done) return "";
+    if (this.finished) return "";
     const out = this.heldText() + this.closeOpen() + errorEvent(type, message);
-    this.done = true;
+    this.finished = true;
     return out;
   }
 
@@ -274,7 +270,7 @@ export class StreamTranslator implements ChatTranslator {
     });
     out += sse("message_delta", { delta: end, usage });
     out += sse("message_stop", {});
-    this.done = true;
+    this.finished = true;
     return out;
   }
 }

@@ -81,16 +81,14 @@ export class ResponsesStream implements ChatTranslator {
   private usage: (OaiUsage & Obj) | null = null;
   /** How the response ended; null while it runs. */
   ending: Ending | null = null;
+  /** The response ended (`ending` is set): nothing more goes out. */
+  finished = false;
   /** The final Response object (completed, incomplete or failed); null while it runs. */
   final: Obj | null = null;
   readonly relaysStatus = true;
 
   constructor(private readonly shape: StreamShape) {
     this.ids = shape.ids ?? itemId;
-  }
-
-  get finished(): boolean {
-    return this.ending !== null;
   }
 
   /** The answer called functions (the agent-loop hold). */
@@ -319,6 +317,7 @@ export class ResponsesStream implements ChatTranslator {
     this.closeAll();
     const ending = this.finish === "length" ? "incomplete" : "completed";
     this.ending = ending;
+    this.finished = true;
     this.final = responseObject(this.shape, ending, [...this.output], usageOf(this.usage));
     this.emit(`response.${ending}`, { response: this.final });
   }
@@ -326,6 +325,7 @@ export class ResponsesStream implements ChatTranslator {
   private failWith(code: string, message: string): void {
     this.begin();
     this.ending = "failed";
+    this.finished = true;
     this.final = responseObject(this.shape, "failed", [...this.output], usageOf(this.usage), {
       error: { code, message },
     });

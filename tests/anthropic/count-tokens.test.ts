@@ -1,7 +1,7 @@
 /**
- * ANTHROPIC.md §7.1 case 25 (count_tokens: upstream template + tokenizer, vLLM's /tokenize,
- * native passthrough, estimates, never a 5xx) and the `max_tokens` clamp that uses the same
- * counting. Each test uses its own model id: what an upstream can do is cached per model.
+ * count_tokens (upstream template + tokenizer, vLLM's /tokenize, native passthrough,
+ * estimates, never a 5xx) and the `max_tokens` clamp that uses the same counting
+ * (docs/translation.md §3.9). Each test uses its own model id: what an upstream can do is cached per model.
  */
 import { afterAll, beforeEach, describe, expect, test } from "bun:test";
 import { Elysia } from "elysia";

@@ -1,5 +1,5 @@
 /**
- * `POST /v1/messages/count_tokens` → `{"input_tokens": N}` (ANTHROPIC.md §5). Exact when the
+ * `POST /v1/messages/count_tokens` → `{"input_tokens": N}` (docs/translation.md §3.9). Exact when the
  * upstream can count — its native count_tokens for `anthropic_native` models, else its chat
  * template and tokenizer (`upstream.ts`) — otherwise a documented estimate. Never a 5xx: a
  * count is advisory, and Claude Code treats a failure as worse than a rough number.

@@ -1,5 +1,5 @@
 /**
- * Single content blocks → OpenAI message parts (ANTHROPIC.md §1.2): images become `image_url`
+ * Single content blocks → OpenAI message parts (docs/translation.md §3.2): images become `image_url`
  * data URIs, documents and search results become text, tool results are flattened to the text
  * an OpenAI `tool` message can carry (images travel separately, after the tool messages).
  */

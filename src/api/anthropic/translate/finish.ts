@@ -1,6 +1,6 @@
 /**
  * How a response ended and what it cost, shared by the streaming and non-streaming
- * translations (ANTHROPIC.md §2).
+ * translations (docs/translation.md §3.5).
  */
 
 import type { OaiUsage } from "../../chat/wire.ts";

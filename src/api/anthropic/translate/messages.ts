@@ -1,5 +1,5 @@
 /**
- * Anthropic `system` + `messages` → OpenAI `messages` (ANTHROPIC.md §1.1, §1.2).
+ * Anthropic `system` + `messages` → OpenAI `messages` (docs/translation.md §3.1, §3.2).
  *
  * - Tool results become `tool` messages placed right after the assistant turn that called the
  *   tools, before the user's other content (strict templates require that order); a result

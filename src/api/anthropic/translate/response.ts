@@ -1,5 +1,5 @@
 /**
- * OpenAI `chat.completion` → Anthropic `Message` (ANTHROPIC.md §2). Blocks go in Anthropic's
+ * OpenAI `chat.completion` → Anthropic `Message` (docs/translation.md §3.5). Blocks go in Anthropic's
  * order, thinking → text → tool_use. Reasoning is read from `reasoning_content` (llama.cpp,
  * mistral.rs) or `reasoning` (vLLM since the rename, vllm #50624). Every thinking block carries
  * a `signature` string: a local model has none to give, and a missing one crashes clients.

@@ -1,6 +1,6 @@
 /**
  * The streaming translator: the upstream's chat stream, as steps (`api/chat/chunk.ts`), in;
- * Anthropic SSE text out (docs/translation.md, "Anthropic: streaming"). A pure state machine —
+ * Anthropic SSE text out (docs/translation.md §3.6). A pure state machine —
  * no I/O, no timers, no JSON parsing; `api/chat/translated-body.ts` is the thin wrapper that
  * reads bytes and writes the result.
  *

@@ -18,7 +18,7 @@ import { type Asks, admit, type Exchange, headersOf, runExchange } from "../exch
 import { Observer } from "../exchange/observer.ts";
 import type { Gateway } from "../gateway.ts";
 import { openaiError } from "../openai/errors.ts";
-import { badRequest, parseJsonObject, readBody } from "../request/body.ts";
+import { parseJsonObject, readBody } from "../request/body.ts";
 import { resolveModel } from "../request/model.ts";
 import { filtered } from "../request/params.ts";
 import { RESPONSES_API, upstreamRefusal } from "./errors.ts";
@@ -26,9 +26,10 @@ import { nativeExchange } from "./native.ts";
 import { type ResponseStore, storeOf } from "./store.ts";
 import { itemId, responseId } from "./translate/ids.ts";
 import { inputItems, toMessages } from "./translate/input.ts";
-import { toChat } from "./translate/request.ts";
+import { checkRequest, toChat } from "./translate/request.ts";
 import { fromChat, hasCalls, type OutputItem, type Shape } from "./translate/response.ts";
 import { ResponsesStream } from "./translate/stream.ts";
+import type { ResponsesRequest } from "./wire.ts";
 
 export interface ResponsesOptions {
   /**
@@ -66,23 +67,16 @@ const ECHOED = [
   "previous_response_id",
 ];
 
-/** The request's `previous_response_id` and `store`, checked. */
-function continuation(body: Record<string, unknown>, store: ResponseStore) {
+/** The conversation `previous_response_id` continues, and whether to keep this answer. */
+function continuation(body: ResponsesRequest, store: ResponseStore) {
   const prev = body.previous_response_id;
   let history: OaiMessage[] = [];
-  if (prev !== undefined && prev !== null) {
-    if (typeof prev !== "string" || prev === "") {
-      throw badRequest("previous_response_id must be a response id", "previous_response_id");
-    }
+  if (typeof prev === "string") {
     const kept = store.get(prev);
     if (!kept) throw store.missing(prev, "previous_response_id");
     history = kept.conversation;
   }
-  const keep = body.store;
-  if (keep !== undefined && keep !== null && typeof keep !== "boolean") {
-    throw badRequest("store must be a boolean", "store");
-  }
-  return { history, store: keep !== false };
+  return { history, store: body.store !== false };
 }
 
 /** Keeps the answer, and the conversation it ends, when the request asked to. */
@@ -120,11 +114,8 @@ export async function handleResponses(
     if (model.responsesNative) {
       return runExchange(nativeExchange(request, gw, model, asks, log, bytes, body));
     }
-    if (body.stream !== undefined && body.stream !== null && typeof body.stream !== "boolean") {
-      throw badRequest("stream must be a boolean", "stream");
-    }
     const store = storeOf(gw);
-    const { history, store: wanted } = continuation(body, store);
+    const { history, store: wanted } = continuation(checkRequest(body), store);
     const { chat, dropped, turn, namespaces } = toChat(body, {
       upstreamModel: model.useModelName || String(body.model),
       history,

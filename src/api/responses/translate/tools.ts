@@ -9,7 +9,6 @@ import type { OaiTool, OaiToolChoice } from "../../chat/wire.ts";
 import { check, FunctionChoice, FunctionTool, NamespaceTool } from "../wire.ts";
 
 type Obj = Record<string, unknown>;
-const isObj = (v: unknown): v is Obj => typeof v === "object" && v !== null && !Array.isArray(v);
 
 function fnTool(raw: Obj, field: string): OaiTool {
   const t = check<{ name: string; parameters?: Obj | null; description?: unknown }>(

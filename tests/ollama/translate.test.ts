@@ -147,6 +147,78 @@ describe("request mapping", () => {
     expect(msgs[2]).toEqual({ role: "tool", content: "F", tool_call_id: "call_0" });
   });
 
+  test("each malformed field is a 400 naming it, with what it must be; null counts as absent", () => {
+    const said = (f: typeof chatRequest, body: Record<string, unknown>) => {
+      try {
+        f({ model: "m", ...body }, "llamacpp", "up");
+        return "accepted";
+      } catch (e) {
+        expect((e as QmError).status).toBe(400);
+        return `${(e as QmError).param}: ${(e as QmError).message}`;
+      }
+    };
+    const cases: [typeof chatRequest, Record<string, unknown>, string][] = [
+      [chatRequest, { messages: {} }, 'messages: "messages" must be a list'],
+      [chatRequest, { messages: [1] }, 'messages[0]: "messages[0]" must be an object'],
+      [
+        chatRequest,
+        { messages: [{ content: "x" }] },
+        'messages[0].role: "messages[0].role" is required',
+      ],
+      [
+        chatRequest,
+        { messages: [{ role: "user", images: [""] }] },
+        'messages[0].images[0]: "messages[0].images[0]" must be a base64 string',
+      ],
+      [
+        chatRequest,
+        { messages: [{ role: "assistant", tool_calls: [{}] }] },
+        'messages[0].tool_calls[0].function.name: "messages[0].tool_calls[0].function.name" must be a string',
+      ],
+      [
+        chatRequest,
+        {
+          messages: [
+            { role: "assistant", tool_calls: [{ function: { name: "f", arguments: 1 } }] },
+          ],
+        },
+        'messages[0].tool_calls[0].function.arguments: "messages[0].tool_calls[0].function.arguments" must be an object',
+      ],
+      [
+        chatRequest,
+        { tools: [{ function: { name: "" } }] },
+        'tools[0].function.name: "tools[0].function.name" must be a string',
+      ],
+      [
+        chatRequest,
+        { options: { num_predict: 1.5 } },
+        'options.num_predict: "options.num_predict" must be a whole number (-1: no limit)',
+      ],
+      [
+        chatRequest,
+        { options: { stop: [1] } },
+        'options.stop: "options.stop" must be a list of strings',
+      ],
+      [
+        chatRequest,
+        { options: { num_ctx: 0 } },
+        'options.num_ctx: "options.num_ctx" must be a positive whole number',
+      ],
+      [generateRequest, { prompt: 1 }, 'prompt: "prompt" must be a string'],
+      [generateRequest, { raw: "yes" }, 'raw: "raw" must be true or false'],
+      [generateRequest, { images: "x" }, 'images: "images" must be a list of base64 strings'],
+    ];
+    for (const [f, body, want] of cases) {
+      expect({ body, got: said(f, body) }).toEqual({ body, got: want });
+    }
+    const nulls = { stream: null, options: null, format: null, think: null, tools: null };
+    expect(said(chatRequest, { ...nulls, messages: null })).toBe("accepted");
+    expect(said(chatRequest, { options: { temperature: null, stop: null } })).toBe("accepted");
+    expect(said(generateRequest, { ...nulls, prompt: null, raw: null, images: null })).toBe(
+      "accepted",
+    );
+  });
+
   test("generate: an empty prompt only loads; raw drops the thinking switches", () => {
     expect(generateRequest({ model: "m" }, "generic", "up").loadOnly).toBe(true);
     const raw = generateRequest(

@@ -8,6 +8,7 @@ import { translatedStream } from "../../src/api/chat/translated-body.ts";
 import type { ChatTranslator } from "../../src/api/chat/translator.ts";
 import { NdjsonTranslator } from "../../src/api/ollama/stream.ts";
 import { ResponsesStream } from "../../src/api/responses/translate/stream.ts";
+import { bodyOf } from "../anthropic/replay.ts";
 
 export type Api = "anthropic" | "responses" | "ollama";
 export const APIS: Api[] = ["anthropic", "responses", "ollama"];
@@ -33,16 +34,6 @@ export function translator(api: Api): ChatTranslator {
     think: undefined,
     timing: { start: 0, granted: 10, sent: 20 },
     clock: { now: () => ++t, iso: () => "2026-01-01T00:00:00.000Z" },
-  });
-}
-
-export function bodyOf(parts: Uint8Array[], fail?: Error): ReadableStream<Uint8Array> {
-  return new ReadableStream({
-    start(c) {
-      for (const p of parts) c.enqueue(p);
-      if (fail) c.error(fail);
-      else c.close();
-    },
   });
 }
 

@@ -24,13 +24,19 @@ export interface Problem {
 
 const compiled = new Map<TSchema, ReturnType<typeof TypeCompiler.Compile>>();
 
-/** The first problem of `value` against `schema`, or null when it fits. */
-export function problemOf(schema: TSchema, value: unknown): Problem | null {
+/** `schema`'s checker, compiled once. */
+export function checkerOf(schema: TSchema): ReturnType<typeof TypeCompiler.Compile> {
   let check = compiled.get(schema);
   if (!check) {
     check = TypeCompiler.Compile(schema);
     compiled.set(schema, check);
   }
+  return check;
+}
+
+/** The first problem of `value` against `schema`, or null when it fits. */
+export function problemOf(schema: TSchema, value: unknown): Problem | null {
+  const check = checkerOf(schema);
   if (check.Check(value)) return null;
   const first = check.Errors(value).First();
   if (!first) return { field: "", message: "is not valid", missing: false };

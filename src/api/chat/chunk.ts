@@ -128,8 +128,9 @@ function errorStep(e: UpstreamError): ChatError {
  * no object per chunk), else into a new one.
  */
 export function readChunk(data: string, event?: string, into?: ChatDelta): ChatStep | null {
-  // Chunks are objects: only data that is not one can be the terminator.
-  if (data.charCodeAt(0) !== 123 && data.trim() === "[DONE]") return DONE;
+  // (Measured: trimming first is no slower than looking at the first character, and it leaves
+  // the event's text in one piece for the parse.)
+  if (data.trim() === "[DONE]") return DONE;
   let chunk: unknown;
   try {
     chunk = JSON.parse(data);

@@ -34,20 +34,29 @@ export interface TranscoderOptions {
 export class Transcoder {
   private out = "";
   private readonly events: SseEvents;
-  private readonly figures: AnswerFigures | null;
-  /** The one delta every event is read into (translators keep none of it). */
-  private readonly delta = emptyDelta();
 
   constructor(
     private readonly t: ChatTranslator,
     o: TranscoderOptions,
   ) {
-    this.figures = o.figures ?? null;
+    const figures = o.figures ?? null;
     const maxEventBytes = o.maxEventBytes ?? MAX_EVENT_BYTES;
+    /** The one delta every event is read into (translators keep none of it). */
+    const into = emptyDelta();
+    const step = (s: ChatStep) => {
+      if (figures !== null && s.kind === "delta") {
+        if (s.usage !== null) figures.usage(s.usage);
+        if (s.timings !== null) figures.timings(s.timings);
+        if (s.finish !== null) figures.finish(s.finish);
+      }
+      this.out += t.step(s);
+    };
     this.events = new SseEvents({
       onEvent: (data, name) => {
-        const s = readChunk(data, name, this.delta);
-        if (s !== null) this.step(s);
+        // Nothing after the end is read (a stop sequence, `[DONE]`, an error).
+        if (t.finished) return;
+        const s = readChunk(data, name, into);
+        if (s !== null) step(s);
       },
       // Other comments (keep-alives, anything else) stay dropped.
       onComment: t.relaysStatus
@@ -56,7 +65,10 @@ export class Transcoder {
           }
         : undefined,
       bigLineBytes: o.bigLineBytes ?? BIG_LINE_BYTES,
-      bigLine: () => new DeltaScanner((kind, escaped) => this.step(readPiece(kind, escaped))),
+      bigLine: () =>
+        new DeltaScanner((kind, escaped) => {
+          if (!t.finished) step(readPiece(kind, escaped));
+        }),
       maxEventBytes,
       onOverflow: () => {
         const message = `model "${o.model}" sent one event of over ${maxEventBytes / 2 ** 20} MiB; qm holds no more of one`;
@@ -68,31 +80,16 @@ export class Transcoder {
   /** The next bytes of the upstream's body: what they complete. */
   feed(bytes: Uint8Array): string {
     if (!this.t.finished) this.events.feed(bytes);
-    return this.take();
-  }
-
-  /** The body ended (an event without its blank line is dropped, as WHATWG SSE says). */
-  end(): string {
-    this.events.end();
-    this.out += this.t.end();
-    return this.take();
-  }
-
-  private take(): string {
     const out = this.out;
     this.out = "";
     return out;
   }
 
-  private step(s: ChatStep): void {
-    const t = this.t;
-    if (t.finished) return;
-    const f = this.figures;
-    if (f !== null && s.kind === "delta") {
-      if (s.usage !== null) f.usage(s.usage);
-      if (s.timings !== null) f.timings(s.timings);
-      if (s.finish !== null) f.finish(s.finish);
-    }
-    this.out += t.step(s);
+  /** The body ended (an event without its blank line is dropped, as WHATWG SSE says). */
+  end(): string {
+    this.events.end();
+    const out = this.out + this.t.end();
+    this.out = "";
+    return out;
   }
 }

@@ -105,8 +105,6 @@ describe("architecture", () => {
     const exceptions: Record<string, string> = {
       "api/control/routes.ts":
         "the event feeds' keep-alive comment every 15 s: nothing waits on it and no test counts it",
-      "api/anthropic/count-tokens.ts": "a fixed 10 s limit on the upstream's count_tokens call",
-      "api/anthropic/upstream.ts": "a fixed limit on the Anthropic routes' side calls upstream",
       "observe/upstream.ts": "only the default of its injected `timeout` option",
     };
     const raw = /\bsetTimeout\(|\bsetInterval\(|\bAbortSignal\.timeout\(/;

@@ -5,11 +5,7 @@
  */
 import { describe, expect, test } from "bun:test";
 import { createParser } from "eventsource-parser";
-import {
-  type BigLine,
-  MAX_OTHER_LINE_BYTES,
-  SseEvents,
-} from "../../src/api/anthropic/sse-events.ts";
+import { type BigLine, MAX_OTHER_LINE_BYTES, SseEvents } from "../../src/api/chat/sse-events.ts";
 
 const enc = new TextEncoder();
 type Ev = [string, string | undefined];
@@ -28,7 +24,7 @@ function ours(parts: Uint8Array[], bigLineBytes = 1 << 30, big?: () => BigLine):
   const s = new SseEvents({
     onEvent: (data, name) => out.push([data, name]),
     bigLineBytes,
-    bigLine: big ?? (() => ({ feed: () => {}, end: () => "" })),
+    bigLine: big ?? (() => ({ feed: () => {}, end: () => "", held: 0 })),
   });
   for (const p of parts) s.feed(p);
   s.end();
@@ -78,6 +74,7 @@ describe("a data line past bigLineBytes", () => {
           ended++;
           return "BIG";
         },
+        held: 0,
       }),
     };
   };
@@ -140,7 +137,7 @@ describe("a line that means nothing to qm is not held past MAX_OTHER_LINE_BYTES"
           onEvent: (data, name) => events.push([data, name]),
           onComment: (c) => comments.push(c),
           bigLineBytes: 1 << 30,
-          bigLine: () => ({ feed: () => {}, end: () => "" }),
+          bigLine: () => ({ feed: () => {}, end: () => "", held: 0 }),
         });
         for (const p of chunked(text, size)) s.feed(p);
         s.end();
@@ -160,7 +157,7 @@ describe("a line that means nothing to qm is not held past MAX_OTHER_LINE_BYTES"
       onEvent: () => {},
       onComment: (c) => comments.push(c),
       bigLineBytes: 16,
-      bigLine: () => ({ feed: () => {}, end: () => "" }),
+      bigLine: () => ({ feed: () => {}, end: () => "", held: 0 }),
     });
     for (const p of chunked(text, 999)) s.feed(p);
     expect(comments).toHaveLength(1);

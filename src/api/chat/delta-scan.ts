@@ -49,16 +49,18 @@ export class DeltaScanner {
   /** Decodes streamed bytes; a decode that closes a string also resets it. */
   private readonly decoder = new TextDecoder();
   /** The start of an escape cut off by the end of the previous chunk. */
-  private held: Uint8Array | null = null;
+  private cut: Uint8Array | null = null;
+  /** Bytes kept in the skeleton so far. */
+  private kept = 0;
 
   constructor(private readonly onText: (kind: DeltaKind, escaped: string) => void) {}
 
   /** The next bytes of the line's payload (after `data:`). */
   feed(bytes: Uint8Array): void {
     let c = bytes;
-    if (this.held) {
-      c = concat([this.held, c]);
-      this.held = null;
+    if (this.cut) {
+      c = concat([this.cut, c]);
+      this.cut = null;
     }
     const n = c.length;
     /** Where the current run of skeleton bytes began; -1 while a streamed string is read. */
@@ -70,8 +72,8 @@ export class DeltaScanner {
         if (end < 0) {
           // Cut off mid-escape: those bytes wait for the rest (kept or streamed alike).
           const at = -end - 1;
-          if (run >= 0) this.skeleton.push(c.subarray(run, at));
-          this.held = c.slice(at);
+          if (run >= 0) this.keep(c.subarray(run, at));
+          this.cut = c.slice(at);
           return;
         }
         if (end === n) break;
@@ -91,7 +93,7 @@ export class DeltaScanner {
         this.key = "";
         this.streamed = this.isKey ? null : this.kindHere();
         if (this.streamed) {
-          this.skeleton.push(c.subarray(run, i + 1));
+          this.keep(c.subarray(run, i + 1));
           run = -1;
         }
       } else if (b === 123 || b === 91) {
@@ -113,12 +115,22 @@ export class DeltaScanner {
       }
       i++;
     }
-    if (run >= 0) this.skeleton.push(c.subarray(run));
+    if (run >= 0) this.keep(c.subarray(run));
+  }
+
+  /** The bytes kept so far: the skeleton, and an escape cut off at a chunk's end. */
+  get held(): number {
+    return this.kept + (this.cut?.length ?? 0);
+  }
+
+  private keep(bytes: Uint8Array): void {
+    this.skeleton.push(bytes);
+    this.kept += bytes.length;
   }
 
   /** The line ended: the chunk with the streamed strings emptied, as JSON text. */
   end(): string {
-    if (this.held) this.skeleton.push(this.held);
+    if (this.cut) this.keep(this.cut);
     return new TextDecoder().decode(concat(this.skeleton));
   }
 

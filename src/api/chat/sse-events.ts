@@ -10,12 +10,18 @@
  * come, and what that returns at the line's end stands for the line. Any other line (a
  * comment, `event:`, a field nobody reads) that grows past `MAX_OTHER_LINE_BYTES` is dropped as
  * it comes: no upstream can make qm hold a line that means nothing to it.
+ *
+ * Nothing is held without bound: what one event keeps (its data lines so far, the line being
+ * read, what a `BigLine` keeps) past `maxEventBytes` ends the framing (`onOverflow`, once);
+ * what comes after is not read.
  */
 
 export interface BigLine {
   feed(bytes: Uint8Array): void;
   /** The line ended: the value to use for it. */
   end(): string;
+  /** The bytes it keeps so far (what it does not hand on as they come). */
+  readonly held: number;
 }
 
 export interface SseEventsOptions {
@@ -28,6 +34,10 @@ export interface SseEventsOptions {
   /** A data line longer than this, the first of its event, goes to `bigLine()`. */
   bigLineBytes: number;
   bigLine: () => BigLine;
+  /** The most one event may hold (`MAX_EVENT_BYTES` unless a test asks for less). */
+  maxEventBytes?: number | undefined;
+  /** One event grew past `maxEventBytes`: nothing more is framed. */
+  onOverflow?: (() => void) | undefined;
 }
 
 const LF = 10;
@@ -36,6 +46,11 @@ const SPACE = 32;
 const DATA = Buffer.from("data:");
 /** The longest line that is not `data:` kept whole; longer ones are skipped to their end. */
 export const MAX_OTHER_LINE_BYTES = 64 * 1024;
+/**
+ * The most one event may hold, in bytes (UTF-16 units for its decoded data lines): far past
+ * any real chunk (a whole answer's tool arguments in one), and bounded.
+ */
+export const MAX_EVENT_BYTES = 64 * 1024 * 1024;
 
 export class SseEvents {
   private readonly decoder = new TextDecoder();
@@ -52,13 +67,18 @@ export class SseEvents {
   /** The previous chunk ended in CR: an LF starting this one ends the same line. */
   private skipLf = false;
   private started = false;
+  /** An event grew past `maxEventBytes`: nothing more is read. */
+  private over = false;
+  private readonly maxEvent: number;
 
-  constructor(private readonly opts: SseEventsOptions) {}
+  constructor(private readonly opts: SseEventsOptions) {
+    this.maxEvent = opts.maxEventBytes ?? MAX_EVENT_BYTES;
+  }
 
   feed(c: Uint8Array): void {
     const n = c.length;
     let i = 0;
-    if (n === 0) return;
+    if (n === 0 || this.over) return;
     if (!this.started) {
       this.started = true;
       if (c[0] === 0xef && c[1] === 0xbb && c[2] === 0xbf) i = 3;
@@ -81,11 +101,14 @@ export class SseEvents {
       const e = lf === -1 ? cr : cr === -1 ? lf : Math.min(lf, cr);
       if (e === -1) {
         this.big.feed(c.subarray(i));
+        if (this.big.held + this.data.length > this.maxEvent) this.overflow();
         return;
       }
       this.big.feed(c.subarray(i, e));
-      this.addData(this.big.end());
+      const line = this.big.end();
       this.big = null;
+      this.addData(line);
+      if (this.over) return;
       // Past the line's terminator: CR, LF or CRLF.
       i = e + (c[e] === CR && c[e + 1] === LF ? 2 : 1);
       if (c[e] === CR && e + 1 === n) this.skipLf = true;
@@ -103,7 +126,7 @@ export class SseEvents {
     this.carryLen = 0;
     if (c[last] === CR && last + 1 === n) this.skipLf = true;
     this.lines(this.decoder.decode(head));
-    if (last + 1 < n) this.hold(c.subarray(last + 1));
+    if (last + 1 < n && !this.over) this.hold(c.subarray(last + 1));
   }
 
   /** The body ended: an event without its blank line is dropped, as the spec says. */
@@ -122,6 +145,10 @@ export class SseEvents {
     this.carry.push(bytes);
     this.carryLen += bytes.length;
     if (this.carryLen <= Math.min(this.opts.bigLineBytes, MAX_OTHER_LINE_BYTES)) return;
+    if (this.carryLen + this.data.length > this.maxEvent) {
+      this.overflow();
+      return;
+    }
     // Only the line's first bytes say what it is: they are read in place, nothing copied.
     if (!beginsWithData(this.carry)) {
       if (this.carryLen > MAX_OTHER_LINE_BYTES) {
@@ -161,9 +188,19 @@ export class SseEvents {
   private addData(value: string): void {
     this.data = this.dataLines === 0 ? value : `${this.data}\n${value}`;
     this.dataLines++;
+    if (this.data.length > this.maxEvent) this.overflow();
+  }
+
+  /** The event is too big to hold: everything is let go, and nothing more is read. */
+  private overflow(): void {
+    if (this.over) return;
+    this.end();
+    this.over = true;
+    this.opts.onOverflow?.();
   }
 
   private dispatch(): void {
+    if (this.over) return;
     if (this.dataLines > 0) this.opts.onEvent(this.data, this.name);
     this.data = "";
     this.dataLines = 0;
@@ -171,6 +208,7 @@ export class SseEvents {
   }
 
   private line(l: string): void {
+    if (this.over) return;
     if (l === "") {
       this.dispatch();
       return;

@@ -1,10 +1,10 @@
 /**
  * Which OpenAI dialect the upstream speaks. The servers agree on the chat API but differ at
- * its edges (ANTHROPIC.md §1.3, §1.4): llama.cpp only parses `tool_choice` strings and
+ * its edges (docs/translation.md §2.1): llama.cpp only parses `tool_choice` strings and
  * compiles tool schemas into grammars, vLLM renamed `reasoning_content` to `reasoning`, the
  * thinking switches differ. The config has no backend field, so the model's command decides.
  */
-import type { ModelConfig } from "../../../config/types.ts";
+import type { ModelConfig } from "../../config/types.ts";
 
 export type Profile = "llamacpp" | "vllm" | "mistralrs" | "generic";
 
@@ -25,7 +25,7 @@ export function profileFromCommand(argv: readonly string[]): Profile {
   return "generic";
 }
 
-/** The field an assistant turn's reasoning goes back in (§1.2: vLLM reads `reasoning`). */
+/** The field an assistant turn's reasoning goes back in (vLLM reads `reasoning`). */
 export function reasoningFields(profile: Profile): ("reasoning_content" | "reasoning")[] {
   switch (profile) {
     case "llamacpp":

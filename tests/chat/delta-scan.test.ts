@@ -3,7 +3,7 @@
  * that are each valid inside a JSON string) and a skeleton that is the chunk without them.
  */
 import { describe, expect, test } from "bun:test";
-import { type DeltaKind, DeltaScanner } from "../../src/api/anthropic/translate/delta-scan.ts";
+import { type DeltaKind, DeltaScanner } from "../../src/api/chat/delta-scan.ts";
 
 const enc = new TextEncoder();
 

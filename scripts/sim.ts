@@ -1,21 +1,27 @@
-// `bun run sim`: a deterministic simulation of two agent loops on two models that share one GPU
-// (one swap group), driven through the real scheduler with a fake clock. Each loop asks its model,
+// `bun run sim`: a deterministic simulation of agent loops on models that share one GPU (one
+// swap group), driven through the real scheduler with a fake clock. Each loop asks its model,
 // generates, makes a tool call, and asks again; every round but the last ends in tool calls.
-// Printed for hold_on = "request", hold_on = "tool_calls" and holds off: swap count, each loop's
-// total time and the makespan; then, holds off, the cost of a swap per eviction mode: the
-// models stopped and loaded cold (`evict = "stop"`), put to sleep and woken (`evict = "sleep"`),
-// or stopped with their KV cache saved and restored (`keep_kv = true`); there each turn after a
-// reload also pays for its prompt: whole when the cache is gone, only the new part when restored.
-// Every time can be set on the command line (`--load-ms 30000`, `--prefill-ms`, …), and the
-// prefill pair read from the JSON line `scripts/llama/keep-kv.ts` printed (`--from FILE`).
+// Printed for hold_on = "request", hold_on = "tool_calls" (both `hold_policy = "fixed"`), holds
+// off and `hold_policy = "cost"`: swap count, each loop's total time and the makespan; then,
+// holds off, the cost of a swap per eviction mode: the models stopped and loaded cold
+// (`evict = "stop"`), put to sleep and woken (`evict = "sleep"`), or stopped with their KV cache
+// saved and restored (`keep_kv = true`); there each turn after a reload also pays for its prompt:
+// whole when the cache is gone, only the new part when restored. Then the hold policies' grid
+// (sim-grid.ts; `--grid` prints only that). Every time can be set on the command line
+// (`--load-ms 30000`, `--prefill-ms`, …), and the prefill pair read from the JSON line
+// `scripts/llama/keep-kv.ts` printed (`--from FILE`).
 import { readFileSync } from "node:fs";
 import { loadConfigText } from "../src/config/index.ts";
 import { GroupPolicy } from "../src/policy/group.ts";
+import { LoadTimes } from "../src/runtime/load-times.ts";
 import { Scheduler } from "../src/scheduler/scheduler.ts";
 import type { Effects, Swap } from "../src/scheduler/types.ts";
+import { printGrid } from "./sim-grid.ts";
 
 export interface SimParams {
   rounds: number;
+  /** Agent loops, each on its own model (all in one swap group). */
+  agents: number;
   toolMs: number;
   loadMs: number;
   genMs: number;
@@ -34,6 +40,7 @@ export interface SimParams {
 
 export const DEFAULTS: SimParams = {
   rounds: 20,
+  agents: 2,
   toolMs: 2000,
   loadMs: 8000,
   genMs: 3000,
@@ -60,12 +67,29 @@ export const EVICTION_DEFAULTS: SimParams = {
   restoreMs: 200,
 };
 
-/** `evict`: the models' eviction mode (default "stop"). */
-type Mode = { name: string; scheduler: string; evict?: "stop" | "sleep"; keepKv?: boolean };
+/** `scheduler`: the `[scheduler]` lines; `evict`: the models' eviction mode (default "stop"). */
+export type Mode = {
+  name: string;
+  scheduler: string;
+  evict?: "stop" | "sleep";
+  keepKv?: boolean;
+  /**
+   * When a loop ends, unload its model (the grid's "hold until the loop ends" baseline: a
+   * `"fixed"` hold outlives the loop by what is left of its window).
+   */
+  releaseAtLoopEnd?: boolean;
+};
 export const MODES: Mode[] = [
-  { name: 'hold_on = "request"', scheduler: 'hold_ms = 10000\nhold_on = "request"' },
-  { name: 'hold_on = "tool_calls"', scheduler: 'hold_ms = 10000\nhold_on = "tool_calls"' },
+  {
+    name: 'hold_on = "request"',
+    scheduler: 'hold_policy = "fixed"\nhold_ms = 10000\nhold_on = "request"',
+  },
+  {
+    name: 'hold_on = "tool_calls"',
+    scheduler: 'hold_policy = "fixed"\nhold_ms = 10000\nhold_on = "tool_calls"',
+  },
   { name: "holds off", scheduler: "hold_ms = 0" },
+  { name: 'hold_policy = "cost"', scheduler: 'hold_policy = "cost"' },
 ];
 
 /** Swap cost per eviction mode, holds off (every round swaps). */
@@ -80,6 +104,8 @@ export interface SimResult {
   swaps: number;
   loopMs: number[];
   makespanMs: number;
+  /** Each request's time to first token (grant, plus its prompt processing), in ask order. */
+  ttftMs: number[];
 }
 
 /** A tiny discrete-event loop: callbacks run in time order (ties in insertion order). */
@@ -88,8 +114,10 @@ class Timeline {
   private seq = 0;
   private readonly events: { at: number; seq: number; fn: () => void }[] = [];
   at(delay: number, fn: () => void): void {
-    this.events.push({ at: this.now + delay, seq: this.seq++, fn });
-    this.events.sort((a, b) => a.at - b.at || a.seq - b.seq);
+    const e = { at: this.now + delay, seq: this.seq++, fn };
+    let i = this.events.length;
+    while (i > 0 && this.events[i - 1]!.at > e.at) i--;
+    this.events.splice(i, 0, e);
   }
   run(limitMs: number): void {
     for (let e = this.events.shift(); e && e.at <= limitMs; e = this.events.shift()) {
@@ -99,24 +127,38 @@ class Timeline {
   }
 }
 
+interface Loop {
+  model: string;
+  conversation: string;
+  round: number;
+  doneAt: number;
+}
+
 export function simulate(mode: Mode, p: SimParams = DEFAULTS): SimResult {
   const evict = `evict = "${mode.evict ?? "stop"}"\n`;
+  const patience = mode.scheduler.includes("patience_ms") ? "" : "patience_ms = 300000\n";
+  const ids = Array.from({ length: p.agents }, (_, i) => `m${i + 1}`);
   const config = loadConfigText(
-    `[scheduler]\n${mode.scheduler}\npatience_ms = 300000\n\n` +
-      `[models.m1]\ncmd = "x"\nproxy = "http://127.0.0.1:9"\n${evict}` +
-      `[models.m2]\ncmd = "x"\nproxy = "http://127.0.0.1:9"\n${evict}`,
+    `[scheduler]\n${mode.scheduler}\n${patience}\n` +
+      ids.map((id) => `[models.${id}]\ncmd = "x"\nproxy = "http://127.0.0.1:9"\n${evict}`).join(""),
     { file: "sim.toml", env: {}, isPortFree: () => true },
   );
   const t = new Timeline();
   let swaps = 0;
-  const loops = [
-    { model: "m1", round: 0, doneAt: -1 },
-    { model: "m2", round: 0, doneAt: -1 },
-  ];
-  const byRequest = new Map<number, (typeof loops)[number]>();
+  const loops: Loop[] = ids.map((model, i) => ({
+    model,
+    conversation: `agent-${i + 1}`,
+    round: 0,
+    doneAt: -1,
+  }));
+  const byRequest = new Map<number, Loop>();
+  const askedAt = new Map<number, number>();
+  const ttftMs: number[] = [];
   /** Models (re)loaded or woken since their loop's last turn: the KV cache is gone. */
   const reloaded = new Set<string>();
   const loadedOnce = new Set<string>();
+  // What the runtime measures: each load and wake, from its swap's start until ready.
+  const loadTimes = new LoadTimes(() => t.now);
   let nextId = 1;
   let wakeAt: number | null = null;
 
@@ -126,12 +168,15 @@ export function simulate(mode: Mode, p: SimParams = DEFAULTS): SimResult {
       // vLLM's sleep drops the KV cache too; only keep_kv brings it back.
       let prefill = 0;
       if (reloaded.delete(loop.model)) prefill = mode.keepKv ? p.restoredPrefillMs : p.prefillMs;
+      ttftMs[id - 1] = t.now - askedAt.get(id)! + prefill;
       t.at(prefill + p.genMs, () => {
         loop.round++;
         const last = loop.round >= p.rounds;
         sched.serveDone(id, { toolCalls: !last });
-        if (last) loop.doneAt = t.now;
-        else t.at(p.toolMs, () => ask(loop));
+        if (last) {
+          loop.doneAt = t.now;
+          if (mode.releaseAtLoopEnd) sched.unload(loop.model);
+        } else t.at(p.toolMs, () => ask(loop));
       });
       return true;
     },
@@ -175,19 +220,40 @@ export function simulate(mode: Mode, p: SimParams = DEFAULTS): SimResult {
       }
     },
     holdChanged() {},
-    stateChanged() {},
+    stateChanged(model, state, detail) {
+      // As the runtime does: a wake is measured apart from loads.
+      const waking = state === "starting" && detail === "waking";
+      if (!waking) loadTimes.state(model, state);
+      loadTimes.wakeState(model, state, waking);
+    },
   };
-  const sched = new Scheduler(config, new GroupPolicy(config), effects, { now: () => t.now });
-  const ask = (loop: (typeof loops)[number]) => {
+  const sched = new Scheduler(
+    config,
+    new GroupPolicy(config),
+    effects,
+    { now: () => t.now },
+    {
+      loadMs: (id) => loadTimes.expected(id),
+      wakeMs: (id) => loadTimes.expectedWake(id),
+    },
+  );
+  const ask = (loop: Loop) => {
     const id = nextId++;
     byRequest.set(id, loop);
-    sched.request({ id, model: loop.model });
+    askedAt.set(id, t.now);
+    sched.request({ id, model: loop.model, conversation: loop.conversation });
   };
   for (const loop of loops) ask(loop);
   t.run(24 * 3600 * 1000);
   const loopMs = loops.map((l) => l.doneAt);
   if (loopMs.some((ms) => ms < 0)) throw new Error(`${mode.name}: a loop never finished`);
-  return { mode: mode.name, swaps, loopMs, makespanMs: Math.max(...loopMs) };
+  return { mode: mode.name, swaps, loopMs, makespanMs: Math.max(...loopMs), ttftMs };
+}
+
+/** The nearest-rank percentile `q` (0–1) of `xs`. */
+export function percentile(xs: readonly number[], q: number): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.max(0, Math.ceil(q * s.length) - 1)]!;
 }
 
 /** `--name-ms N` flags over `base`; `--from FILE`: the prefill pair from keep-kv.ts's JSON line. */
@@ -195,6 +261,7 @@ export function paramsFrom(argv: readonly string[], base: SimParams): SimParams 
   const out = { ...base };
   const keys: Record<string, keyof SimParams> = {
     "--rounds": "rounds",
+    "--agents": "agents",
     "--tool-ms": "toolMs",
     "--load-ms": "loadMs",
     "--gen-ms": "genMs",
@@ -208,6 +275,7 @@ export function paramsFrom(argv: readonly string[], base: SimParams): SimParams 
   };
   for (let i = 0; i < argv.length; i++) {
     const flag = argv[i]!;
+    if (flag === "--grid") continue;
     if (flag === "--from") {
       const text = readFileSync(argv[++i]!, "utf8");
       const line = text.trim().split("\n").at(-1)!;
@@ -230,34 +298,36 @@ export function paramsFrom(argv: readonly string[], base: SimParams): SimParams 
   return out;
 }
 
-if (import.meta.main) {
-  const args = process.argv.slice(2);
+function printLoops(args: readonly string[]): void {
   const p = paramsFrom(args, DEFAULTS);
   const e = paramsFrom(args, EVICTION_DEFAULTS);
   const results = MODES.map((m) => simulate(m, p));
   const s = (ms: number) => `${(ms / 1000).toFixed(0)} s`;
+  const row = (r: SimResult) =>
+    `| ${r.mode} | ${r.swaps} | ${r.loopMs.map(s).join(" | ")} | ${s(r.makespanMs)} |\n`;
   process.stdout.write(
-    `Two agent loops, two models, one GPU: ${p.rounds} rounds each, ${p.toolMs / 1000} s tool calls, ` +
+    `${p.agents} agent loops, ${p.agents} models, one GPU: ${p.rounds} rounds each, ${p.toolMs / 1000} s tool calls, ` +
       `${p.loadMs / 1000} s load, ${p.genMs / 1000} s generation.\n\n` +
-      "| mode | swaps | loop 1 | loop 2 | makespan |\n|---|---|---|---|---|\n",
+      `| mode | swaps | ${results[0]!.loopMs.map((_, i) => `loop ${i + 1}`).join(" | ")} | makespan |\n` +
+      `|---|---|${results[0]!.loopMs.map(() => "---|").join("")}---|\n`,
   );
-  for (const r of results) {
-    process.stdout.write(
-      `| ${r.mode} | ${r.swaps} | ${s(r.loopMs[0]!)} | ${s(r.loopMs[1]!)} | ${s(r.makespanMs)} |\n`,
-    );
-  }
+  for (const r of results) process.stdout.write(row(r));
   const evictions = EVICT_MODES.map((m) => simulate(m, e));
   process.stdout.write(
     `\nSwap cost per eviction mode (holds off): stop ${e.stopMs / 1000} s + load ${e.loadMs / 1000} s, ` +
       `or sleep ${e.sleepMs / 1000} s + wake ${e.wakeMs / 1000} s; keep_kv adds a ${e.saveMs / 1000} s save ` +
       `and a ${e.restoreMs / 1000} s restore. A turn after a reload or a wake processes its prompt again: ` +
       `${e.prefillMs / 1000} s cold, ${e.restoredPrefillMs / 1000} s restored.\n\n` +
-      "| eviction | swaps | loop 1 | loop 2 | makespan |\n|---|---|---|---|---|\n",
+      `| eviction | swaps | ${evictions[0]!.loopMs.map((_, i) => `loop ${i + 1}`).join(" | ")} | makespan |\n` +
+      `|---|---|${evictions[0]!.loopMs.map(() => "---|").join("")}---|\n`,
   );
-  for (const r of evictions) {
-    process.stdout.write(
-      `| ${r.mode} | ${r.swaps} | ${s(r.loopMs[0]!)} | ${s(r.loopMs[1]!)} | ${s(r.makespanMs)} |\n`,
-    );
-  }
-  process.stdout.write(`\n${JSON.stringify([...results, ...evictions])}\n`);
+  for (const r of evictions) process.stdout.write(row(r));
+  const brief = (r: SimResult) => ({ ...r, ttftMs: undefined });
+  process.stdout.write(`\n${JSON.stringify([...results, ...evictions].map(brief))}\n`);
+}
+
+if (import.meta.main) {
+  const args = process.argv.slice(2);
+  if (!args.includes("--grid")) printLoops(args);
+  printGrid(args.includes("--grid") ? "" : "\n");
 }

@@ -16,9 +16,16 @@ async function run(args: string[]): Promise<{ code: number; out: string }> {
   return { code: await p.exited, out: out + err };
 }
 
-check(existsSync(QM), "dist/qm exists (run `bun run build` first)");
+check(existsSync(QM), "dist/qm exists (run `npm run build` first)");
 const version = await run(["version"]);
-check(version.code === 0 && /^qm \d/.test(version.out), `qm version → ${version.out.trim()}`);
+// `npm run build` stamps the commit and date; "unknown" only outside a git checkout.
+check(
+  version.code === 0 &&
+    /^qm \d+\.\d+\.\d+\S* \(commit ([0-9a-f]{7,}|unknown), built (\d{4}-\d\d-\d\d|unknown); bun \d+\.\d+\.\d+\)\n$/.test(
+      version.out,
+    ),
+  `qm version → ${version.out.trim()}`,
+);
 const checked = await run(["config", "check", "-c", "quartermaster.toml"]);
 check(checked.code === 0, `qm config check quartermaster.toml → ${checked.out.trim()}`);
 

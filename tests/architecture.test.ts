@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
-import { readdirSync, readFileSync } from "node:fs";
-import { join, resolve } from "node:path";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { dirname, join, resolve } from "node:path";
 
 const SRC = resolve(import.meta.dir, "../src");
 
@@ -15,9 +15,52 @@ function imports(file: string): string[] {
   return [...text.matchAll(/^import[^"']*["']([^"']+)["']/gm)].map((m) => m[1]!);
 }
 
+/** Every module `file` loads, types included: its imports and its `export … from`s. */
+function dependencies(file: string): string[] {
+  const text = readFileSync(join(SRC, file), "utf8");
+  const reexports = [...text.matchAll(/^export\s[^"';]*?\bfrom\s*["']([^"']+)["']/gm)];
+  return [...imports(file), ...reexports.map((m) => m[1]!)]
+    .filter((spec) => spec.startsWith("."))
+    .map((spec) => join(dirname(file), spec));
+}
+
+/** The import cycles among `all` (Tarjan's strongly connected components of two or more). */
+function cyclesOf(all: string[], depsOf: (file: string) => string[]): string[][] {
+  const graph = new Map(all.map((f) => [f, depsOf(f).filter((d) => d !== f)]));
+  const index = new Map<string, number>();
+  const low = new Map<string, number>();
+  const stack: string[] = [];
+  const onStack = new Set<string>();
+  const found: string[][] = [];
+  const visit = (v: string) => {
+    index.set(v, index.size);
+    low.set(v, index.get(v)!);
+    stack.push(v);
+    onStack.add(v);
+    for (const w of graph.get(v) ?? []) {
+      if (!graph.has(w)) continue;
+      if (!index.has(w)) {
+        visit(w);
+        low.set(v, Math.min(low.get(v)!, low.get(w)!));
+      } else if (onStack.has(w)) low.set(v, Math.min(low.get(v)!, index.get(w)!));
+    }
+    if (low.get(v) !== index.get(v)) return;
+    const component: string[] = [];
+    for (let w = stack.pop()!; ; w = stack.pop()!) {
+      onStack.delete(w);
+      component.push(w);
+      if (w === v) break;
+    }
+    if (component.length > 1) found.push(component.sort());
+  };
+  for (const f of all) if (!index.has(f)) visit(f);
+  return found;
+}
+
 /**
  * The dependency direction of STYLE.md: `shared` ← `config` ← `scheduler`/`policy` (pure) ←
- * `process`/`proxy`/`gpu`/`peers` ← `api` ← `runtime` ← `cli`. Only the runtime sees everything.
+ * `process`/`proxy`/`gpu`/`peers`/`observe` ← `api` ← `runtime` ← `cli`. Only the runtime sees
+ * everything.
  */
 describe("architecture", () => {
   test("the scheduler and the policies are pure: no I/O, timers, Bun or Elysia", () => {
@@ -50,6 +93,29 @@ describe("architecture", () => {
     }
   });
 
+  /**
+   * One way to wait (src/shared/timer.ts): every timer, delay, interval and timed abort goes
+   * through the injected `Timers`, so tests move a fake clock and assert the order of events
+   * instead of elapsed time. Outside shared/timer.ts only demo/ (a separate fake model process,
+   * whose delays are the model's own real time) and ui/ (the dashboard, in the browser) arm
+   * timers themselves, and the files below, each for the reason given. An entry that no longer
+   * applies must leave the list.
+   */
+  test("one way to wait: no raw setTimeout, setInterval or AbortSignal.timeout outside shared/timer.ts", () => {
+    const exceptions: Record<string, string> = {
+      "api/control/routes.ts":
+        "the event feeds' keep-alive comment every 15 s: nothing waits on it and no test counts it",
+      "observe/upstream.ts": "only the default of its injected `timeout` option",
+    };
+    const raw = /\bsetTimeout\(|\bsetInterval\(|\bAbortSignal\.timeout\(/;
+    const arming = files(".")
+      .map((file) => file.replace(/^\.\//, ""))
+      .filter((file) => file !== "shared/timer.ts" && !/^(demo|ui)\//.test(file))
+      .filter((file) => raw.test(readFileSync(join(SRC, file), "utf8")));
+    expect(arming.filter((file) => !(file in exceptions))).toEqual([]);
+    expect(Object.keys(exceptions).filter((file) => !arming.includes(file))).toEqual([]);
+  });
+
   test("lower layers never import the layers above them", () => {
     const above: Record<string, string[]> = {
       shared: [
@@ -60,16 +126,34 @@ describe("architecture", () => {
         "proxy",
         "gpu",
         "peers",
+        "observe",
         "api",
         "runtime",
         "cli",
       ],
-      config: ["scheduler", "policy", "process", "proxy", "gpu", "peers", "api", "runtime", "cli"],
-      process: ["api", "runtime", "cli", "scheduler", "peers"],
-      proxy: ["api", "runtime", "cli", "scheduler", "peers"],
-      // Peers are reached through the proxy; nothing of the scheduler or the processes.
-      peers: ["api", "runtime", "cli", "scheduler", "policy", "process", "gpu"],
-      gpu: ["api", "runtime", "cli", "scheduler", "process", "proxy", "peers"],
+      config: [
+        "scheduler",
+        "policy",
+        "process",
+        "proxy",
+        "gpu",
+        "peers",
+        "observe",
+        "api",
+        "runtime",
+        "cli",
+      ],
+      scheduler: ["observe"],
+      policy: ["observe"],
+      process: ["api", "runtime", "cli", "scheduler", "peers", "observe"],
+      proxy: ["api", "runtime", "cli", "scheduler", "peers", "observe"],
+      // Peers are reached through the proxy; nothing of the scheduler or the processes. A
+      // managed node's model server (peers/node-server.ts) is the runtime's by its shape only.
+      peers: ["api", "runtime", "cli", "scheduler", "policy", "process", "gpu", "observe"],
+      // The GPU watch (gpu/gpu-watch.ts) sets the runtime's budget through its own interface.
+      gpu: ["api", "runtime", "cli", "scheduler", "process", "proxy", "peers", "observe"],
+      // What watches qm: the api serves it, the runtime feeds it; it reads neither.
+      observe: ["api", "runtime", "cli", "process", "proxy", "gpu", "peers", "policy", "ui"],
       api: ["runtime", "cli"],
       ui: [
         "shared",
@@ -80,6 +164,7 @@ describe("architecture", () => {
         "proxy",
         "gpu",
         "peers",
+        "observe",
         "api",
         "runtime",
         "cli",
@@ -98,6 +183,68 @@ describe("architecture", () => {
         }
       }
     }
+  });
+
+  test("no import cycle anywhere in src/ (types and re-exports included)", () => {
+    const all = files(".");
+    expect(all.length).toBeGreaterThan(100);
+    expect(cyclesOf(all, dependencies)).toEqual([]);
+  });
+
+  test("the cycle finder finds a cycle, and none once it is broken", () => {
+    // The finder itself, on a made-up graph: a → b → c → a, then with c's import gone.
+    const graph = ["a.ts", "b.ts", "c.ts"];
+    const deps: Record<string, string[]> = { "a.ts": ["b.ts"], "b.ts": ["c.ts"], "c.ts": ["a.ts"] };
+    expect(cyclesOf(graph, (f) => deps[f] ?? [])).toEqual([["a.ts", "b.ts", "c.ts"]]);
+    expect(cyclesOf(graph, (f) => (f === "c.ts" ? [] : (deps[f] ?? [])))).toEqual([]);
+  });
+
+  test("observe/ reads only the config's and the scheduler's types, shared/ and prom-client", () => {
+    for (const file of files("observe")) {
+      for (const spec of imports(file)) {
+        const ok =
+          spec.startsWith("./") ||
+          spec.startsWith("../shared/") ||
+          spec === "../config/types.ts" ||
+          spec === "../scheduler/types.ts" ||
+          spec === "../scheduler/stop-reason.ts" ||
+          spec === "prom-client";
+        expect({ file, spec, ok }).toEqual({ file, spec, ok: true });
+      }
+    }
+  });
+
+  test("the runtime reaches observability through observe/, and api/ only for its face", () => {
+    // The Gateway and status types it implements, the listeners it serves: nothing else of api.
+    const face = new Set([
+      "api/gateway.ts",
+      "api/status-json.ts",
+      "api/app.ts",
+      "api/control/observe-routes.ts",
+    ]);
+    for (const file of files("runtime")) {
+      for (const spec of imports(file).filter((s) => s.startsWith("../api/"))) {
+        const target = join("api", spec.slice("../api/".length));
+        expect({ file, spec, ok: face.has(target) }).toEqual({ file, spec, ok: true });
+      }
+    }
+  });
+
+  test("the GPU watch is gpu/'s, a managed node's model server peers/', delay() shared/'s", () => {
+    const moves: [string, string][] = [
+      ["runtime/gpu-watch.ts", "gpu/gpu-watch.ts"],
+      ["api/metrics", "observe/prometheus.ts"],
+      ["process/delay.ts", "shared/timer.ts"],
+    ];
+    for (const [gone, there] of moves) {
+      expect({ gone, exists: existsSync(join(SRC, gone)) }).toEqual({ gone, exists: false });
+      expect({ there, exists: existsSync(join(SRC, there)) }).toEqual({ there, exists: true });
+    }
+    const nodes = readFileSync(join(SRC, "runtime/nodes.ts"), "utf8");
+    expect(nodes.match(/^export class /gm)?.length).toBe(1);
+    expect(readFileSync(join(SRC, "peers/node-server.ts"), "utf8")).toContain(
+      "export class NodeServer",
+    );
   });
 
   test("the dashboard's browser code imports only itself and its three libraries", () => {

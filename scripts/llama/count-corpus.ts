@@ -14,9 +14,9 @@
  */
 import { join } from "node:path";
 import { estimatePrompt, IMAGE_TOKENS } from "../../src/api/anthropic/translate/estimate.ts";
-import type { OaiMessage } from "../../src/api/anthropic/translate/openai-types.ts";
 import { type Prompt, translatePrompt } from "../../src/api/anthropic/translate/request.ts";
 import { countPromptTokens } from "../../src/api/anthropic/upstream.ts";
+import type { OaiMessage } from "../../src/api/chat/wire.ts";
 import type { ModelConfig } from "../../src/config/types.ts";
 import { corpus } from "./corpus.ts";
 import { startLlama } from "./server.ts";

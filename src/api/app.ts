@@ -3,12 +3,12 @@ import { QmError } from "../shared/errors.ts";
 import type { Logger } from "../shared/log.ts";
 import { uiRoutes } from "../ui/routes.ts";
 import { anthropicError } from "./anthropic/errors.ts";
+import { ANTHROPIC_MODELS } from "./anthropic/models.ts";
 import { anthropicRoutes, isAnthropicPath } from "./anthropic/routes.ts";
+import { activityRoutes, metricsRoutes, requestRoute } from "./control/observe-routes.ts";
 import { controlMethods, controlRoutes } from "./control/routes.ts";
 import { createEdge } from "./edge/gate.ts";
 import type { Gateway } from "./gateway.ts";
-import { requestRoute } from "./metrics/request-route.ts";
-import { activityRoutes, metricsRoutes } from "./metrics/routes.ts";
 import { ollamaError } from "./ollama/errors.ts";
 import { isOllamaPath, ollamaRoutes } from "./ollama/routes.ts";
 import { openaiError } from "./openai/errors.ts";
@@ -22,7 +22,7 @@ export function buildRoutes(gw: Gateway, log: Logger) {
     .use(activityRoutes(gw))
     .use(requestRoute(gw))
     .use(gw.config.server.metricsOnApi ? metricsRoutes(gw) : new Elysia())
-    .use(openaiRoutes(gw, log))
+    .use(openaiRoutes(gw, log, ANTHROPIC_MODELS))
     .use(anthropicRoutes(gw, { log }))
     .use(ollamaRoutes(gw, Date.now, log))
     .use(responsesRoutes(gw, log))

@@ -1,15 +1,22 @@
+/**
+ * What the HTTP layer needs from the runtime, split by who uses it: the routes that serve a
+ * model (`InferenceGateway`), the control routes (`ControlGateway`) and the activity and
+ * metrics routes (`ObserveGateway`). The runtime implements all three (`Gateway`); api never
+ * imports it, and a test fakes only the part its routes use.
+ */
 import type { Config, ModelConfig } from "../config/types.ts";
-import type { PeerStatusJson, PeerTable } from "../peers/table.ts";
+import type { ActivityLog } from "../observe/activity.ts";
+import type { Capture, CaptureStore } from "../observe/capture.ts";
+import type { QmMetrics } from "../observe/prometheus.ts";
+import type { RequestRecord } from "../observe/record.ts";
+import type { PeerTable } from "../peers/table.ts";
 import type { Deadline } from "../proxy/deadline.ts";
 import type { LoadProgress } from "../proxy/wait-status.ts";
 import type { ModelState, ServeOutcome } from "../scheduler/types.ts";
+import type { Fetch } from "../shared/fetch.ts";
 import type { Sweep } from "../shared/sweep.ts";
-import type { Capture, CaptureStore } from "./exchange/capture.ts";
-import type { RequestRecord } from "./exchange/record.ts";
-import type { ActivityLog } from "./metrics/activity.ts";
-import type { QmMetrics } from "./metrics/prometheus.ts";
+import type { StatusJson } from "./status-json.ts";
 
-/** What the HTTP layer needs from the runtime (the runtime implements it; api never imports it). */
 export interface Lease {
   readonly model: ModelConfig;
   readonly waitedMs: number;
@@ -29,6 +36,11 @@ export interface AcquireHooks {
    * keeps it resident. Absent: no change.
    */
   keepAliveMs?: number | undefined;
+  /**
+   * The conversation the request belongs to (`exchange/conversation.ts`: a client's session
+   * id, or its opening messages' hash), whose tool gaps the scheduler learns.
+   */
+  conversation?: string | undefined;
 }
 
 export interface LeaseInfo {
@@ -42,20 +54,23 @@ export interface QmEvent {
   [key: string]: unknown;
 }
 
-export interface Gateway {
+/** The models by name: every part of the gateway starts here. */
+export interface ModelLookup {
   readonly config: Config;
+  /** The model a name a client sent (id, alias, or a name an alias pattern matches) names. */
+  resolve(name: string): ModelConfig | undefined;
+}
+
+/** What the routes that serve a model need: the exchange, the APIs' own routes. */
+export interface InferenceGateway extends ModelLookup {
   readonly shuttingDown: boolean;
-  /**
-   * Reloads the config and applies what changed (`POST /api/config/reload`): the change
-   * summary, or the loader's error (FILE:LINE:COL: …) with nothing changed. Absent: no reload.
-   */
-  reloadConfig?(): { ok: true; changes: unknown; message: string } | { ok: false; error: string };
   /**
    * Where the deadlines of live upstream calls are swept; shutdown cuts them all when its grace
    * is over (clients get an error). The process's real-time sweep when absent.
    */
   readonly calls?: Sweep<Deadline>;
-  resolve(name: string): ModelConfig | undefined;
+  /** How upstream calls (models, peers) are made; the global `fetch` when absent. */
+  readonly fetch?: Fetch | undefined;
   /** `resolve`, plus `model?ctx=N` variants minted on first use (throws QmError if malformed). */
   resolveModel(name: string): Promise<ModelConfig | undefined>;
   acquire(model: ModelConfig, signal: AbortSignal, hooks?: AcquireHooks): Promise<Lease>;
@@ -63,23 +78,6 @@ export interface Gateway {
   stderrTail(id: string, lines?: number): string[];
   /** The model's load in progress (time so far, time expected), or null when not loading. */
   loadProgress(id: string): LoadProgress | null;
-  /** Recent stdout and stderr lines of a model's process (bounded ring buffer). */
-  logs(id: string): string[];
-  /** Each new output line of model `id`, as it comes, until the returned function is called. */
-  followLogs(id: string, fn: (line: string) => void): () => void;
-  status(): StatusJson;
-  /** Unloads one model (or all); throws QmError `conflict` for leased ones unless forced. */
-  unload(id: string | null, opts?: { force?: boolean }): void;
-  /** Holds `model` busy until released or `ttlMs` passes without a renewal. */
-  lease(model: ModelConfig, signal: AbortSignal, ttlMs: number): Promise<LeaseInfo>;
-  renewLease(model: string, lease: string, ttlMs?: number): LeaseInfo;
-  releaseLease(model: string, lease: string): void;
-  /** Each event as it is published, with its id (1, 2, …), until the returned function runs. */
-  subscribe(fn: (e: QmEvent, id: number) => void): () => void;
-  /** The kept events after `id` (a `Last-Event-ID`), or null when some are no longer kept. */
-  eventsSince(id: number): { id: number; event: QmEvent }[] | null;
-  /** The id of the last event published (0: none yet). */
-  readonly lastEventId: number;
   /**
    * A proxied call of `modelId` timed out (`first_byte_timeout_s` / `stall_timeout_s`); a
    * model that keeps timing out, with no answer in between, is restarted.
@@ -100,113 +98,46 @@ export interface Gateway {
   readonly recording: boolean;
   /** Where requests and answers are captured (`[activity] capture`), or null when off. */
   readonly captures: CaptureStore | null;
-  /** The latest finished requests (`GET /api/requests`). */
-  readonly activity: ActivityLog;
-  /** qm's Prometheus metrics (`GET /metrics`). */
-  readonly metrics: QmMetrics;
   /** Other boxes' models (`[peers.NAME]`); absent or null when there are none. */
   readonly peers?: PeerTable | null | undefined;
 }
 
-export interface ModelStatusJson {
-  id: string;
-  state: ModelState;
-  inflight: number;
-  leases: number;
-  queued: number;
+/** What the control routes (`/api/…`: status, load, unload, leases, events, logs) need. */
+export interface ControlGateway extends ModelLookup {
+  readonly shuttingDown: boolean;
   /**
-   * The places in qm's waiting line (1 = next) of the model's queued requests, front first;
-   * requests waiting for its load in progress are counted in `queued` but have no place.
+   * Reloads the config and applies what changed (`POST /api/config/reload`): the change
+   * summary, or the loader's error (FILE:LINE:COL: …) with nothing changed. Absent: no reload.
    */
-  queue_positions: number[];
-  /** Wall-clock epoch ms until which the model is held, or null. */
-  held_until_ms: number | null;
-  est_vram_gb: number;
-  est_ram_gb: number;
-  pid: number | null;
-  port: number | null;
-  aliases: string[];
-  group: string;
-  ttl_s: number;
-  /** The idle time-to-live a request set in place of `ttl_s` (`keep_alive`; -1 = for ever), or null. */
-  keep_alive_ms: number | null;
-  /** Wall-clock epoch ms at which the idle model will be stopped (its TTL), or null. */
-  unload_at_ms: number | null;
-  concurrency_limit: number;
-  unlisted: boolean;
-  last_error: string | null;
-  /**
-   * The load in progress (null when not loading): ms so far, ms it is expected to take (the
-   * median of the model's last loads; null before its first), the fraction done (the larger of
-   * the time's and the log stage's; null when neither is known) and the stage.
-   */
-  load: {
-    elapsed_ms: number;
-    expected_ms: number | null;
-    progress: number | null;
-    /** The stage the model's log shows (llama-server: `"loading tensors"`, …), or null. */
-    stage: string | null;
-  } | null;
-  /** How long the model's last load took, in ms; null if it never loaded. */
-  last_load_ms: number | null;
-  /** A config reload changed its process settings: they apply on its next start. */
-  restart_pending?: boolean;
-  /** The cards it runs on (several GPUs), while it holds memory; absent otherwise. */
-  gpus?: number[];
-  /** A managed node's model (`kind = "mistralrs"`): the node it runs on; absent otherwise. */
-  node?: string;
+  reloadConfig?(): { ok: true; changes: unknown; message: string } | { ok: false; error: string };
+  resolveModel(name: string): Promise<ModelConfig | undefined>;
+  modelState(id: string): ModelState;
+  /** Recent stdout and stderr lines of a model's process (bounded ring buffer). */
+  logs(id: string): string[];
+  /** Each new output line of model `id`, as it comes, until the returned function is called. */
+  followLogs(id: string, fn: (line: string) => void): () => void;
+  status(): StatusJson;
+  /** Unloads one model (or all); throws QmError `conflict` for leased ones unless forced. */
+  unload(id: string | null, opts?: { force?: boolean }): void;
+  /** Holds `model` busy until released or `ttlMs` passes without a renewal. */
+  lease(model: ModelConfig, signal: AbortSignal, ttlMs: number): Promise<LeaseInfo>;
+  renewLease(model: string, lease: string, ttlMs?: number): LeaseInfo;
+  releaseLease(model: string, lease: string): void;
+  /** Each event as it is published, with its id (1, 2, …), until the returned function runs. */
+  subscribe(fn: (e: QmEvent, id: number) => void): () => void;
+  /** The kept events after `id` (a `Last-Event-ID`), or null when some are no longer kept. */
+  eventsSince(id: number): { id: number; event: QmEvent }[] | null;
+  /** The id of the last event published (0: none yet). */
+  readonly lastEventId: number;
 }
 
-/** One card, with several GPUs (`resources.gpus` or detected). */
-export interface CardStatusJson {
-  index: number;
-  /** Its budget: `resources.gpus`, or the card's memory as nvidia-smi reports it. */
-  budget_gb: number;
-  /** What admission uses on it now (the budget, tightened by the live reading). */
-  ceiling_gb: number;
-  /** Estimated use by the models placed on it (a model on n cards: est_vram_gb / n each). */
-  used_gb: number;
-  /** The models placed on it, holding memory now. */
-  models: string[];
-  /** The latest trusted nvidia-smi reading of this card, or null. */
-  reading: GpuReadingJson | null;
+/** What the activity and metrics routes need (`/api/requests`, `/metrics`). */
+export interface ObserveGateway extends ModelLookup {
+  /** The latest finished requests (`GET /api/requests`). */
+  readonly activity: ActivityLog;
+  /** qm's Prometheus metrics (`GET /metrics`). */
+  readonly metrics: QmMetrics;
 }
 
-/** An nvidia-smi reading, of the box or of one card. */
-export interface GpuReadingJson {
-  total_gb: number;
-  used_gb: number;
-  free_gb: number;
-  ours_gb: number;
-  foreign_gb: number;
-}
-
-export interface StatusJson {
-  version: string;
-  /** The other boxes (`[peers.NAME]`) and what this qm knows of them; absent with none. */
-  peers?: PeerStatusJson[];
-  uptime_s: number;
-  models: ModelStatusJson[];
-  queue: { depth: number };
-  swaps: { target: string; evict: string[]; waiters: number }[];
-  /** Models loaded at startup (`server.preload`, `preload = true`); absent with none. */
-  preload?: {
-    pending: string[];
-    loading: string | null;
-    done: string[];
-    skipped: { model: string; reason: string }[];
-  };
-  resources: {
-    vram_budget_gb: number;
-    vram_ceiling_gb: number;
-    vram_used_gb: number;
-    ram_budget_gb: number;
-    ram_used_gb: number;
-    /** Why the ceiling is what it is, or why the static budget applies. */
-    probe: string;
-    /** The latest trusted nvidia-smi reading, or null. */
-    gpu: (GpuReadingJson & { foreign_baseline_gb: number | null }) | null;
-    /** Each card, with several GPUs; absent on a box admitted against one budget. */
-    gpus?: CardStatusJson[];
-  };
-}
+/** All of it: what the runtime implements and a listener's routes are built on. */
+export type Gateway = InferenceGateway & ControlGateway & ObserveGateway;

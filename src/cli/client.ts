@@ -1,5 +1,6 @@
 import { createParser } from "eventsource-parser";
-import type { StatusJson } from "../api/gateway.ts";
+import type { StatusJson } from "../api/status-json.ts";
+import { realTimers } from "../shared/timer.ts";
 import { parse, UsageError } from "./args.ts";
 import { configPath, loadForCli } from "./config-path.ts";
 import { LOAD_HELP, LOGS_HELP, STATUS_HELP, UNLOAD_HELP } from "./help.ts";
@@ -45,15 +46,39 @@ async function open(t: Target, method: string, path: string): Promise<Response> 
   }
 }
 
+/** A failed answer: its status, and the message of its error envelope (or its text). */
+class ApiError extends Error {
+  constructor(
+    readonly request: string,
+    readonly status: number,
+    readonly detail: string,
+  ) {
+    super(`${request}: ${status} ${detail}`);
+  }
+}
+
 /** The error a failed answer carries, in words. */
-function failure(method: string, path: string, status: number, text: string): Error {
+function failure(method: string, path: string, status: number, text: string): ApiError {
   let msg = text;
   try {
     msg = (JSON.parse(text) as { error?: { message?: string } })?.error?.message ?? text;
   } catch {
     // not JSON: the text as it is
   }
-  return new Error(`${method} ${path}: ${status} ${msg}`);
+  return new ApiError(`${method} ${path}`, status, msg);
+}
+
+/**
+ * A 409 for a leased model tells an HTTP client to add `?force=true`; from the command line
+ * that is `--force`.
+ */
+export function forceHint(err: ApiError, model: string | undefined): ApiError {
+  if (err.status !== 409) return err;
+  const command = `qm unload${model ? ` ${model}` : ""} --force`;
+  const detail = err.detail.includes("?force=true")
+    ? err.detail.replace(/add \?force=true|\?force=true/, `run '${command}'`)
+    : `${err.detail}; '${command}' revokes the leases`;
+  return new ApiError(err.request, err.status, detail);
 }
 
 async function call(t: Target, method: string, path: string): Promise<unknown> {
@@ -115,7 +140,11 @@ export async function unloadCommand(argv: string[]): Promise<number> {
   const model = positionals[0];
   const base = model ? `/api/models/${encodeURIComponent(model)}/unload` : "/api/models/unload";
   const path = values.force ? `${base}?force=true` : base;
-  await call(target(values), "POST", path);
+  try {
+    await call(target(values), "POST", path);
+  } catch (err) {
+    throw err instanceof ApiError ? forceHint(err, model) : err;
+  }
   process.stdout.write(model ? `unloading ${model}\n` : "unloading every model\n");
   return 0;
 }
@@ -184,12 +213,12 @@ async function watchStatus(t: Target, json: boolean): Promise<number> {
   const res = await open(t, "GET", "/api/events");
   if (!res.ok || !res.body) throw failure("GET", "/api/events", res.status, await res.text());
   const tty = process.stdout.isTTY === true;
-  let pending: ReturnType<typeof setTimeout> | null = null;
+  let pending: unknown = null;
   /** A redraw under way: the last one is finished before the command ends. */
   let drawing: Promise<void> = Promise.resolve();
   const refresh = (ms = REDRAW_MS) => {
-    if (pending) return;
-    pending = setTimeout(() => {
+    if (pending !== null) return;
+    pending = realTimers.set(() => {
       pending = null;
       drawing = call(t, "GET", "/api/status").then(
         (s) => draw(s as StatusJson),
@@ -215,7 +244,7 @@ async function watchStatus(t: Target, json: boolean): Promise<number> {
   } catch {
     // the connection broke
   }
-  if (pending) clearTimeout(pending);
+  if (pending !== null) realTimers.clear(pending);
   await drawing;
   process.stderr.write(`qm: the server at ${t.url} closed the event stream\n`);
   return 1;

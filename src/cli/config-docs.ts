@@ -121,7 +121,7 @@ export const CONFIG_DOCS: Record<DocumentedSection, SectionDoc> = {
     keys: {
       hold_ms: {
         meaning:
-          "After an answer that ended in tool calls (see `hold_on`), nothing evicts the model for this long, so the agent loop's next round finds it loaded. Per request: `X-QM-Hold-Ms`. `0`: no holds.",
+          'After an answer that ended in tool calls (see `hold_on`), the model is held so the agent loop\'s next round finds it loaded. With `hold_policy = "fixed"`, nothing evicts it for this long. With `"cost"`, this is the tool gap expected before any was measured (the hold lasts 1.25 × it until the conversation\'s own gaps are known). Per request: `X-QM-Hold-Ms`. `0`: no holds.',
       },
       patience_ms: {
         meaning:
@@ -134,6 +134,10 @@ export const CONFIG_DOCS: Record<DocumentedSection, SectionDoc> = {
       hold_on: {
         meaning:
           '`"tool_calls"`: hold a model after answers that end in tool calls; `"request"`: after every answer.',
+      },
+      hold_policy: {
+        meaning:
+          '`"cost"`: a hold lasts the tool gap its conversation is expected to take (learned from its earlier gaps), ends when the gap is spent or the loop answers without tool calls, and is dropped for a waiting request when the idle it would cost exceeds swapping the waiter\'s model in and the held one back (measured load or wake times); a request waits behind idle holds for at most three such round trips. `"fixed"`: a hold lasts `hold_ms` and gives way only to a request past its `patience_ms`.',
       },
     },
   },

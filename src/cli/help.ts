@@ -12,6 +12,10 @@ Commands:
   config check [-c FILE]   validate a config file; errors as FILE:LINE:COL: message
   config schema            print the config file's JSON Schema (for editors)
   scan DIR [--ctx N]       read GGUF headers, print model entries with VRAM estimates
+  doctor [-c FILE] [--json]
+                           check this box and the config: programs, model files, ports,
+                           state dir, GPU, API key; one line per check, with the fix
+  import llama-swap FILE   print a quartermaster.toml for a llama-swap config.yaml
   demo-upstream --port N --name X
                            a small OpenAI-compatible demo model server (see --help)
   version                  print qm's and Bun's versions
@@ -27,7 +31,11 @@ Environment: QM_<SECTION>__<KEY>=value overrides scalar keys, e.g. QM_SERVER__ST
 Stop with Ctrl-C (SIGINT) or SIGTERM: in-flight requests get server.shutdown_timeout_s to
 finish, then every model process is stopped. A second Ctrl-C stops at once.
 SIGHUP (or saving the file, with server.watch_config) reloads the config without restarting
-models whose process settings are unchanged; a config with errors changes nothing.
+models whose process settings are unchanged; a config with errors changes nothing. A SIGHUP
+that means the terminal went away (qm had one and has none now) stops qm as Ctrl-C does,
+unless it was started with nohup.
+A listener's port taken by anything else ends startup with exit 1, naming who holds it. When
+stderr stops taking lines (a closed pipe or terminal), the log goes on in STATE_DIR/qm.log.
 `;
 
 export const STATUS_HELP = `Usage: qm status [--url URL] [--json] [--watch]
@@ -70,7 +78,31 @@ schema   Prints the JSON Schema of the config file (docs/quartermaster.schema.js
          (Even Better TOML) check and complete quartermaster.toml as you type.
 `;
 
+export const DOCTOR_HELP = `Usage: qm doctor [-c FILE] [--json]
+
+Checks what qm needs on this box and prints one line per check: ✓ passed, ✗ failed (with
+the fix), • a note (e.g. no GPU: qm then applies the static budget). Exits 1 when any
+check failed.
+  the config loads; each model's program is found and executable; each model's GGUF file
+  (-m) is readable and its VRAM estimate fits the budget; the listeners' ports are free;
+  the state dir is writable; the GPU probe answers (and whether qm can trust it); an API
+  key is set when qm listens beyond loopback.
+  -c, --config FILE   config file (default: $QM_CONFIG, else ./quartermaster.toml)
+  --json              {"ok": bool, "checks": [{"name", "ok", "detail", "fix"}]}
+`;
+
+export const IMPORT_HELP = `Usage: qm import llama-swap FILE
+
+Reads a llama-swap config.yaml and prints the quartermaster.toml that does the same on
+stdout: models (cmd, cmdStop, proxy, ttl, aliases, env, checkEndpoint, concurrencyLimit,
+useModelName, filters), groups, matrix, macros, hooks.on_startup.preload and peers. A
+setting qm has no equivalent for is written as a comment saying so. Check the result with
+'qm config check -c FILE'.
+`;
+
 export const VERSION_HELP = `Usage: qm version
 
-Prints qm's version and the Bun version it runs on.
+Prints qm's version, the commit and date it was built from, and the Bun version it runs on:
+  qm 0.1.0 (commit 1a2b3c4, built 2026-12-04; bun 1.4.5)
+The commit and date are "unknown" when qm runs from source or was built outside git.
 `;

@@ -1,11 +1,13 @@
 #!/usr/bin/env bun
 import { runDemoUpstream } from "../demo/index.ts";
 import { scanCommand } from "../gpu/gguf/index.ts";
-import { VERSION } from "../version.ts";
+import { versionLine } from "../version.ts";
 import { parse, UsageError } from "./args.ts";
 import { loadCommand, logsCommand, statusCommand, unloadCommand } from "./client.ts";
 import { configCommand } from "./config.ts";
+import { doctorCommand } from "./doctor/command.ts";
 import { MAIN_HELP, VERSION_HELP } from "./help.ts";
+import { importCommand } from "./import/command.ts";
 import { serveCommand } from "./serve.ts";
 
 function versionCommand(argv: string[]): number {
@@ -14,7 +16,7 @@ function versionCommand(argv: string[]): number {
     process.stdout.write(VERSION_HELP);
     return 0;
   }
-  process.stdout.write(`qm ${VERSION} (bun ${Bun.version})\n`);
+  process.stdout.write(`${versionLine()}\n`);
   return 0;
 }
 
@@ -44,6 +46,10 @@ async function main(argv: string[]): Promise<number> {
       return versionCommand(rest);
     case "scan":
       return scanCommand(rest);
+    case "doctor":
+      return doctorCommand(rest);
+    case "import":
+      return importCommand(rest);
     case "demo-upstream":
       await runDemoUpstream(rest);
       return typeof process.exitCode === "number" ? process.exitCode : 0;

@@ -1,4 +1,4 @@
-import type { StatusJson } from "../api/gateway.ts";
+import type { StatusJson } from "../api/status-json.ts";
 
 /** The state, with a load's progress (`starting 42%`, or seconds so far before a first load). */
 function loadCell(m: StatusJson["models"][number]): string {
@@ -26,6 +26,13 @@ export function renderStatus(s: StatusJson): string {
     m.port === null ? "-" : String(m.port),
   ]);
   const out = table(head, rows);
+  for (const m of s.models) {
+    if (m.held_reason && m.held_until_ms && m.held_until_ms > now) {
+      out.push(`held ${m.id}: ${m.held_reason}`);
+    } else if (m.hold_ended?.how === "dropped") {
+      out.push(`hold of ${m.id} dropped (${m.hold_ended.reason})`);
+    }
+  }
   out.push("");
   out.push(`queue: ${s.queue.depth} waiting`);
   for (const sw of s.swaps) {

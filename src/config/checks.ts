@@ -6,6 +6,7 @@
 import { fileOrder } from "./build-models.ts";
 import type { Issues } from "./issues.ts";
 import type { SourceMap } from "./locate.ts";
+import { type BoundAddress, checkListenerOverlaps } from "./port-clashes.ts";
 import type { ConfigFile } from "./schema.ts";
 import { didYouMean } from "./suggest.ts";
 import { DEFAULT_GROUP, type GroupConfig, type MatrixConfig } from "./types.ts";
@@ -23,10 +24,13 @@ export function parseHostPort(address: string): { host: string; port: number } |
   return { host: match[1]!.replace(/^\[(.*)\]$/, "$1"), port };
 }
 
-/** Checks listen addresses; returns the ports they take, kept away from `${PORT}`. */
-export function checkServer(file: ConfigFile, issues: Issues): number[] {
+/**
+ * Checks listen addresses, and that no two take one port; returns them (their ports are kept
+ * away from `${PORT}`).
+ */
+export function checkServer(file: ConfigFile, issues: Issues): BoundAddress[] {
   const { listen, metrics_listen } = file.server;
-  const taken: number[] = [];
+  const bound: BoundAddress[] = [];
   if (!issues.within(["server", "listen"])) {
     if (listen.length === 0) {
       issues.at(["server", "listen"], "at least one listen address is required");
@@ -38,18 +42,20 @@ export function checkServer(file: ConfigFile, issues: Issues): number[] {
       // Port 0 asks the OS for a fresh port each time, so it may appear more than once.
       else if (parsed.port !== 0 && listen.indexOf(address) !== i) {
         issues.at(at, `"${address}" is listed twice`);
-      } else taken.push(parsed.port);
+      } else bound.push({ key: at, address, ...parsed });
     });
   }
   if (metrics_listen !== "" && !issues.within(["server", "metrics_listen"])) {
     const parsed = parseHostPort(metrics_listen);
-    if (parsed) taken.push(parsed.port);
+    if (parsed)
+      bound.push({ key: ["server", "metrics_listen"], address: metrics_listen, ...parsed });
     else {
       const got = JSON.stringify(metrics_listen);
       issues.at(["server", "metrics_listen"], `${HOST_PORT_HINT} or "", got ${got}`);
     }
   }
-  return taken.filter((p) => p !== 0);
+  checkListenerOverlaps(bound, issues);
+  return bound;
 }
 
 function unknownModel(name: string, ids: readonly string[]): string {

@@ -15,9 +15,11 @@ import { Issues } from "./issues.ts";
 import { locateKeys } from "./locate.ts";
 import { render, resolveMacros } from "./macros.ts";
 import { namedNodeModels, nodeModel } from "./node-models.ts";
+import { checkModelPorts } from "./port-clashes.ts";
 import { isPortFreeOnLoopback, PortAllocator } from "./ports.ts";
 import type { ConfigFile } from "./schema.ts";
 import { buildPreload, checkGpus } from "./startup.ts";
+import { syntaxIssue } from "./toml-syntax.ts";
 import type { Config, ModelConfig, PeerConfig } from "./types.ts";
 import { applySchema } from "./validate.ts";
 
@@ -38,9 +40,7 @@ function parseToml(text: string, file: string): Record<string, unknown> {
     return parse(text, { unsafeKeyBehaviour: "throw" });
   } catch (err) {
     if (!(err instanceof TomlError)) throw err;
-    // smol-toml's message carries a code excerpt after a blank line; keep the sentence.
-    const message = err.message.split("\n")[0]!.replace(/^Invalid TOML document: /, "");
-    throw new ConfigError([{ file, line: err.line, col: err.column, key: "", message }]);
+    throw new ConfigError([syntaxIssue(text, file, err)]);
   }
 }
 
@@ -58,11 +58,11 @@ export function loadConfigText(text: string, opts: LoadOptions): Config {
     { env, qmBin: opts.qmBin ?? "qm" },
     (name, message) => issues.at(["macros", name], message),
   );
-  const reserved = checkServer(file, issues);
+  const listeners = checkServer(file, issues);
   const ports = new PortAllocator(
     issues.within(["server", "start_port"]) ? 10001 : file.server.start_port,
     opts.isPortFree ?? isPortFreeOnLoopback,
-    reserved,
+    listeners.map((l) => l.port).filter((p) => p !== 0),
   );
   const stateDir = file.server.state_dir || defaultStateDir();
   const ctx = { issues, map, scope, stateDir };
@@ -77,6 +77,10 @@ export function loadConfigText(text: string, opts: LoadOptions): Config {
     issues,
   );
   const matrix = buildMatrix(file, issues);
+  checkModelPorts(
+    { listeners, models: Object.values(models), groups, policy: file.router.policy, matrix },
+    issues,
+  );
   const preload = buildPreload(file, map, issues);
   const gpus = checkGpus(file, issues);
   issues.throwIfAny();
@@ -106,6 +110,7 @@ export function loadConfigText(text: string, opts: LoadOptions): Config {
       holdMs: scheduler.hold_ms,
       patienceMs: scheduler.patience_ms,
       holdOn: scheduler.hold_on,
+      holdPolicy: scheduler.hold_policy,
       maxQueue: scheduler.max_queue,
     },
     activity: {
@@ -154,12 +159,23 @@ export function loadConfigFile(path: string, opts: Partial<LoadOptions> = {}): C
   try {
     text = readFileSync(path, "utf8");
   } catch (err) {
-    const reason = err instanceof Error ? err.message : String(err);
-    throw new ConfigError([
-      { file, line: 0, col: 0, key: "", message: `cannot read config: ${reason}` },
-    ]);
+    throw new ConfigError([{ file, line: 0, col: 0, key: "", message: unreadable(err) }]);
   }
   return loadConfigText(text, { ...opts, file });
+}
+
+/** Why the config file cannot be read, as a sentence (the path is printed before it). */
+function unreadable(err: unknown): string {
+  switch ((err as { code?: unknown }).code) {
+    case "ENOENT":
+      return "no such config file (-c FILE or $QM_CONFIG names another; the quartermaster.toml shipped with qm is an example to start from)";
+    case "EACCES":
+      return "cannot read the config file: permission denied";
+    case "EISDIR":
+      return "is a directory, not a config file";
+    default:
+      return `cannot read the config file: ${err instanceof Error ? err.message : String(err)}`;
+  }
 }
 
 /** `$XDG_STATE_HOME/quartermaster`, else `~/.local/state/quartermaster` (XDG Base Directory). */

@@ -69,6 +69,8 @@ export const SchedulerSchema = Type.Object(
     /** Requests waiting at once, across all models; more get 503 with Retry-After. */
     max_queue: Type.Integer({ minimum: 1, default: 512 }),
     hold_on: oneOf(["tool_calls", "request"], "tool_calls"),
+    /** `"cost"`: hold or yield by what each costs (src/scheduler/design.md); `"fixed"`: `hold_ms`. */
+    hold_policy: oneOf(["cost", "fixed"], "cost"),
   },
   closed,
 );

@@ -42,6 +42,11 @@ export interface SchedulerConfig {
   holdMs: number;
   patienceMs: number;
   holdOn: "tool_calls" | "request";
+  /**
+   * `"cost"`: a hold lasts the conversation's expected tool gap and yields to a waiter when
+   * holding costs more than swapping there and back; `"fixed"`: `hold_ms`, until patience.
+   */
+  holdPolicy: "cost" | "fixed";
   /** Most requests waiting at once; beyond it 503. */
   maxQueue: number;
 }

@@ -124,6 +124,9 @@ function checkTables(schema: TSchema, value: unknown, path: Path, issues: Issues
 export function applySchema(raw: Record<string, unknown>, issues: Issues): ConfigFile {
   checkTables(ConfigFileSchema, raw, [], issues);
   const filled = Value.Default(ConfigFileSchema, raw) as Record<string, unknown>;
+  // Check passes exactly when Errors yields nothing, at a third of the cost: a valid file (every
+  // reload, every test config) skips the walk that builds error paths.
+  if (Value.Check(ConfigFileSchema, filled)) return filled as ConfigFile;
   for (const error of Value.Errors(ConfigFileSchema, filled)) {
     // A missing required key also fails its type check; "missing" says it better.
     if (error.value === undefined && error.type !== ValueErrorType.ObjectRequiredProperty) continue;

@@ -1,7 +1,9 @@
 /**
  * Inference routes of the demo upstream: chat completions, legacy completions, embeddings.
  * Streaming writes one SSE event per token through a Bun "direct" stream (no per-chunk
- * queueing) and flushes it at once, so a proxy sees tokens exactly when they are made.
+ * queueing) and flushes it at once, so a proxy sees tokens exactly when they are made. Its pacing
+ * sleeps on real time: the demo is a separate fake model process, not qm, and its tokens take
+ * the time a real model's would.
  */
 import {
   buildReasoning,

@@ -78,6 +78,8 @@ export function startDemoServer(options: DemoOptions, hooks: DemoServerHooks): D
       return new Response(null, { status: 200 });
     }
     if (options.failWake) return openAiError(500, "wake_up failed (--fail-wake)");
+    // Real time, as in all of the demo: it is a separate fake model process, and its delays
+    // are the model's own, which qm (on its injected timers) must see take real time.
     await new Promise((resolve) => setTimeout(resolve, options.wakeMs ?? DEFAULT_WAKE_MS));
     asleep = false;
     if (options.logRequests) process.stdout.write("awake\n");

@@ -44,6 +44,8 @@ function serve(options: DemoOptions): Promise<void> {
   if (options.crashAtStart) {
     die(`${tag} error: failed to load model (simulated by --crash-at-start)`);
   }
+  // Real timers: the demo is a separate fake model process; its load delay and exit are the
+  // model's own time, not qm's, so they do not go through qm's injected Timers.
   const timers: Timer[] = [];
   let demo: DemoServer | null = null;
   let stopped: () => void = () => {};

@@ -5,6 +5,7 @@
  * The two queries run concurrently; they are a moment apart either way.
  */
 import { splitCommand } from "../config/argv.ts";
+import type { Timers } from "../shared/timer.ts";
 import { attribute } from "./attribute.ts";
 import { COMPUTE_APPS_FIELDS, parseComputeApps } from "./parse-compute-apps.ts";
 import { GPU_QUERY_FIELDS, parseGpuQuery } from "./parse-gpu-query.ts";
@@ -29,6 +30,8 @@ export interface ProbeOptions {
   timeoutMs?: number;
   /** How to expand `ourPids` to their descendants; defaults to reading /proc. */
   processTree?: ProcessTree;
+  /** The commands' deadline runs on these; default real. */
+  timers?: Timers;
 }
 
 export async function probeGpu(opts: ProbeOptions): Promise<ProbeResult> {
@@ -51,10 +54,12 @@ export async function probeGpu(opts: ProbeOptions): Promise<ProbeResult> {
     runCommand(
       [...argv, `--query-gpu=${GPU_QUERY_FIELDS}`, "--format=csv,noheader,nounits"],
       timeoutMs,
+      opts.timers,
     ),
     runCommand(
       [...argv, `--query-compute-apps=${COMPUTE_APPS_FIELDS}`, "--format=csv,noheader,nounits"],
       timeoutMs,
+      opts.timers,
     ),
     (opts.processTree ?? procTree())(roots),
   ]);

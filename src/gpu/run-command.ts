@@ -1,13 +1,18 @@
 /**
- * Runs a short-lived command (nvidia-smi) with a deadline and collects its output. A
- * wedged driver can make nvidia-smi hang for minutes; the probe must not.
+ * Runs a short-lived command (nvidia-smi) with a deadline (on the injected timers) and collects
+ * its output. A wedged driver can make nvidia-smi hang for minutes; the probe must not.
  */
+import { realTimers, type Timers, within } from "../shared/timer.ts";
 
 export type CommandResult =
   | { ok: true; exitCode: number; stdout: string; stderr: string }
   | { ok: false; kind: "not_found" | "cannot_run" | "timeout"; detail: string };
 
-export async function runCommand(argv: string[], timeoutMs: number): Promise<CommandResult> {
+export async function runCommand(
+  argv: string[],
+  timeoutMs: number,
+  timers: Timers = realTimers,
+): Promise<CommandResult> {
   let proc: Bun.Subprocess<"ignore", "pipe", "pipe">;
   try {
     proc = Bun.spawn(argv, { stdin: "ignore", stdout: "pipe", stderr: "pipe" });
@@ -17,26 +22,17 @@ export async function runCommand(argv: string[], timeoutMs: number): Promise<Com
     const detail = err instanceof Error ? err.message : String(err);
     return { ok: false, kind: code === "ENOENT" ? "not_found" : "cannot_run", detail };
   }
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const deadline = new Promise<"timeout">((resolve) => {
-    timer = setTimeout(() => resolve("timeout"), timeoutMs);
-  });
   const collected = Promise.all([
     new Response(proc.stdout).text(),
     new Response(proc.stderr).text(),
     proc.exited,
   ]);
-  try {
-    const done = await Promise.race([collected, deadline]);
-    if (done === "timeout") {
-      proc.kill("SIGKILL");
-      // Don't wait for the pipes: a grandchild could hold them open.
-      collected.catch(() => {});
-      return { ok: false, kind: "timeout", detail: `no answer within ${timeoutMs} ms` };
-    }
-    const [stdout, stderr, exitCode] = done;
-    return { ok: true, exitCode, stdout, stderr };
-  } finally {
-    clearTimeout(timer);
+  if (!(await within(collected, timeoutMs, timers))) {
+    proc.kill("SIGKILL");
+    // Don't wait for the pipes: a grandchild could hold them open.
+    collected.catch(() => {});
+    return { ok: false, kind: "timeout", detail: `no answer within ${timeoutMs} ms` };
   }
+  const [stdout, stderr, exitCode] = await collected;
+  return { ok: true, exitCode, stdout, stderr };
 }

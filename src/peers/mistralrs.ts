@@ -5,10 +5,11 @@
  * is an error naming the node, never a throw of the parser's. src/peers/mistralrs.md.
  */
 import type { PeerConfig } from "../config/types.ts";
+import type { Fetch } from "../shared/fetch.ts";
 import { readAtMost } from "../shared/read-at-most.ts";
-import type { Timers } from "../shared/timer.ts";
+import { setTimeoutSignal, type Timers } from "../shared/timer.ts";
 import { peerCredentials } from "./target.ts";
-import { describe, type Fetcher, setTimeoutSignal } from "./watch.ts";
+import { describe } from "./watch.ts";
 
 /** The statuses a node reports for a model (and what qm makes of an unreadable one). */
 export type NodeModelStatus =
@@ -37,14 +38,14 @@ export class NodeApiError extends Error {
 }
 
 export class MistralrsApi {
-  private readonly fetch: Fetcher;
+  private readonly fetch: Fetch;
 
   constructor(
     private readonly peer: Pick<PeerConfig, "id" | "url" | "apiKey" | "timeoutMs">,
     private readonly timers: Timers,
-    fetcher?: Fetcher,
+    fetcher?: Fetch,
   ) {
-    this.fetch = fetcher ?? ((u, init) => fetch(u, init));
+    this.fetch = fetcher ?? fetch;
   }
 
   /** Every model the node serves with its status (entries without one, like `default`, skipped). */

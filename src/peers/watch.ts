@@ -8,19 +8,19 @@
 import { createParser } from "eventsource-parser";
 import type { PeerConfig } from "../config/types.ts";
 import { failureCause } from "../proxy/causes.ts";
+import type { Fetch } from "../shared/fetch.ts";
 import type { Logger } from "../shared/log.ts";
-import type { Timers } from "../shared/timer.ts";
+import { setTimeoutSignal, type Timers } from "../shared/timer.ts";
 import { FIRST_BACKOFF_MS, MAX_BACKOFF_MS } from "./breaker.ts";
 import { fromLlamaSwap, fromQmModelEvent, fromQmStatus } from "./discover.ts";
 import type { PeerStatusJson, PeerTable } from "./table.ts";
 import { peerCredentials } from "./target.ts";
 
-export type Fetcher = (url: string, init: RequestInit) => Promise<Response>;
-
 export interface WatchDeps {
   timers: Timers;
   log: Logger;
-  fetch?: Fetcher;
+  /** Default: the global fetch. */
+  fetch?: Fetch;
 }
 
 type Mode = "events" | "status" | "llama-swap";
@@ -38,13 +38,13 @@ export class PeerWatch {
   private readonly followed = new Map<string, Followed>();
   private readonly probes = new Map<string, unknown>();
   private stopped = false;
-  private readonly fetch: Fetcher;
+  private readonly fetch: Fetch;
 
   constructor(
     private readonly table: PeerTable,
     private readonly deps: WatchDeps,
   ) {
-    this.fetch = deps.fetch ?? ((u, init) => fetch(u, init));
+    this.fetch = deps.fetch ?? fetch;
   }
 
   start(): void {
@@ -228,13 +228,6 @@ export class PeerWatch {
     for await (const chunk of res.body) parser.feed(decoder.decode(chunk, { stream: true }));
     throw new Error("the event stream ended");
   }
-}
-
-/** An abort signal that fires after `ms` on the injected timers; `cancel` disarms it. */
-export function setTimeoutSignal(timers: Timers, ms: number) {
-  const ctl = new AbortController();
-  const handle = ms > 0 ? timers.set(() => ctl.abort(new Error("timed out")), ms) : null;
-  return { signal: ctl.signal, cancel: () => handle !== null && timers.clear(handle) };
 }
 
 /**

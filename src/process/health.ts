@@ -3,7 +3,8 @@
  * upstream turning healthy, so the default poll interval is 10 ms (llama-swap polls once a
  * second). A refused connection fails in well under a millisecond, so this costs little.
  */
-import { delay } from "./delay.ts";
+import type { Fetch } from "../shared/fetch.ts";
+import { delay, realTimers, setTimeoutSignal, type Timers } from "../shared/timer.ts";
 
 export type HealthOutcome =
   | { kind: "ready" }
@@ -13,26 +14,32 @@ export type HealthOutcome =
 export interface HealthWait {
   url: string;
   intervalMs: number;
-  /** `performance.now()` after which the wait gives up. */
+  /** The time on `timers`' clock after which the wait gives up. */
   deadline: number;
   signal: AbortSignal;
+  /** The poll interval, each probe's limit and the deadline run on these; default real. */
+  timers?: Timers;
+  /** Default: the global fetch. */
+  fetch?: Fetch;
 }
 
 /** One probe never waits longer than this, so a hung endpoint is retried, not awaited. */
 const PROBE_TIMEOUT_MS = 1000;
 
 export async function waitHealthy(w: HealthWait): Promise<HealthOutcome> {
+  const timers = w.timers ?? realTimers;
+  const send = w.fetch ?? fetch;
   let lastProbe = "no answer yet";
   for (;;) {
     if (w.signal.aborted) return { kind: "aborted" };
-    const left = w.deadline - performance.now();
+    const left = w.deadline - timers.now();
     if (left <= 0) return { kind: "timeout", lastProbe };
     // The last probe may be cut short by the overall deadline rather than by its own timeout.
     const cutByDeadline = left < PROBE_TIMEOUT_MS;
-    const probeTimeout = AbortSignal.timeout(Math.max(1, Math.min(left, PROBE_TIMEOUT_MS)));
+    const probe = setTimeoutSignal(timers, Math.max(1, Math.min(left, PROBE_TIMEOUT_MS)));
     try {
-      const res = await fetch(w.url, {
-        signal: AbortSignal.any([w.signal, probeTimeout]),
+      const res = await send(w.url, {
+        signal: AbortSignal.any([w.signal, probe.signal]),
         redirect: "manual",
       });
       // Read the body so the connection can be reused by the next probe.
@@ -41,13 +48,16 @@ export async function waitHealthy(w: HealthWait): Promise<HealthOutcome> {
       lastProbe = `HTTP ${res.status}`;
     } catch (err) {
       if (w.signal.aborted) return { kind: "aborted" };
-      if (probeTimeout.aborted && cutByDeadline && lastProbe !== "no answer yet") {
+      if (probe.signal.aborted && cutByDeadline && lastProbe !== "no answer yet") {
         // Out of time mid-probe: the last real answer says more than "no answer".
         continue;
       }
-      lastProbe = probeTimeout.aborted ? "no answer within the probe timeout" : describe(err);
+      lastProbe = probe.signal.aborted ? "no answer within the probe timeout" : describe(err);
+    } finally {
+      probe.cancel();
     }
-    await delay(Math.min(w.intervalMs, Math.max(0, w.deadline - performance.now())), w.signal);
+    const wait = Math.min(w.intervalMs, w.deadline - timers.now());
+    if (wait > 0) await delay(wait, w.signal, timers);
   }
 }
 

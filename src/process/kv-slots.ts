@@ -17,16 +17,15 @@ import {
 } from "node:fs";
 import { join } from "node:path";
 import type { KeepKv } from "../config/types.ts";
+import type { Fetch } from "../shared/fetch.ts";
 import type { Logger } from "../shared/log.ts";
 import { readAtMost } from "../shared/read-at-most.ts";
 import { realTimers, type Timers } from "../shared/timer.ts";
 
-export type SlotsFetch = (url: string, init?: RequestInit) => Promise<Response>;
-
 export interface KvSlotsDeps {
   log: Logger;
   /** Default: the global fetch. */
-  fetch?: SlotsFetch;
+  fetch?: Fetch;
   /** Default: real timers. */
   timers?: Timers;
 }
@@ -100,7 +99,7 @@ const MAX_ANSWER_BYTES = MAX_ANSWER_MIB * 1024 * 1024;
 const slotFile = (id: number) => `slot-${id}.bin`;
 
 export class KvSlots {
-  private readonly fetch: SlotsFetch;
+  private readonly fetch: Fetch;
   private readonly timers: Timers;
 
   constructor(
@@ -108,7 +107,7 @@ export class KvSlots {
     private readonly kv: KeepKv,
     private readonly deps: KvSlotsDeps,
   ) {
-    this.fetch = deps.fetch ?? ((url, init) => fetch(url, init));
+    this.fetch = deps.fetch ?? fetch;
     this.timers = deps.timers ?? realTimers;
   }
 

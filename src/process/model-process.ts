@@ -5,13 +5,12 @@
  * `stop_timeout_s`), and report exits nobody asked for. Invariants: ./design.md.
  */
 
-import { fillGpuIds } from "../config/macros.ts";
 import type { ModelConfig } from "../config/types.ts";
 import { QmError } from "../shared/errors.ts";
+import type { Fetch } from "../shared/fetch.ts";
 import type { Logger } from "../shared/log.ts";
 import { RingBuffer } from "../shared/ring-buffer.ts";
-import type { Timers } from "../shared/timer.ts";
-import { delay } from "./delay.ts";
+import { realTimers, type Timers, within } from "../shared/timer.ts";
 import {
   describeStatus,
   exitError,
@@ -20,13 +19,13 @@ import {
   type ProcessExit,
 } from "./exit-info.ts";
 import { type HealthOutcome, waitHealthy } from "./health.ts";
-import { KvSlots, type SlotsFetch } from "./kv-slots.ts";
+import { KvSlots } from "./kv-slots.ts";
 import { killLeftovers, signalTree } from "./leftovers.ts";
 import { pumpLines } from "./line-splitter.ts";
 import { claimPort, portOf } from "./port-guard.ts";
 import { trackGroup, untrackGroup } from "./process-group.ts";
 import { sleepServer, wakeServer } from "./sleep-api.ts";
-import { type ModelSubprocess, spawnModel } from "./spawn.ts";
+import { type ModelSubprocess, spawnModel, withGpuIds } from "./spawn.ts";
 import { foreignListener, freePortFor } from "./start-guard.ts";
 import { STDIO_DRAIN_MS } from "./stop-command.ts";
 import { terminate } from "./terminate.ts";
@@ -48,9 +47,13 @@ export interface ModelProcessOptions {
   logLines?: number;
   /** The model was re-rendered (moved to a free port) before a start: requests follow it. */
   onConfigChange?: (model: ModelConfig) => void;
-  /** `keep_kv`: the fetch and timers its `/slots` calls use (tests inject fakes). */
-  kvFetch?: SlotsFetch;
-  kvTimers?: Timers;
+  /**
+   * Every limit and wait of qm's own (readiness poll and deadline, stop escalation, sleep and
+   * `/slots` calls, output drain) runs on these; default real. Tests move a fake clock.
+   */
+  timers?: Timers;
+  /** The health checks, the sleep API and `keep_kv`'s `/slots` calls; default the global fetch. */
+  fetch?: Fetch;
 }
 
 export interface StopOptions {
@@ -96,6 +99,7 @@ export class ModelProcess {
   private gpus: readonly number[] | undefined;
   /** The cards the running process was placed on. */
   private placedOn: readonly number[] | undefined;
+  private readonly timers: Timers;
 
   constructor(
     model: ModelConfig,
@@ -104,6 +108,7 @@ export class ModelProcess {
     this.model = model;
     claimPort(model);
     this.lines = new RingBuffer(opts.logLines ?? 500);
+    this.timers = opts.timers ?? realTimers;
   }
 
   get id(): string {
@@ -128,36 +133,29 @@ export class ModelProcess {
    * the process stays. Rejects with a QmError when it is not running or will not sleep.
    */
   async sleep(level: 1 | 2): Promise<void> {
-    const run = this.run;
-    if (run === null || this._state !== "ready") {
-      throw new QmError(
-        "upstream_start_failed",
-        `model "${this.id}" is not running: it cannot sleep`,
-      );
-    }
+    const run = this.readyRun("sleep");
     await sleepServer(this.sleepCall(run), level);
     if (this.run === run) this._asleep = true;
   }
 
   /** Wakes a sleeping server (`POST /wake_up`, confirmed); rejects as `sleep` does. */
   async wake(): Promise<void> {
-    const run = this.run;
-    if (run === null || this._state !== "ready") {
-      throw new QmError(
-        "upstream_start_failed",
-        `model "${this.id}" is not running: it cannot wake`,
-      );
-    }
+    const run = this.readyRun("wake");
     await wakeServer(this.sleepCall(run));
     if (this.run === run) this._asleep = false;
   }
 
+  /** The run a sleep or a wake acts on: a ready one, or a QmError. */
+  private readyRun(verb: "sleep" | "wake"): Run {
+    if (this.run !== null && this._state === "ready") return this.run;
+    const why = `model "${this.id}" is not running: it cannot ${verb}`;
+    throw new QmError("upstream_start_failed", why);
+  }
+
   private sleepCall(run: Run) {
-    return {
-      model: run.model.id,
-      base: run.model.proxy,
-      timeoutMs: this.opts.healthCheckTimeoutS * 1000,
-    };
+    const { fetch } = this.opts;
+    const timeoutMs = this.opts.healthCheckTimeoutS * 1000;
+    return { model: run.model.id, base: run.model.proxy, timeoutMs, timers: this.timers, fetch };
   }
 
   /** The cards the running process was placed on; undefined without a placement. */
@@ -234,6 +232,8 @@ export class ModelProcess {
             intervalMs: this.opts.pollIntervalMs ?? 10,
             deadline: run.startedAt + this.opts.healthCheckTimeoutS * 1000,
             signal: run.abort.signal,
+            timers: this.timers,
+            fetch: this.opts.fetch,
           }),
       run.exit.then(() => ({ kind: "exit" }) as const),
     ]);
@@ -282,18 +282,15 @@ export class ModelProcess {
         );
       }
     }
-    const ms = Math.round(performance.now() - run.startedAt);
+    const ms = Math.round(this.timers.now() - run.startedAt);
     this.opts.log.info(`model "${model.id}" ready in ${ms} ms (pid ${run.pid})`);
     this.setState("ready");
   }
 
   private spawn(model: ModelConfig): Run {
+    const { log, fetch } = this.opts;
     const kv = model.keepKv
-      ? new KvSlots(model.id, model.keepKv, {
-          log: this.opts.log,
-          ...(this.opts.kvFetch ? { fetch: this.opts.kvFetch } : {}),
-          ...(this.opts.kvTimers ? { timers: this.opts.kvTimers } : {}),
-        })
+      ? new KvSlots(model.id, model.keepKv, { log, fetch, timers: this.timers })
       : null;
     // The folder exists, and holds no other config's files, before the server starts.
     kv?.prepare();
@@ -318,7 +315,7 @@ export class ModelProcess {
       proc,
       pid: proc.pid,
       start: leader.start,
-      startedAt: performance.now(),
+      startedAt: this.timers.now(),
       stderr,
       kv,
       abort: new AbortController(),
@@ -348,7 +345,7 @@ export class ModelProcess {
       this.setState("stopped");
     }
     // Pipes close once the leftovers are gone; bounded in case one we cannot kill has them.
-    await Promise.all([Promise.race([pumps, delay(STDIO_DRAIN_MS)]), leftovers]);
+    await Promise.all([within(pumps, STDIO_DRAIN_MS, this.timers), leftovers]);
     if (this.draining === run.exit) this.draining = null;
     const { exitCode: code, signalCode } = run.proc;
     const exit: ProcessExit = {
@@ -384,7 +381,7 @@ export class ModelProcess {
     run.abort.abort();
     this.setState("stopping");
     tree.scan(); // a descendant started since the last scan must get the signal too
-    return terminate(run, this.opts.log, (line) => this.onLine(run.model.id, line));
+    return terminate(run, this.opts.log, (line) => this.onLine(run.model.id, line), this.timers);
   }
 
   private onLine(id: string, line: string): void {
@@ -399,12 +396,4 @@ export class ModelProcess {
     this._state = state;
     this.opts.onStateChange?.(state);
   }
-}
-
-/** `model` with `${GPU_IDS}` filled in its `cmd_stop` and `env` (its argv: `spawnModel`). */
-function withGpuIds(model: ModelConfig, gpus: readonly number[] | undefined): ModelConfig {
-  const env = Object.fromEntries(
-    Object.entries(model.env).map(([k, v]) => [k, fillGpuIds(v, gpus)]),
-  );
-  return { ...model, cmdStop: fillGpuIds(model.cmdStop, gpus), env };
 }

@@ -6,6 +6,7 @@
  * `process.on("exit")`, where nothing asynchronous runs any more.
  */
 import { readdirSync, readFileSync } from "node:fs";
+import { delay } from "../shared/timer.ts";
 
 const live = new Set<number>();
 
@@ -46,13 +47,14 @@ export function killAllSync(): number {
 
 /**
  * Resolves once no process of group `pgid` is left running, or after `maxMs`. kill(2)
- * returns before the target is gone, so "stopped" would otherwise race the kernel.
+ * returns before the target is gone, so "stopped" would otherwise race the kernel. This waits
+ * on the kernel, not on qm, so it polls on real time whatever clock the caller runs on.
  */
 export async function waitGroupGone(pgid: number, maxMs: number): Promise<boolean> {
   const until = performance.now() + maxMs;
   while (signalGroup(pgid, 0) && groupHasRunningMember(pgid)) {
     if (performance.now() >= until) return false;
-    await Bun.sleep(2);
+    await delay(2);
   }
   return true;
 }

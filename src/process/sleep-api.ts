@@ -2,11 +2,14 @@
  * A model server's sleep API (vLLM `--enable-sleep-mode`, served with `VLLM_SERVER_DEV_MODE=1`):
  * `POST /sleep?level=N` lets go of GPU memory (level 1 keeps the weights in host RAM, level 2
  * discards them), `POST /wake_up` takes it back, `GET /is_sleeping` → `{"is_sleeping": bool}`.
- * Each call is bounded by `timeoutMs`; every answer is checked against `/is_sleeping`, so a
- * server that answers 200 without doing it is not believed. Errors are QmErrors naming the model.
+ * Each call (its answer read included) is bounded by `timeoutMs` on the injected timers; every
+ * answer is checked against `/is_sleeping`, so a server that answers 200 without doing it is not
+ * believed. Errors are QmErrors naming the model.
  */
 import { QmError } from "../shared/errors.ts";
+import type { Fetch } from "../shared/fetch.ts";
 import { readAtMost } from "../shared/read-at-most.ts";
+import { realTimers, setTimeoutSignal, type Timers } from "../shared/timer.ts";
 
 /** An answer's text, at most 4 KiB of it ("" past that or on a read error). */
 async function textOf(res: Response): Promise<string> {
@@ -19,7 +22,10 @@ export interface SleepCall {
   /** The server's base URL (`proxy`). */
   base: string;
   timeoutMs: number;
-  fetch?: typeof fetch;
+  /** Default: the global fetch. */
+  fetch?: Fetch;
+  /** Default: real timers. */
+  timers?: Timers;
 }
 
 /** Puts the server to sleep; resolves once `/is_sleeping` says it is. */
@@ -40,8 +46,7 @@ export async function wakeServer(call: SleepCall): Promise<void> {
 
 /** `GET /is_sleeping`. */
 export async function isSleeping(call: SleepCall): Promise<boolean> {
-  const res = await send(call, "GET", "/is_sleeping", "sleep");
-  const text = await textOf(res);
+  const { res, text } = await send(call, "GET", "/is_sleeping", "sleep");
   if (!res.ok) throw failed(call, "sleep", `GET /is_sleeping answered ${res.status}`);
   let body: unknown;
   try {
@@ -55,31 +60,34 @@ export async function isSleeping(call: SleepCall): Promise<boolean> {
 }
 
 async function post(call: SleepCall, path: string, what: "sleep" | "wake"): Promise<void> {
-  const res = await send(call, "POST", path, what);
-  const text = await textOf(res);
+  const { res, text } = await send(call, "POST", path, what);
   if (!res.ok) {
     const said = text.trim().slice(0, 200);
     throw failed(call, what, `POST ${path} answered ${res.status}${said ? `: ${said}` : ""}`);
   }
 }
 
+/** One call and its answer's text, within `timeoutMs`. */
 async function send(
   call: SleepCall,
   method: string,
   path: string,
   what: "sleep" | "wake",
-): Promise<Response> {
+): Promise<{ res: Response; text: string }> {
   const f = call.fetch ?? fetch;
+  const limit = setTimeoutSignal(call.timers ?? realTimers, call.timeoutMs);
   try {
-    return await f(call.base + path, { method, signal: AbortSignal.timeout(call.timeoutMs) });
+    const res = await f(call.base + path, { method, signal: limit.signal });
+    return { res, text: await textOf(res) };
   } catch (err) {
-    const why =
-      err instanceof Error && err.name === "TimeoutError"
-        ? `no answer within ${call.timeoutMs} ms`
-        : err instanceof Error
-          ? err.message
-          : String(err);
+    const why = limit.signal.aborted
+      ? `no answer within ${call.timeoutMs} ms`
+      : err instanceof Error
+        ? err.message
+        : String(err);
     throw failed(call, what, `${method} ${path}: ${why}`);
+  } finally {
+    limit.cancel();
   }
 }
 

@@ -24,9 +24,7 @@ export function spawnModel(
   if (model.argv.length === 0) {
     throw new QmError("upstream_start_failed", `model "${model.id}" has an empty cmd`);
   }
-  const own = Object.fromEntries(
-    Object.entries(model.env).map(([k, v]) => [k, fillGpuIds(v, gpus)]),
-  );
+  const own = withGpuIds(model, gpus).env;
   const placed = gpus && gpus.length > 0 ? { CUDA_VISIBLE_DEVICES: gpus.join(",") } : {};
   const env = { ...process.env, ...placed, ...own, ...extraEnv };
   const argv = model.argv.map((a) => fillGpuIds(a, gpus));
@@ -48,4 +46,12 @@ export function spawnModel(
   } catch (err) {
     throw failed(err instanceof Error ? err.message : String(err), err);
   }
+}
+
+/** `model` with `${GPU_IDS}` filled in its `cmd_stop` and `env` (its argv: `spawnModel`). */
+export function withGpuIds(model: ModelConfig, gpus: readonly number[] | undefined): ModelConfig {
+  const env = Object.fromEntries(
+    Object.entries(model.env).map(([k, v]) => [k, fillGpuIds(v, gpus)]),
+  );
+  return { ...model, cmdStop: fillGpuIds(model.cmdStop, gpus), env };
 }

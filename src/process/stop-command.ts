@@ -5,7 +5,7 @@
  * shell.
  */
 import { splitCommand } from "../config/argv.ts";
-import { delay } from "./delay.ts";
+import { type Timers, within } from "../shared/timer.ts";
 import { pumpLines } from "./line-splitter.ts";
 import { signalGroup, trackGroup, untrackGroup } from "./process-group.ts";
 import { tree } from "./tree-watch.ts";
@@ -26,6 +26,7 @@ export function runStopCommand(
   pid: number,
   env: Record<string, string>,
   onLine: (line: string) => void,
+  timers: Timers,
 ): StopCommand | { error: string } {
   let argv: string[];
   try {
@@ -55,7 +56,7 @@ export function runStopCommand(
     untrackGroup(pgid);
     signalGroup(pgid, "SIGKILL");
     // Bounded: a grandchild that left the group could hold the pipes open forever.
-    await Promise.race([pumps, delay(STDIO_DRAIN_MS)]);
+    await within(pumps, STDIO_DRAIN_MS, timers);
     return code === 0;
   });
   return { done, kill: () => signalGroup(pgid, "SIGKILL") };

@@ -4,10 +4,12 @@
  * `stop_timeout_s` has passed. Resolves when the process has exited and `cmd_stop`, if it
  * ran, has too: a stop command still running after the model went (`sh -c "kill …; sleep"`)
  * is waited for within the same `stop_timeout_s`, then SIGKILLed, so "stopped" leaves no
- * process of the model's behind.
+ * process of the model's behind. The escalation runs on the injected timers, so a test moves a
+ * fake clock past `stop_timeout_s` instead of waiting for it.
  */
 import type { ModelConfig } from "../config/types.ts";
 import type { Logger } from "../shared/log.ts";
+import type { Timers } from "../shared/timer.ts";
 import { runStopCommand, type StopCommand } from "./stop-command.ts";
 
 export interface Stoppable {
@@ -25,10 +27,11 @@ export async function terminate(
   target: Stoppable,
   log: Logger,
   onLine: (line: string) => void,
+  timers: Timers,
 ): Promise<void> {
   const { model, pid } = target;
   let stopCmd: StopCommand | null = null;
-  const escalate = setTimeout(
+  const escalate = timers.set(
     () => {
       if (target.exited) {
         log.warn(
@@ -48,8 +51,12 @@ export async function terminate(
     if (model.cmdStop.trim() === "") {
       target.signal("SIGTERM");
     } else {
-      const started = runStopCommand(model.cmdStop, pid, model.env, (l) =>
-        onLine(`[cmd_stop] ${l}`),
+      const started = runStopCommand(
+        model.cmdStop,
+        pid,
+        model.env,
+        (l) => onLine(`[cmd_stop] ${l}`),
+        timers,
       );
       if ("error" in started) {
         log.warn(`model "${model.id}": ${started.error}; sending SIGTERM instead`);
@@ -66,6 +73,6 @@ export async function terminate(
     await target.exit;
     if (stopCmd) await stopCmd.done;
   } finally {
-    clearTimeout(escalate);
+    timers.clear(escalate);
   }
 }

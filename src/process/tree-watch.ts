@@ -11,6 +11,7 @@
  *   `QM_OWNER=<qm pid>:<qm start>` and `QM_MODEL=<id>`, set on every model qm starts: that
  *   catches a child orphaned between two scans.
  */
+import { delay, every, realTimers, type Timers } from "../shared/timer.ts";
 import { reapChild } from "./libc.ts";
 import { linuxProc, type ProcEntry, type ProcFs, selfIdentity } from "./proc-fs.ts";
 import { liveGroups } from "./process-group.ts";
@@ -37,6 +38,8 @@ export interface TreeDeps {
   /** Pids Bun spawned and has not reaped yet: never adopted, never reaped by us. */
   spawned(): Iterable<number>;
   scanIntervalMs: number;
+  /** The periodic scan runs on these; default real. */
+  timers?: Timers;
 }
 
 interface Run {
@@ -53,7 +56,8 @@ export class TreeWatch {
   private readonly runs = new Map<number, Run>();
   /** Sessions qm created that still have members (see noteSession). */
   private readonly sessions = new Set<number>();
-  private timer: ReturnType<typeof setInterval> | null = null;
+  /** Stops the periodic scan; null while it is not running. */
+  private stopScans: (() => void) | null = null;
   /** Called after any change to what is watched (the run file is rewritten from it). */
   onChange: (() => void) | null = null;
 
@@ -87,9 +91,10 @@ export class TreeWatch {
    */
   noteSession(pid: number): void {
     this.sessions.add(pid);
-    if (this.timer === null && this.deps.fs.available) {
-      this.timer = setInterval(() => this.scan(), this.deps.scanIntervalMs);
-      this.timer.unref?.();
+    if (this.stopScans === null && this.deps.fs.available) {
+      const timers = this.deps.timers ?? realTimers;
+      // unref: a background scan never keeps the process alive on its own.
+      this.stopScans = every(() => this.scan(), this.deps.scanIntervalMs, timers, { unref: true });
     }
   }
 
@@ -169,9 +174,9 @@ export class TreeWatch {
     for (const s of this.sessions) {
       if (!this.runs.has(s) && !byGroup.has(s)) this.sessions.delete(s);
     }
-    if (this.sessions.size === 0 && this.runs.size === 0 && this.timer !== null) {
-      clearInterval(this.timer);
-      this.timer = null;
+    if (this.sessions.size === 0 && this.runs.size === 0 && this.stopScans !== null) {
+      this.stopScans();
+      this.stopScans = null;
     }
   }
 
@@ -225,12 +230,15 @@ export class TreeWatch {
     return false;
   }
 
-  /** Resolves once no recorded descendant runs, or after `maxMs`; then reaps our zombies. */
+  /**
+   * Resolves once no recorded descendant runs, or after `maxMs`; then reaps our zombies. It
+   * waits on the kernel, so it polls on real time (as `waitGroupGone` does).
+   */
   async waitGone(pid: number, maxMs: number): Promise<boolean> {
     const until = performance.now() + maxMs;
     let gone = !this.running(pid);
     while (!gone && performance.now() < until) {
-      await Bun.sleep(2);
+      await delay(2);
       gone = !this.running(pid);
     }
     this.scan();

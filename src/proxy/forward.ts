@@ -1,4 +1,5 @@
 import { QmError } from "../shared/errors.ts";
+import type { Fetch } from "../shared/fetch.ts";
 import type { Logger } from "../shared/log.ts";
 import { sseEvent } from "../shared/sse.ts";
 import { failureLogLine, upstreamFailure } from "./causes.ts";
@@ -36,6 +37,8 @@ export interface UpstreamCall {
    * (`src/peers`). Absent or empty for a local model.
    */
   readonly credentials?: readonly (readonly [string, string])[] | undefined;
+  /** How the upstream is called; the global `fetch` when absent (tests pass a fake). */
+  readonly fetch?: Fetch | undefined;
 }
 
 export interface ForwardRequest {
@@ -81,7 +84,7 @@ export async function forward(req: ForwardRequest): Promise<Response> {
     deadline.start();
     const headers = upstreamRequestHeaders(req.headers);
     for (const [name, value] of req.call.credentials ?? []) headers.set(name, value);
-    upstream = await fetch(req.base + req.pathAndQuery, {
+    upstream = await (req.call.fetch ?? fetch)(req.base + req.pathAndQuery, {
       method: req.method,
       headers,
       body: req.body,

@@ -1,5 +1,6 @@
 import { QmError } from "../shared/errors.ts";
 import { sseComment } from "../shared/sse.ts";
+import { every } from "../shared/timer.ts";
 import { upstreamFailure } from "./causes.ts";
 import { sseError } from "./forward.ts";
 
@@ -70,10 +71,7 @@ export interface PlaceholderOptions {
 
 const encoder = new TextEncoder();
 
-const realEvery = (ms: number, fn: () => void) => {
-  const t = setInterval(fn, ms);
-  return () => clearInterval(t);
-};
+const realEvery = (ms: number, fn: () => void) => every(fn, ms);
 
 export function placeholderStream(opts: PlaceholderOptions): ReadableStream<Uint8Array> {
   const now = opts.now ?? (() => performance.now());

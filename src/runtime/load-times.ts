@@ -31,6 +31,9 @@ interface Load {
 export class LoadTimes {
   private readonly history = new Map<string, number[]>();
   private readonly started = new Map<string, Load>();
+  /** Wakes from sleep (`evict = "sleep"`): kept apart from loads, in memory only. */
+  private readonly wakes = new Map<string, number[]>();
+  private readonly waking = new Map<string, number>();
 
   /** `file`: where the history is kept across restarts (none: memory only). */
   constructor(
@@ -56,6 +59,28 @@ export class LoadTimes {
     this.write();
   }
 
+  /**
+   * A sleeping model's wake: it starts at `starting` ("waking") and ends, measured, at
+   * `ready`. A wake is not a load: its seconds are kept apart (`expectedWake`).
+   */
+  wakeState(id: string, state: string, waking: boolean): void {
+    if (waking) {
+      this.waking.set(id, this.now());
+      return;
+    }
+    const at = this.waking.get(id);
+    if (at === undefined) return;
+    this.waking.delete(id);
+    if (state !== "ready") return;
+    const list = [...(this.wakes.get(id) ?? []), Math.max(0, Math.round(this.now() - at))];
+    this.wakes.set(id, list.slice(-KEPT));
+  }
+
+  /** The median of the last wakes of `id`; null when it was never woken. */
+  expectedWake(id: string): number | null {
+    return median(this.wakes.get(id));
+  }
+
   /** An output line of model `id`: while it loads, the stage it shows (llama-server's). */
   line(id: string, line: string): void {
     this.started.get(id)?.stages.line(line);
@@ -76,11 +101,7 @@ export class LoadTimes {
 
   /** The median of the last loads of `id`; null when it never loaded. */
   expected(id: string): number | null {
-    const list = this.history.get(id);
-    if (!list || list.length === 0) return null;
-    const sorted = [...list].sort((a, b) => a - b);
-    const mid = sorted.length >> 1;
-    return sorted.length % 2 ? sorted[mid]! : Math.round((sorted[mid - 1]! + sorted[mid]!) / 2);
+    return median(this.history.get(id));
   }
 
   /** The last load's duration of `id`, or null. */
@@ -114,4 +135,11 @@ export class LoadTimes {
       this.onWriteError(err);
     }
   }
+}
+
+function median(list: readonly number[] | undefined): number | null {
+  if (!list || list.length === 0) return null;
+  const sorted = [...list].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 ? sorted[mid]! : Math.round((sorted[mid - 1]! + sorted[mid]!) / 2);
 }

@@ -1,28 +1,24 @@
 /**
- * Managed mistral.rs nodes (src/peers/mistralrs.md): each node model's supervisor over the
- * node's HTTP API (`NodeServer`), and the background poll that follows each node — its health,
- * models discovered, models loaded or unloaded outside qm — and restarts it once its
- * unload/reload cycles reach `defrag_after_cycles`. Time is the injected timers'.
+ * Managed mistral.rs nodes (src/peers/mistralrs.md): the keeper of each node model's
+ * supervisor (`NodeServer`, src/peers/node-server.ts), and the background poll that follows
+ * each node — its health, models discovered, models loaded or unloaded outside qm — and
+ * restarts it once its unload/reload cycles reach `defrag_after_cycles`. Time is the injected
+ * timers'.
  */
 import { nodeModel, nodeModelId } from "../config/node-models.ts";
 import type { Config, ModelConfig, PeerConfig } from "../config/types.ts";
-import { MistralrsApi, NodeApiError, type NodeModelStatus } from "../peers/mistralrs.ts";
+import { MistralrsApi, type NodeModelStatus } from "../peers/mistralrs.ts";
+import { type NodeKeeper, NodeServer, STATUS_POLL_MS } from "../peers/node-server.ts";
 import type { PeerTable } from "../peers/table.ts";
-import type { Fetcher } from "../peers/watch.ts";
-import { delay } from "../process/delay.ts";
 import type { ModelState } from "../scheduler/types.ts";
-import { asQmError, QmError } from "../shared/errors.ts";
+import { asQmError } from "../shared/errors.ts";
+import type { Fetch } from "../shared/fetch.ts";
 import type { Logger } from "../shared/log.ts";
-import type { Timers } from "../shared/timer.ts";
-import type { ModelServer } from "./swap-runner.ts";
+import { delay, type Timers } from "../shared/timer.ts";
 
-/** How often a start asks the node whether its model has loaded. */
-const STATUS_POLL_MS = 250;
 /** At most this many models are taken from one node's list; longer ids are passed over. */
 const MAX_DISCOVERED = 1000;
 const MAX_ID_LENGTH = 256;
-/** The lifecycle lines kept per node model (`/api/models/{id}/logs`). */
-const LOG_LINES = 200;
 
 /** What the nodes need of the scheduler and the rest of the runtime. */
 export interface NodeHost {
@@ -45,7 +41,7 @@ export interface NodeHost {
   table(): PeerTable | null;
   /** Each lifecycle line of a node model, for its live log followers. */
   onLine(id: string, line: string): void;
-  fetch?: Fetcher;
+  fetch?: Fetch;
   /** Runs `restart_cmd`; resolves with its exit code. Default: spawned, no shell. */
   runRestart?: (argv: string[]) => Promise<number>;
 }
@@ -64,7 +60,7 @@ interface Node {
   polling: boolean;
 }
 
-export class ManagedNodes {
+export class ManagedNodes implements NodeKeeper {
   private readonly nodes = new Map<string, Node>();
   private readonly servers = new Map<string, NodeServer>();
   private closed = false;
@@ -145,12 +141,33 @@ export class ManagedNodes {
     return this.closed;
   }
 
-  node(id: string): Node | undefined {
-    return this.nodes.get(id);
+  // What a node model's supervisor reads (`NodeKeeper`).
+  get timers(): Timers {
+    return this.host.timers;
   }
 
-  get hostDeps(): NodeHost {
-    return this.host;
+  get log(): Logger {
+    return this.host.log;
+  }
+
+  get loadTimeoutMs(): number {
+    return this.host.loadTimeoutMs;
+  }
+
+  get fetch(): Fetch | undefined {
+    return this.host.fetch;
+  }
+
+  restarting(node: string): boolean {
+    return this.nodes.get(node)?.restarting ?? false;
+  }
+
+  unreachable(node: string, error: string): void {
+    this.host.table()?.report(node, { ok: false, error });
+  }
+
+  onLine(id: string, line: string): void {
+    this.host.onLine(id, line);
   }
 
   /** The scheduler's news of a model: a node's routing entry follows it; a defrag waits on it. */
@@ -320,157 +337,6 @@ export class ManagedNodes {
     }
     n.cycles = 0;
     host.log.info(`node ${name}: restarted`);
-  }
-}
-
-/**
- * A node model's supervisor: loaded and unloaded over the node's API, never spawned. `pid` is
- * always null (the node's process is not qm's), so nothing of the local GPU is attributed to it.
- */
-export class NodeServer implements ModelServer {
-  state: "stopped" | "starting" | "ready" | "stopping" = "stopped";
-  readonly pid = null;
-  /** The node has the model loaded as far as qm knows (started or adopted). */
-  private resident = false;
-  private starting: AbortController | null = null;
-  private readonly lines: string[] = [];
-  private readonly id: string;
-  private readonly node: string;
-  private readonly remote: string;
-  private readonly api: MistralrsApi;
-
-  constructor(
-    model: ModelConfig,
-    private readonly nodes: ManagedNodes,
-  ) {
-    this.node = model.node!.node;
-    this.remote = model.node!.remote;
-    const host = nodes.hostDeps;
-    // The model's own URL and key: a reload that changed them makes a new supervisor.
-    this.api = new MistralrsApi(
-      {
-        id: this.node,
-        url: model.proxy,
-        apiKey: model.node!.apiKey,
-        timeoutMs: model.firstByteTimeoutMs || 30_000,
-      },
-      host.timers,
-      host.fetch,
-    );
-    this.id = model.id;
-  }
-
-  async start(): Promise<void> {
-    const host = this.nodes.hostDeps;
-    const ctl = new AbortController();
-    this.starting = ctl;
-    this.state = "starting";
-    const began = host.timers.now();
-    try {
-      await this.nodes.gateOpen(this.node);
-      if (ctl.signal.aborted) throw this.aborted();
-      const deadline = began + host.loadTimeoutMs;
-      const left = () => Math.max(1, deadline - host.timers.now());
-      let status = await this.api.reload(this.remote, left(), ctl.signal);
-      this.line(`reload → ${status}`);
-      for (;;) {
-        if (status === "loaded") break;
-        if (status === "not_found") {
-          throw new QmError(
-            "model_not_found",
-            `node "${this.node}" does not know model "${this.remote}" (not_found)`,
-          );
-        }
-        if (status === "no_loader_config" || status === "internal_error") {
-          throw new QmError(
-            "upstream_start_failed",
-            `node "${this.node}" could not load model "${this.remote}" (${status})`,
-          );
-        }
-        if (host.timers.now() >= deadline) {
-          throw new QmError(
-            "upstream_start_timeout",
-            `node "${this.node}" did not load model "${this.remote}" within ${Math.round(host.loadTimeoutMs / 1000)} s (server.health_check_timeout_s)`,
-          );
-        }
-        await delay(STATUS_POLL_MS, ctl.signal, host.timers);
-        if (ctl.signal.aborted) throw this.aborted();
-        // Unloaded again (or never started loading): ask once more; otherwise ask how it goes.
-        status =
-          status === "unloaded"
-            ? await this.api.reload(this.remote, left(), ctl.signal)
-            : await this.api.status(this.remote, ctl.signal);
-      }
-      this.resident = true;
-      this.state = "ready";
-      this.line(`loaded in ${Math.round(host.timers.now() - began)} ms`);
-    } catch (err) {
-      this.state = "stopped";
-      const e = ctl.signal.aborted ? this.aborted() : asQmError(err);
-      // An unreachable node is down for routing now, not only at its next poll.
-      if (err instanceof NodeApiError && err.unreachable) {
-        host.table()?.report(this.node, { ok: false, error: e.message });
-      }
-      // The load may have gone through on the node before the failure was seen.
-      this.resident = !ctl.signal.aborted;
-      this.line(`load failed: ${e.message}`);
-      throw e.code === "internal" ? new QmError("upstream_start_failed", e.message) : e;
-    } finally {
-      this.starting = null;
-    }
-  }
-
-  async stop(): Promise<void> {
-    this.starting?.abort();
-    const wasLoaded = this.resident;
-    const nodes = this.nodes;
-    if (!wasLoaded && this.state === "stopped") return;
-    this.state = "stopping";
-    this.resident = false;
-    const node = nodes.node(this.node);
-    // At shutdown the node keeps its models; in a defrag its restart frees them.
-    if (!nodes.closing && !node?.restarting) {
-      try {
-        const status = await this.api.unload(this.remote);
-        this.line(`unload → ${status}`);
-      } catch (err) {
-        this.line(`unload failed: ${asQmError(err).message}`);
-        nodes.hostDeps.log.warn(asQmError(err).message);
-      }
-      if (wasLoaded) nodes.cycled(this.node);
-    }
-    this.state = "stopped";
-  }
-
-  /** The node had it loaded without qm's asking. */
-  adopted(): void {
-    this.resident = true;
-    this.state = "ready";
-  }
-
-  /** The node unloaded it without qm's asking. */
-  vanished(): void {
-    this.resident = false;
-    this.state = "stopped";
-  }
-
-  logs(): string[] {
-    return [...this.lines];
-  }
-
-  stderrTail(lines = 5): string[] {
-    return this.lines.slice(-lines);
-  }
-
-  private aborted(): QmError {
-    return new QmError("model_unloaded", `model "${this.id}" was unloaded while it was loading`);
-  }
-
-  private line(text: string): void {
-    const line = `node ${this.node}: ${this.remote}: ${text}`;
-    this.lines.push(line);
-    if (this.lines.length > LOG_LINES) this.lines.shift();
-    this.nodes.hostDeps.onLine(this.id, line);
   }
 }
 

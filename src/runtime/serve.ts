@@ -1,10 +1,11 @@
 import { join } from "node:path";
 import { buildApp } from "../api/app.ts";
-import type { Gateway } from "../api/gateway.ts";
-import { metricsHandler } from "../api/metrics/routes.ts";
+import { metricsHandler } from "../api/control/observe-routes.ts";
+import type { ObserveGateway } from "../api/gateway.ts";
 import { parseHostPort } from "../config/index.ts";
 import type { Config } from "../config/types.ts";
 import { killAllSync, startSupervision } from "../process/index.ts";
+import { describePortHolder } from "../process/port-holder.ts";
 import { systemClock } from "../shared/clock.ts";
 import type { Logger } from "../shared/log.ts";
 import { isLoopbackName } from "../shared/net.ts";
@@ -64,27 +65,33 @@ export function startServer(config: Config, log: Logger, opts: ServeOptions = {}
   const urls: string[] = [];
   let metricsUrl: string | null = null;
   try {
-    for (const address of config.server.listen) {
+    config.server.listen.forEach((address, i) => {
       const hp = parseHostPort(address);
       if (!hp) throw new Error(`bad listen address "${address}"`);
       const { host, port } = hp;
       const app = buildApp(runtime, { loopback: isLoopbackName(host), log });
-      const server: Listener = Bun.serve({
-        hostname: host,
-        port,
-        maxRequestBodySize: BUN_BODY_LIMIT,
-        // Inference routes switch the idle timeout off for their own requests.
-        idleTimeout: 30,
-        development: false,
-        fetch: (request, srv) => app.fetch(request, srv),
-      });
+      const server = bindListener(`server.listen[${i}]`, address, () =>
+        Bun.serve({
+          hostname: host,
+          port,
+          reusePort: false,
+          maxRequestBodySize: BUN_BODY_LIMIT,
+          // Inference routes switch the idle timeout off for their own requests.
+          idleTimeout: 30,
+          development: false,
+          fetch: (request, srv) => app.fetch(request, srv),
+        }),
+      );
       servers.push(server);
       urls.push(urlOf(host, server.port));
-    }
-    if (config.server.metricsListen) {
-      const hp = parseHostPort(config.server.metricsListen);
-      if (!hp) throw new Error(`bad metrics_listen address "${config.server.metricsListen}"`);
-      const server = serveMetrics(runtime, hp.host, hp.port, log);
+    });
+    const metrics = config.server.metricsListen;
+    if (metrics) {
+      const hp = parseHostPort(metrics);
+      if (!hp) throw new Error(`bad metrics_listen address "${metrics}"`);
+      const server = bindListener("server.metrics_listen", metrics, () =>
+        serveMetrics(runtime, hp.host, hp.port, log),
+      );
       servers.push(server);
       metricsUrl = urlOf(hp.host, server.port);
     }
@@ -123,12 +130,56 @@ export function startServer(config: Config, log: Logger, opts: ServeOptions = {}
   return { runtime, urls, metricsUrl, stop };
 }
 
+/**
+ * Binds one listener, or throws a sentence naming the port, the key it comes from and, when
+ * it can be found, the process holding it. Every listener is bound with `reusePort: false`:
+ * Bun's production mode (`development: false`) otherwise sets SO_REUSEPORT, so a second qm
+ * (or any program that sets it too) would bind the same port and the kernel would split the
+ * connections between two schedulers — two VRAM accountings, answers at random.
+ */
+export function bindListener(key: string, address: string, bind: () => Listener): Listener {
+  try {
+    return bind();
+  } catch (err) {
+    const code = (err as { code?: unknown }).code;
+    const port = parseHostPort(address)?.port ?? 0;
+    if (code === "EADDRINUSE") {
+      throw new Error(
+        `port ${port} is already in use (${key} = "${address}"), by ${describePortHolder(port)}: stop it, or choose another port`,
+      );
+    }
+    if (code === "EADDRNOTAVAIL") {
+      throw new Error(
+        `cannot listen on ${address} (${key}): no network interface of this machine has that address`,
+      );
+    }
+    if (code === "EACCES") {
+      throw new Error(
+        `cannot listen on ${address} (${key}): permission denied (ports below 1024 need root or CAP_NET_BIND_SERVICE)`,
+      );
+    }
+    throw err;
+  }
+}
+
 function urlOf(host: string, port: number | undefined): string {
   return `http://${host.includes(":") ? `[${host}]` : host}:${port}`;
 }
 
 /** The metrics listener: `GET /metrics` and nothing else (no API key: bind it for the scraper). */
-export function serveMetrics(gw: Gateway, host: string, port: number, log: Logger): Listener {
+export function serveMetrics(
+  gw: ObserveGateway,
+  host: string,
+  port: number,
+  log: Logger,
+): Listener {
   const handle = metricsHandler(gw, log);
-  return Bun.serve({ hostname: host, port, idleTimeout: 30, development: false, fetch: handle });
+  return Bun.serve({
+    hostname: host,
+    port,
+    reusePort: false, // see bindListener
+    idleTimeout: 30,
+    development: false,
+    fetch: handle,
+  });
 }

@@ -3,14 +3,14 @@
  * the spawn guard, start the target), stops outside swaps, and exits nobody asked for. Each
  * ends as a scheduler event. Invariants: ./design.md.
  */
-import type { Config, ModelConfig } from "../config/types.ts";
+import type { ModelConfig } from "../config/types.ts";
+import type { GuardOptions } from "../gpu/gpu-watch.ts";
 import type { ProcessView, SpawnVerdict } from "../gpu/index.ts";
-import { exitError, ModelProcess, type ProcessExit, type StopOptions } from "../process/index.ts";
+import { exitError, type ProcessExit, type StopOptions } from "../process/index.ts";
+import { type StopReason, stopReasonText } from "../scheduler/stop-reason.ts";
 import type { Swap, SwapResult } from "../scheduler/types.ts";
 import { asQmError, QmError } from "../shared/errors.ts";
 import type { Logger } from "../shared/log.ts";
-import type { GuardOptions } from "./gpu-watch.ts";
-import { followMove } from "./reload.ts";
 
 /** What the runtime needs of a model's supervisor (`ModelProcess`; a fake in tests). */
 export interface ModelServer extends ProcessView {
@@ -41,25 +41,6 @@ export type ProcessFactory = (
   model: ModelConfig,
   onExit: (exit: ProcessExit) => void,
 ) => ModelServer;
-
-/**
- * The real supervisors. A model moved to a free port before a start: requests follow it there.
- * `onLine` hears every output line of every model (live log followers).
- */
-export function modelProcesses(
-  config: Config,
-  log: Logger,
-  onLine?: (id: string, line: string) => void,
-): ProcessFactory {
-  return (model, onExit) =>
-    new ModelProcess(model, {
-      healthCheckTimeoutS: config.server.healthCheckTimeoutS,
-      log,
-      onExit,
-      ...(onLine ? { onLine: (line: string) => onLine(model.id, line) } : {}),
-      onConfigChange: (moved) => followMove(config, moved),
-    });
-}
 
 /** The scheduler events a swap, a stop or an exit ends in. */
 export interface SwapEvents {
@@ -156,8 +137,8 @@ export class SwapRunner {
   }
 
   /** `Effects.stopModels`: stops each model; reports each with `stopped(model)`. */
-  stopModels(models: string[], reason: string): void {
-    this.deps.log.info(`stopping ${models.join(", ")} (${reason})`);
+  stopModels(models: string[], reason: StopReason): void {
+    this.deps.log.info(`stopping ${models.join(", ")} (${stopReasonText(reason)})`);
     for (const id of models) {
       void this.processes
         .get(id)!
@@ -173,8 +154,8 @@ export class SwapRunner {
    * `Effects.sleepModels`: puts each model to sleep (one that will not sleep is stopped);
    * reports each with `slept(model, asleep)`.
    */
-  sleepModels(models: string[], reason: string): void {
-    this.deps.log.info(`putting ${models.join(", ")} to sleep (${reason})`);
+  sleepModels(models: string[], reason: StopReason): void {
+    this.deps.log.info(`putting ${models.join(", ")} to sleep (${stopReasonText(reason)})`);
     for (const id of models) {
       void this.putToSleep(id).then((asleep) => {
         this.deps.gpu.noteReleased();

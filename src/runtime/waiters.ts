@@ -70,6 +70,7 @@ export class Waiters {
         holdMs: hooks.holdMs,
         patienceMs: hooks.patienceMs,
         keepAliveMs: hooks.keepAliveMs,
+        conversation: hooks.conversation,
       });
       // Most requests are granted (or refused) synchronously above; only one that has to
       // wait needs to hear about its client leaving.

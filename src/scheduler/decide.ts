@@ -1,5 +1,7 @@
 import type { Eviction } from "../policy/types.ts";
 import { QmError } from "../shared/errors.ts";
+import type { HoldVerdict } from "./hold-cost.ts";
+import type { HoldBreak } from "./holds.ts";
 import type { ModelEntry } from "./models.ts";
 
 /** What `decide` needs to know about one request. Step 1 (unknown model) is the caller's. */
@@ -7,6 +9,10 @@ export interface DecideRequest {
   model: string;
   /** It has waited past its patience: it no longer honours other models' holds. */
   patienceSpent: boolean;
+  /** The request's id, its conversation and its time waited behind idle holds (cost policy). */
+  id?: number;
+  conversation?: string | null;
+  heldWaitMs?: number;
 }
 
 /** A read-only window onto the scheduler's state, as of the moment of the decision. */
@@ -24,6 +30,11 @@ export interface DecideView {
   inTransition(id: string): boolean;
   /** Under an idle-grace hold right now. */
   held(id: string): boolean;
+  /**
+   * Step 5b under `hold_policy = "cost"`: whether `req` may break the holds on `evict` now
+   * (hold-cost.ts). Null under `"fixed"`: holds stand until the waiter's patience.
+   */
+  holdVerdict(req: DecideRequest, evict: readonly string[]): HoldVerdict | null;
   /** The eviction policy's answer for bringing `id` in (asked only when the tree gets there). */
   evictionFor(id: string): Eviction;
   /**
@@ -33,10 +44,14 @@ export interface DecideView {
   ramSleeper(): string | null;
 }
 
-/** Why a request has to wait; `busy` and `held` name the evict set that blocks it. */
+/**
+ * Why a request has to wait; `busy` and `held` name the evict set that blocks it; `held`
+ * under the cost policy also carries the waiter's fairness quantum.
+ */
 export type QueueReason =
   | { why: "aborting" | "unavailable" | "full" | "stopping" | "collision" | "freeing" }
-  | { why: "busy" | "held"; evict: string[] };
+  | { why: "busy"; evict: string[] }
+  | { why: "held"; evict: string[]; quantumMs?: number };
 
 export type Decision =
   | { kind: "join" }
@@ -45,7 +60,8 @@ export type Decision =
   | { kind: "fail"; error: QmError }
   /** Stop this sleeping model to free the RAM it holds; the request waits meanwhile. */
   | { kind: "freeRam"; sleeper: string }
-  | { kind: "swap"; evict: string[]; budget: string[]; gpus?: number[] };
+  /** `breaks`: it evicts held models, and why it may (patience, or the cost verdict). */
+  | { kind: "swap"; evict: string[]; budget: string[]; gpus?: number[]; breaks?: HoldBreak };
 
 /** Steps 2–6 of the decision tree (design.md) for one request. Pure: it only reads `view`. */
 export function decide(req: DecideRequest, view: DecideView): Decision {
@@ -75,9 +91,21 @@ export function decide(req: DecideRequest, view: DecideView): Decision {
   // 5. it would evict a model that is still busy → queue.
   if (evict.some((v) => view.model(v).inflight > 0)) return { kind: "queue", why: "busy", evict };
   // 5b. it would evict a model under an idle-grace hold → queue, until this waiter's patience
-  //     runs out; then it preempts (and becomes the incumbent itself).
-  if (!req.patienceSpent && evict.some((v) => view.held(v))) {
-    return { kind: "queue", why: "held", evict };
+  //     runs out; then it preempts (and becomes the incumbent itself). Under the cost policy
+  //     it also breaks the holds when holding costs more than the swap there and back, or
+  //     once it has waited its fairness quantum behind them.
+  let breaks: HoldBreak | undefined;
+  if (evict.some((v) => view.held(v))) {
+    if (req.patienceSpent) {
+      breaks = "patience";
+    } else {
+      const verdict = view.holdVerdict(req, evict);
+      if (verdict === null) return { kind: "queue", why: "held", evict };
+      if (verdict.kind === "hold") {
+        return { kind: "queue", why: "held", evict, quantumMs: verdict.quantumMs };
+      }
+      breaks = verdict.reason;
+    }
   }
   // 6. start the swap.
   return {
@@ -85,6 +113,7 @@ export function decide(req: DecideRequest, view: DecideView): Decision {
     evict,
     budget: plan.budget ?? [],
     ...(plan.gpus === undefined ? {} : { gpus: plan.gpus }),
+    ...(breaks === undefined ? {} : { breaks }),
   };
 }
 

@@ -1,7 +1,28 @@
 import type { Clock } from "../shared/clock.ts";
+import { type GapBook, type GapEstimate, WINDOW_FACTOR } from "./gaps.ts";
+import { type HoldVerdict, holdVerdict, type SwapCosts } from "./hold-cost.ts";
 import type { ModelEntry, ModelTable } from "./models.ts";
 import type { Effects, ServeOutcome } from "./types.ts";
 import type { Queued } from "./waiter.ts";
+
+/**
+ * Before any gap was seen, the request's own window (`hold_ms` / `X-QM-Hold-Ms`) stands for
+ * one: its typical gap, with the window a seen gap would get.
+ */
+function priorGap(holdMs: number): GapEstimate {
+  return { typicalMs: holdMs, windowMs: Math.ceil(holdMs * WINDOW_FACTOR), source: "prior" };
+}
+
+/** Why a swap breaks holds: a waiter past its patience, or (cost policy) the verdict's reason. */
+export type HoldBreak = "patience" | "cost" | "fairness";
+
+/** What the cost verdict knows of the waiter (see `Holds.verdict`). */
+export interface HoldWaiter {
+  id: number;
+  model: string;
+  conversation: string | null;
+  heldWaitMs: number;
+}
 
 /**
  * Time in the scheduler: idle-grace holds, waiters' patience, TTL expiry, and the one wake
@@ -24,11 +45,20 @@ export class Holds {
     private readonly effects: Pick<Effects, "wakeAt" | "holdChanged">,
     /** `hold_on = "request"`: every finished request earns a hold, not only tool calls. */
     private holdOnEveryRequest: boolean,
+    /** `hold_policy`: `"cost"` weighs each hold (`gaps`, `costs`); `"fixed"` holds `hold_ms`. */
+    private policy: "cost" | "fixed",
+    private readonly gaps: GapBook,
+    private readonly costs: SwapCosts,
   ) {}
 
-  /** A reload changed `scheduler.hold_on`: the next finished request follows it. */
-  setHoldOn(everyRequest: boolean): void {
+  /** A reload changed `scheduler.hold_on` / `hold_policy`: the next finished request follows it. */
+  setHoldOn(everyRequest: boolean, policy: "cost" | "fixed" = this.policy): void {
     this.holdOnEveryRequest = everyRequest;
+    this.policy = policy;
+  }
+
+  get costPolicy(): boolean {
+    return this.policy === "cost";
   }
 
   /** Past its patience, a waiter ignores other models' holds (and may mark them draining). */
@@ -57,24 +87,115 @@ export class Holds {
   }
 
   /**
-   * A granted request finished on `m`. Only a response that can be followed by another round
-   * earns a hold (`hold_on`), and the window is the one its own request asked for.
+   * A granted request of `conversation` finished on `m`. Only a response that can be followed
+   * by another round earns a hold (`hold_on`); its tool gap starts now. `"fixed"`: the window
+   * is the one its own request asked for. `"cost"`: a request that asked for none (`0`) gets
+   * none; otherwise the window is the conversation's expected gap (`GapBook.estimate`), or the
+   * window it asked for while no gap was ever seen.
    */
-  finished(m: ModelEntry, holdMs: number, outcome: ServeOutcome): void {
-    if (this.holdOnEveryRequest || outcome.toolCalls) {
+  finished(m: ModelEntry, holdMs: number, outcome: ServeOutcome, conversation: string): void {
+    if (!this.holdOnEveryRequest && !outcome.toolCalls) return;
+    this.gaps.answered(conversation, m.id, this.clock.now());
+    if (this.policy === "fixed") {
       m.holdCandidateMs = Math.max(m.holdCandidateMs, holdMs);
+      return;
     }
+    if (holdMs <= 0) return;
+    const est = this.gaps.estimate(conversation, m.id) ?? priorGap(holdMs);
+    if (est.windowMs <= m.holdCandidateMs) return;
+    m.holdCandidateMs = est.windowMs;
+    m.holdCandidate = {
+      conversation,
+      typicalMs: est.typicalMs,
+      windowMs: est.windowMs,
+      source: est.source,
+    };
   }
 
-  /** `m`'s last request drained: held for the longest window earned, unless it is stopping. */
+  /**
+   * `m`'s last request drained: held for the longest window earned, unless it is stopping.
+   * With none earned, under the cost policy, a hold whose loop ended is over.
+   */
   drained(m: ModelEntry, stopping: boolean): void {
-    if (!stopping && m.holdCandidateMs > 0) {
-      const until = this.clock.now() + m.holdCandidateMs;
-      m.heldUntil = until;
-      if (this.nextExpiry === null || until < this.nextExpiry) this.nextExpiry = until;
-      this.effects.holdChanged(m.id, "granted", until);
-    }
+    if (!stopping && m.holdCandidateMs > 0) this.grant(m);
+    else if (!stopping && this.policy === "cost") this.loopEnded(m);
     m.holdCandidateMs = 0;
+    m.holdCandidate = null;
+  }
+
+  private grant(m: ModelEntry): void {
+    const now = this.clock.now();
+    const until = now + m.holdCandidateMs;
+    m.heldUntil = until;
+    m.holdEnded = null;
+    if (this.nextExpiry === null || until < this.nextExpiry) this.nextExpiry = until;
+    const basis = m.holdCandidate;
+    if (basis === null) {
+      m.hold = null;
+      this.effects.holdChanged(m.id, "granted", until);
+      return;
+    }
+    const swapBackMs = this.costs.swap(m.id, m.evictMode === "sleep");
+    m.hold = { ...basis, from: now, swapBackMs };
+    this.effects.holdChanged(m.id, "granted", until, {
+      gapMs: basis.typicalMs,
+      swapMs: swapBackMs,
+    });
+  }
+
+  /**
+   * `m` drained with no hold earned. Its hold (cost policy) waited for one conversation's tool
+   * gap; if that conversation came back and answered without tool calls, its loop is over and
+   * so is the gap: the hold ends now, reported `expired` (at this time, its deadline brought in).
+   */
+  private loopEnded(m: ModelEntry): void {
+    const now = this.clock.now();
+    if (m.hold === null || m.heldUntil <= now || this.gaps.waiting(m.hold.conversation)) return;
+    m.heldUntil = 0;
+    m.hold = null;
+    m.holdEnded = { change: "expired", reason: "loop ended", at: now };
+    this.effects.holdChanged(m.id, "expired", now);
+  }
+
+  /**
+   * `hold_policy = "cost"`, decide step 5b: may `w` break the holds on `evict` now? Null under
+   * `"fixed"` (holds stand until the waiter's patience). `waiting(except)`: the other requests
+   * queued for a model that is not up, each kept waiting while the GPU idles in a hold.
+   */
+  verdict(
+    w: HoldWaiter,
+    evict: readonly string[],
+    waiting: (except: number) => number,
+  ): HoldVerdict | null {
+    if (this.policy !== "cost") return null;
+    const now = this.clock.now();
+    const target = this.models.get(w.model)!;
+    let remainingMs = 0;
+    let swapBackMs = 0;
+    let holderGapMs = 0;
+    for (const id of evict) {
+      const m = this.models.get(id)!;
+      if (m.heldUntil <= now) continue;
+      remainingMs = Math.max(remainingMs, this.remaining(m, now));
+      if (m.hold && m.hold.source !== "prior")
+        holderGapMs = Math.max(holderGapMs, m.hold.typicalMs);
+      swapBackMs += this.costs.swap(id, m.evictMode === "sleep");
+    }
+    return holdVerdict({
+      heldWaitMs: w.heldWaitMs,
+      waiters: 1 + waiting(w.id),
+      // A waiter with no gap seen to go by is taken to loop like the holder, if its gaps were seen.
+      waiterGapMs: this.gaps.typical(w.conversation) ?? holderGapMs,
+      remainingMs,
+      swapInMs: this.costs.swap(w.model, target.evictMode === "sleep"),
+      swapBackMs,
+    });
+  }
+
+  /** The idle a hold is still expected to cost: what is left of its typical gap. */
+  private remaining(m: ModelEntry, now: number): number {
+    if (m.hold === null) return Math.max(0, m.heldUntil - now);
+    return Math.max(0, m.hold.from + m.hold.typicalMs - now);
   }
 
   /**
@@ -92,6 +213,8 @@ export class Holds {
       if (m.heldUntil <= now) {
         const until = m.heldUntil;
         m.heldUntil = 0;
+        m.hold = null;
+        m.holdEnded = { change: "expired", reason: "gap spent", at: until };
         this.effects.holdChanged(m.id, "expired", until);
       } else if (next === null || m.heldUntil < next) {
         next = m.heldUntil;
@@ -101,14 +224,26 @@ export class Holds {
   }
 
   /**
-   * A swap is about to evict `evict`: those still held are preempted (only a waiter past its
-   * patience gets that far, decide.ts step 5b). Their holds end with the swap (`setState`).
+   * A swap is about to evict `evict`: those still held are preempted by a waiter past its
+   * patience, or dropped by the cost verdict (decide.ts step 5b). Their holds end with the swap
+   * (`setState`).
    */
-  preempting(evict: readonly string[]): void {
+  preempting(evict: readonly string[], why: HoldBreak = "patience"): void {
     const now = this.clock.now();
     for (const id of evict) {
       const m = this.models.get(id);
-      if (m && m.heldUntil > now) this.effects.holdChanged(id, "preempted", m.heldUntil);
+      if (!m || m.heldUntil <= now) continue;
+      if (why === "patience") {
+        m.holdEnded = { change: "preempted", reason: "patience", at: now };
+        this.effects.holdChanged(id, "preempted", m.heldUntil);
+        continue;
+      }
+      m.holdEnded = { change: "dropped", reason: why, at: now };
+      this.effects.holdChanged(id, "dropped", m.heldUntil, {
+        gapMs: this.remaining(m, now),
+        swapMs: this.costs.swap(id, m.evictMode === "sleep"),
+        reason: why,
+      });
     }
   }
 
@@ -131,13 +266,18 @@ export class Holds {
     }
   }
 
-  /** Earliest TTL, hold expiry or patience deadline still ahead: when the queue may unblock. */
+  /**
+   * Earliest TTL, hold expiry, patience deadline or fairness bound (cost policy) still ahead:
+   * when the queue may unblock.
+   */
   nextDeadline(queue: Iterable<Queued>): number | null {
     const now = this.clock.now();
     let at = this.models.nextDeadline(now);
     for (const q of queue) {
       const due = q.arrivedAt + q.patienceMs;
       if (due > now && (at === null || due < at)) at = due;
+      const fair = q.quantumAt;
+      if (fair !== null && fair > now && (at === null || fair < at)) at = fair;
     }
     return at;
   }

@@ -1,5 +1,6 @@
 import type { Config, ModelConfig } from "../config/types.ts";
 import type { Clock } from "../shared/clock.ts";
+import type { GapEstimate } from "./gaps.ts";
 import type { ModelState } from "./types.ts";
 
 export interface ModelEntry {
@@ -19,6 +20,14 @@ export interface ModelEntry {
   heldUntil: number;
   /** Longest hold asked for by requests that finished since it was last idle. */
   holdCandidateMs: number;
+  /**
+   * `hold_policy = "cost"`: what the longest candidate was weighed by (set with it), and, while
+   * held, what the hold is (`heldUntil` is its deadline). Null otherwise.
+   */
+  holdCandidate: HoldBasis | null;
+  hold: (HoldBasis & { from: number; swapBackMs: number }) | null;
+  /** How its last hold ended by expiry or by a waiter (for status); kept until the next hold. */
+  holdEnded: HoldEnd | null;
   /** Set during a drain: a waiter past its patience needs it idle, so it takes no new work. */
   draining: boolean;
   /** Live settings: a config reload may change them (`ModelTable.update`). */
@@ -38,6 +47,28 @@ export interface ModelEntry {
    * while it holds memory (cleared once it is stopped or failed); null = not placed.
    */
   gpus: number[] | null;
+}
+
+/** A cost-policy hold's basis: whose gap it waits for, and the gap expected. */
+export interface HoldBasis {
+  conversation: string | null;
+  /** Typical gap: what the hold is expected to idle. */
+  typicalMs: number;
+  /** The hold's length: past it the gap is spent. */
+  windowMs: number;
+  /** Whose gaps the figures come from (`prior`: none seen yet, the configured window's). */
+  source: GapEstimate["source"];
+}
+
+/**
+ * How a hold ended: `expired` (its gap spent, or its loop answered without tool calls),
+ * `preempted` (patience) or `dropped` (cost).
+ */
+export interface HoldEnd {
+  change: "expired" | "preempted" | "dropped";
+  reason: "gap spent" | "loop ended" | "patience" | "cost" | "fairness";
+  /** Clock time. */
+  at: number;
 }
 
 /** How long `m` may stay idle before it is stopped; null = for ever. */
@@ -83,6 +114,9 @@ export class ModelTable {
       lastError: null,
       heldUntil: 0,
       holdCandidateMs: 0,
+      holdCandidate: null,
+      hold: null,
+      holdEnded: null,
       draining: false,
       concurrencyLimit: m.concurrencyLimit,
       ttlMs: m.ttlS * 1000,
@@ -131,6 +165,8 @@ export class ModelTable {
     if (state !== "ready") {
       m.heldUntil = 0;
       m.holdCandidateMs = 0;
+      m.holdCandidate = null;
+      m.hold = null;
       // A request's keep-alive is for the process it ran on; a new one starts with `ttl_s`.
       m.keepAliveMs = null;
     }

@@ -4,17 +4,21 @@ import type { Clock } from "../shared/clock.ts";
 import { QmError } from "../shared/errors.ts";
 import { type DecideView, type Decision, decide } from "./decide.ts";
 import { EventClock } from "./event-clock.ts";
+import { GapBook } from "./gaps.ts";
+import { NO_FACTS, SwapCosts, type SwapFacts } from "./hold-cost.ts";
 import { Holds } from "./holds.ts";
 import { idleExpiry, ModelTable } from "./models.ts";
 import { idleToShed, idleToShedOnCards } from "./shed.ts";
 import { SwapBook } from "./swaps.ts";
 import type { Effects, ModelState, RequestSpec, ServeOutcome, SwapResult } from "./types.ts";
 import { WaitLine } from "./wait-line.ts";
-import { type Queued, waiter } from "./waiter.ts";
+import { heldWait, type Queued, waiter } from "./waiter.ts";
 
 interface Grant {
   model: string;
   holdMs: number;
+  /** Its conversation key (`conversationOf`). */
+  conversation: string;
   keepAliveMs: number | undefined;
   /** The model's generation at grant time: a crash starts a new one. */
   generation: number;
@@ -46,11 +50,20 @@ export class Scheduler {
   private defaults: { holdMs: number; patienceMs: number };
   private maxQueue: number;
 
+  /** Tool gaps per conversation, learned from this scheduler's own events (cost policy). */
+  private readonly gaps = new GapBook();
+  private readonly costs: SwapCosts;
+
+  /**
+   * `facts`: what swaps cost (the runtime's load-time history), for `hold_policy = "cost"`;
+   * without them every swap costs `DEFAULT_SWAP_MS`.
+   */
   constructor(
     config: Pick<Config, "models" | "scheduler" | "groups">,
     private policy: EvictionPolicy,
     private readonly effects: Effects,
     wallClock: Clock,
+    facts: SwapFacts = NO_FACTS,
   ) {
     this.clock = new EventClock(wallClock);
     const clock = this.clock;
@@ -62,7 +75,16 @@ export class Scheduler {
     );
     this.queue = new WaitLine(effects);
     this.swaps = new SwapBook(this.models, effects);
-    this.holds = new Holds(this.models, clock, effects, config.scheduler.holdOn === "request");
+    this.costs = new SwapCosts(facts, () => this.models.all().map((m) => m.id));
+    this.holds = new Holds(
+      this.models,
+      clock,
+      effects,
+      config.scheduler.holdOn === "request",
+      config.scheduler.holdPolicy ?? "cost",
+      this.gaps,
+      this.costs,
+    );
     this.view = {
       model: (id) => this.models.get(id)!,
       hasSlot: (id) => this.models.hasSlot(id),
@@ -70,6 +92,17 @@ export class Scheduler {
       stopping: (id) => this.swaps.isStopping(id),
       inTransition: (id) => this.swaps.inTransition(id),
       held: (id) => this.models.held(id, this.clock.now()),
+      holdVerdict: (req, evict) =>
+        this.holds.verdict(
+          {
+            id: req.id ?? -1,
+            model: req.model,
+            conversation: req.conversation ?? null,
+            heldWaitMs: req.heldWaitMs ?? 0,
+          },
+          evict,
+          (except) => this.queue.countWhere((q) => q.spec.id !== except && this.needsSwap(q)),
+        ),
       evictionFor: (id) => this.evictionFor(id),
       ramSleeper: () => this.ramSleeper(),
     };
@@ -202,11 +235,30 @@ export class Scheduler {
         lastError: m.lastError,
         unloadPending: m.unloadPending,
         heldUntil: m.heldUntil > this.clock.now() ? m.heldUntil : null,
+        hold:
+          m.hold !== null && m.heldUntil > this.clock.now()
+            ? {
+                conversation: keyed(m.hold.conversation),
+                gapMs: m.hold.typicalMs,
+                windowMs: m.hold.windowMs,
+                swapBackMs: m.hold.swapBackMs,
+              }
+            : null,
+        holdEnded: m.holdEnded,
         keepAliveMs: m.keepAliveMs,
         idleExpiry: idleExpiry(m),
         gpus: m.gpus,
       })),
       queueDepth: this.queue.length,
+      /** Queued requests held back by other models' holds (cost policy), with their bounds. */
+      heldBack: [...this.queue]
+        .filter((q) => q.quantumAt !== null)
+        .map((q) => ({
+          id: q.spec.id,
+          model: q.spec.model,
+          heldWaitMs: heldWait(q, this.clock.now()),
+          quantumAt: q.quantumAt!,
+        })),
       swaps: this.swaps.snapshot(),
       inflight: this.grants.size,
     };
@@ -248,6 +300,8 @@ export class Scheduler {
       return;
     }
     const q = waiter(spec, this.clock.now(), this.defaults);
+    // A request of a conversation whose last answer ended in tool calls ends its tool gap.
+    this.gaps.asked(conversationOf(spec.model, q.conversation), this.clock.now());
     const decision = this.decide(q);
     // The waiting line is bounded: past `max_queue`, only a request that is served at once
     // gets in; the rest are told to come back (503 + Retry-After) rather than pile up.
@@ -270,11 +324,21 @@ export class Scheduler {
     if (!this.models.get(q.spec.model)) {
       return { kind: "fail", error: notConfigured(q.spec.model) };
     }
-    return decide({ model: q.spec.model, patienceSpent: this.holds.patienceSpent(q) }, this.view);
+    return decide(
+      {
+        model: q.spec.model,
+        patienceSpent: this.holds.patienceSpent(q),
+        id: q.spec.id,
+        conversation: conversationOf(q.spec.model, q.conversation),
+        heldWaitMs: heldWait(q, this.clock.now()),
+      },
+      this.view,
+    );
   }
 
   /** Acts on the decision. True when the request left the waiting line, false when it waits. */
   private proceed(q: Queued, d: Decision): boolean {
+    this.trackHeldWait(q, d);
     switch (d.kind) {
       case "join":
         this.swaps.join(q);
@@ -287,15 +351,34 @@ export class Scheduler {
         return true;
       case "freeRam":
         this.freeingRam.add(d.sleeper);
-        this.swaps.stopOutsideSwap([d.sleeper], `RAM for ${q.spec.model}`);
+        this.swaps.stopOutsideSwap([d.sleeper], { kind: "ram", for: q.spec.model });
         return false;
       case "swap":
-        this.holds.preempting(d.evict);
+        this.holds.preempting(d.evict, d.breaks);
         this.swaps.begin(q.spec.model, d.evict, q, d.budget, d.gpus);
         return true;
       case "queue":
         return false;
     }
+  }
+
+  /**
+   * The cost policy's fairness bound counts only time spent waiting behind idle holds: an
+   * interval opens when a decision says "held" and closes at the next decision that does not
+   * (the state cannot change between events, and every event re-decides every waiter).
+   */
+  private trackHeldWait(q: Queued, d: Decision): void {
+    const now = this.clock.now();
+    if (d.kind === "queue" && d.why === "held" && d.quantumMs !== undefined) {
+      q.heldSince ??= now;
+      q.quantumAt = now + Math.max(0, d.quantumMs - heldWait(q, now));
+      return;
+    }
+    if (q.heldSince !== null) {
+      q.heldWaitMs += now - q.heldSince;
+      q.heldSince = null;
+    }
+    q.quantumAt = null;
   }
 
   /** Decide step 3b: `"freeing"`, the least-recently-used idle sleeper holding RAM, or null. */
@@ -311,6 +394,12 @@ export class Scheduler {
     return best?.id ?? null;
   }
 
+  /** `q` waits for a model that is not up (nor coming up): it needs a swap. */
+  private needsSwap(q: Queued): boolean {
+    const state = this.models.get(q.spec.model)?.state;
+    return state !== "ready" && state !== "starting";
+  }
+
   /** Requests queued or waiting on a swap. */
   private waitingCount(): number {
     return this.queue.length + this.swaps.waiterCount();
@@ -322,6 +411,7 @@ export class Scheduler {
     this.grants.set(q.spec.id, {
       model: id,
       holdMs: q.holdMs,
+      conversation: conversationOf(id, q.conversation),
       keepAliveMs: q.keepAliveMs,
       generation: this.models.get(id)!.generation,
     });
@@ -352,16 +442,18 @@ export class Scheduler {
     this.grants.delete(requestId);
     const m = this.models.get(g.model);
     if (!m || m.generation !== g.generation) return; // the process it ran on is gone
-    this.holds.finished(m, g.holdMs, outcome);
+    this.holds.finished(m, g.holdMs, outcome, g.conversation);
     if (g.keepAliveMs !== undefined) m.keepAliveMs = g.keepAliveMs;
     this.models.adjustInflight(g.model, -1);
     if (m.inflight > 0) return;
     const unload = m.unloadPending;
-    if (unload) this.swaps.stopOutsideSwap([g.model], "unload");
+    if (unload) this.swaps.stopOutsideSwap([g.model], { kind: "unload" });
     this.holds.drained(m, unload);
     // `keep_alive: 0`: idle now, and asked to go once idle (no wake needed for "now").
     if (!unload && m.keepAliveMs === 0) {
-      this.swaps.evictOutsideSwap(this.holds.idleExpired(this.view.stopping), "keep_alive 0");
+      this.swaps.evictOutsideSwap(this.holds.idleExpired(this.view.stopping), {
+        kind: "keep_alive",
+      });
     }
   }
 
@@ -398,7 +490,7 @@ export class Scheduler {
     // TTL deadlines pass only with time, and every one has the wake timer armed for it.
     // An `evict = "sleep"` model's TTL puts it to sleep; the rest stop.
     if (!this.closed)
-      this.swaps.evictOutsideSwap(this.holds.idleExpired(this.view.stopping), "ttl");
+      this.swaps.evictOutsideSwap(this.holds.idleExpired(this.view.stopping), { kind: "ttl" });
   }
 
   private onShed(limitGb: number, cards?: readonly { index: number; ceilingGb: number }[]): void {
@@ -407,7 +499,7 @@ export class Scheduler {
       cards && cards.length > 0
         ? idleToShedOnCards(cards, this.config, this.models, this.swaps, now)
         : idleToShed(limitGb, this.config, this.models, this.swaps, now);
-    this.swaps.evictOutsideSwap(victims, "GPU memory pressure");
+    this.swaps.evictOutsideSwap(victims, { kind: "gpu_pressure" });
   }
 
   private onReconfigure(c: Reconfigure): void {
@@ -418,7 +510,10 @@ export class Scheduler {
       patienceMs: c.config.scheduler.patienceMs,
     };
     this.maxQueue = c.config.scheduler.maxQueue;
-    this.holds.setHoldOn(c.config.scheduler.holdOn === "request");
+    this.holds.setHoldOn(
+      c.config.scheduler.holdOn === "request",
+      c.config.scheduler.holdPolicy ?? "cost",
+    );
     for (const m of Object.values(c.config.models)) this.models.update(m);
     for (const id of c.retire) {
       const m = this.models.get(id);
@@ -468,6 +563,19 @@ export interface Reconfigure {
   policy: EvictionPolicy;
   /** Models removed from the config. */
   retire: string[];
+}
+
+/**
+ * The key a request's tool gaps are kept under: its conversation, or, without one, its model
+ * (all of that model's keyless requests then count as one conversation).
+ */
+function conversationOf(model: string, conversation: string | null): string {
+  return conversation ?? `\u0000model ${model}`;
+}
+
+/** A conversation key as status shows it: null for a model's keyless requests. */
+function keyed(conversation: string | null): string | null {
+  return conversation?.startsWith("\u0000") ? null : conversation;
 }
 
 function notConfigured(model: string): QmError {

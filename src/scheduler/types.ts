@@ -1,4 +1,5 @@
 import type { QmError } from "../shared/errors.ts";
+import type { StopReason, SwapAbortReason } from "./stop-reason.ts";
 
 /**
  * `sleeping`: an `evict = "sleep"` model put to sleep over its server's sleep API: its process
@@ -20,6 +21,11 @@ export interface RequestSpec {
    * negative keeps it resident; absent leaves the model's current setting.
    */
   keepAliveMs?: number | undefined;
+  /**
+   * The conversation it belongs to (a client's session id, or a hash of its first messages):
+   * whose tool gaps the cost policy learns. Absent: the model's requests count as one.
+   */
+  conversation?: string | undefined;
 }
 
 /** A swap: stop `evict` (in parallel), start `target`, wait until it is ready. */
@@ -47,10 +53,26 @@ export type SwapResult =
 
 /**
  * What happened to a model's idle-grace hold: `granted` (its last request drained and earned
- * one, a renewal included), `expired` (its deadline passed while the model was still up) or
- * `preempted` (a waiter past its patience evicted it while held).
+ * one, a renewal included), `expired` (its deadline passed while the model was still up: with
+ * `hold_policy = "cost"`, its expected gap is spent), `preempted` (a waiter past its patience
+ * evicted it while held) or `dropped` (`hold_policy = "cost"`: a waiter evicted it because
+ * holding cost more than swapping, or because it reached its fairness bound; `HoldWhy.reason`).
  */
-export type HoldChange = "granted" | "expired" | "preempted";
+export type HoldChange = "granted" | "expired" | "preempted" | "dropped";
+
+/** Why a hold was dropped (`HoldChange` `dropped`). */
+export type HoldDropReason = "cost" | "fairness";
+
+/**
+ * The figures a hold is weighed by (`hold_policy = "cost"`), reported with `granted` and
+ * `dropped`: the tool gap expected (typical; for `dropped`, what was left of it) and what
+ * swapping the model back would cost.
+ */
+export interface HoldWhy {
+  gapMs: number;
+  swapMs: number;
+  reason?: HoldDropReason;
+}
 
 /** How a served request ended, as far as the scheduler cares. */
 export interface ServeOutcome {
@@ -78,23 +100,26 @@ export interface Effects {
    * swap then reports `swapDone(swapId, { ok: false, error })` once the target is down — and
    * no `stopped()` follows.
    */
-  abortSwap(swapId: number, reason: string): void;
+  abortSwap(swapId: number, reason: SwapAbortReason): void;
   /** Stop models outside any swap (TTL, unload); report each with `stopped(model)`. */
-  stopModels(models: string[], reason: string): void;
+  stopModels(models: string[], reason: StopReason): void;
   /**
    * Put `evict = "sleep"` models to sleep outside any swap (TTL, keep_alive 0, memory
    * pressure); report each with `slept(model, asleep)`: false when it could not sleep and
    * was stopped instead.
    */
-  sleepModels(models: string[], reason: string): void;
+  sleepModels(models: string[], reason: StopReason): void;
   /** A queued request's position changed (1-based), or it left the queue (0). */
   position(requestId: number, position: number): void;
   /** The swap this request waits for has started. */
   loading(requestId: number, model: string): void;
   /** Arm the single wake timer for this clock time (replacing any earlier one); null disarms. */
   wakeAt(atMs: number | null): void;
-  /** A model's hold changed; `untilMs` is the hold's deadline (clock time). For metrics and events. */
-  holdChanged(model: string, change: HoldChange, untilMs: number): void;
+  /**
+   * A model's hold changed; `untilMs` is the hold's deadline (clock time); `why`, under
+   * `hold_policy = "cost"`, the figures it was weighed by. For metrics, events and status.
+   */
+  holdChanged(model: string, change: HoldChange, untilMs: number, why?: HoldWhy): void;
   /** A model's state changed (for logs, `/api/events`, metrics). */
   stateChanged(model: string, state: ModelState, detail?: string): void;
 }

@@ -18,6 +18,13 @@ export class WaitLine implements Iterable<Queued> {
     return this.queue[Symbol.iterator]();
   }
 
+  /** Requests in the line that `pred` accepts. */
+  countWhere(pred: (q: Queued) => boolean): number {
+    let n = 0;
+    for (const q of this.queue) if (pred(q)) n++;
+    return n;
+  }
+
   push(q: Queued): void {
     this.queue.push(q);
   }
@@ -41,17 +48,23 @@ export class WaitLine implements Iterable<Queued> {
   }
 
   /**
-   * Offers every request to `proceed`, oldest first; those it takes (true) leave the line.
-   * Then the rest hear their new positions.
+   * Offers every request to `proceed`, oldest first; those it takes (true) leave the line. A
+   * request taken may change what an older one faces (a swap it started can be joined, a hold
+   * it broke no longer blocks), so the line is offered again until a pass takes none. Then the
+   * rest hear their new positions.
    */
   drain(proceed: (q: Queued) => boolean): void {
-    for (let i = 0; i < this.queue.length; ) {
-      const q = this.queue[i]!;
-      if (proceed(q)) {
-        this.queue.splice(i, 1);
-        if (q.reported > 0) this.effects.position(q.spec.id, 0);
-      } else {
-        i++;
+    for (let taken = true; taken; ) {
+      taken = false;
+      for (let i = 0; i < this.queue.length; ) {
+        const q = this.queue[i]!;
+        if (proceed(q)) {
+          this.queue.splice(i, 1);
+          if (q.reported > 0) this.effects.position(q.spec.id, 0);
+          taken = true;
+        } else {
+          i++;
+        }
       }
     }
     this.queue.forEach((q, i) => {

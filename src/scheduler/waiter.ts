@@ -12,6 +12,21 @@ export interface Queued {
   keepAliveMs: number | undefined;
   /** Last position reported through `Effects.position` (0 = none yet). */
   reported: number;
+  /** Its conversation (`RequestSpec.conversation`), or null. */
+  conversation: string | null;
+  /**
+   * `hold_policy = "cost"`: time waited behind idle holds so far (closed intervals), and since
+   * when it has been waiting behind them now (null: it is not).
+   */
+  heldWaitMs: number;
+  heldSince: number | null;
+  /** Clock time at which it reaches its fairness bound while it waits behind holds; else null. */
+  quantumAt: number | null;
+}
+
+/** `q`'s time waited behind idle holds, as of `now`. */
+export function heldWait(q: Queued, now: number): number {
+  return q.heldWaitMs + (q.heldSince === null ? 0 : now - q.heldSince);
 }
 
 export function waiter(
@@ -26,5 +41,9 @@ export function waiter(
     patienceMs: spec.patienceMs ?? defaults.patienceMs,
     keepAliveMs: spec.keepAliveMs,
     reported: 0,
+    conversation: spec.conversation ?? null,
+    heldWaitMs: 0,
+    heldSince: null,
+    quantumAt: null,
   };
 }

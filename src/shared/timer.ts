@@ -1,8 +1,13 @@
 /**
- * Timers as qm's time-keeping code takes them: injected, so tests move a fake clock instead of
- * sleeping. And a timer for any delay: `setTimeout` holds at most 2^31 − 1 ms (about 24.8
- * days); past that Node and Bun fire at once and warn, which turns a far deadline into a busy
- * loop. Long delays are armed in steps, each re-checking how far the deadline still is.
+ * The one way qm waits. Every timer, delay, interval and timed abort goes through `Timers`,
+ * injected, so tests move a fake clock instead of sleeping and assert the order of events rather
+ * than elapsed milliseconds; only `realTimers` touches `setTimeout`. (Per-request deadlines are
+ * not armed one by one: they join a `Sweep`, ./sweep.ts.) `tests/architecture.test.ts` fails on
+ * a raw `setTimeout`, `setInterval` or `AbortSignal.timeout` anywhere else in src/.
+ *
+ * A timer for any delay, too: `setTimeout` holds at most 2^31 − 1 ms (about 24.8 days); past
+ * that Node and Bun fire at once and warn, which turns a far deadline into a busy loop. Long
+ * delays are armed in steps, each re-checking how far the deadline still is.
  */
 const MAX_STEP_MS = 2 ** 31 - 1;
 
@@ -34,6 +39,91 @@ export function setLongTimeout(
   };
   arm();
   return () => timers.clear(handle);
+}
+
+/** Resolves after `ms` (on `timers`), or early when `signal` aborts. */
+export function delay(
+  ms: number,
+  signal?: AbortSignal,
+  timers: Timers = realTimers,
+): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal?.aborted) return resolve();
+    const done = () => {
+      timers.clear(timer);
+      signal?.removeEventListener("abort", done);
+      resolve();
+    };
+    const timer = timers.set(done, ms);
+    signal?.addEventListener("abort", done, { once: true });
+  });
+}
+
+/**
+ * Waits for `work` at most `ms` on `timers`: true when it settled (either way) in time, false
+ * when the time ran out first (it keeps running). The timer is cleared either way.
+ */
+export function within(
+  work: Promise<unknown>,
+  ms: number,
+  timers: Timers = realTimers,
+): Promise<boolean> {
+  return new Promise((resolve) => {
+    const timer = timers.set(() => resolve(false), ms);
+    const settled = () => {
+      timers.clear(timer);
+      resolve(true);
+    };
+    work.then(settled, settled);
+  });
+}
+
+/** What `AbortSignal.timeout` aborts with: fetch rejects with it, named `TimeoutError`. */
+function timeoutError(): DOMException {
+  return new DOMException("timed out", "TimeoutError");
+}
+
+/**
+ * A signal that aborts (with a `TimeoutError`) once `ms` have passed on `timers`; `ms <= 0`
+ * never aborts. `AbortSignal.timeout` on injected timers, and disarmable: `cancel` once the
+ * limited work is over, or the timer lives on until it fires.
+ */
+export function setTimeoutSignal(
+  timers: Timers,
+  ms: number,
+): { signal: AbortSignal; cancel: () => void } {
+  const ctl = new AbortController();
+  const handle = ms > 0 ? timers.set(() => ctl.abort(timeoutError()), ms) : null;
+  return { signal: ctl.signal, cancel: () => handle !== null && timers.clear(handle) };
+}
+
+/**
+ * Runs `fn` every `ms` until the returned function is called: one timer at a time, re-armed
+ * after each run (a run that overruns delays the next rather than piling up). `unref`: a real
+ * timer does not keep the process alive (a background scan).
+ */
+export function every(
+  fn: () => void,
+  ms: number,
+  timers: Timers = realTimers,
+  opts: { unref?: boolean } = {},
+): () => void {
+  let stopped = false;
+  let handle: unknown;
+  const arm = () => {
+    handle = timers.set(tick, ms);
+    if (opts.unref) (handle as { unref?: () => void } | null)?.unref?.();
+  };
+  const tick = () => {
+    if (stopped) return;
+    fn();
+    if (!stopped) arm();
+  };
+  arm();
+  return () => {
+    stopped = true;
+    timers.clear(handle);
+  };
 }
 
 /** How a promise settled: its response or its error; null while it has not yet. */

@@ -1,4 +1,4 @@
-/** ANTHROPIC.md §7.1 case 23: both key headers, both SDK generations, Anthropic-shaped 401s. */
+/** Both key headers, both SDK generations, Anthropic-shaped 401s. */
 import { afterAll, expect, test } from "bun:test";
 import type { APIError } from "@anthropic-ai/sdk";
 import { fakeGateway, modelToml } from "../support/fake-gateway.ts";

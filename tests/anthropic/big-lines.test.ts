@@ -4,8 +4,8 @@
  * are replayed with a tiny big-line limit at every split, and a 4 MiB delta end to end.
  */
 import { describe, expect, test } from "bun:test";
-import { translatedStream } from "../../src/api/anthropic/stream-body.ts";
 import { StreamTranslator } from "../../src/api/anthropic/translate/stream.ts";
+import { translatedStream } from "../../src/api/chat/translated-body.ts";
 import { chunk, sseResponse, sseText } from "../support/openai-answers.ts";
 import { build } from "./grammar.ts";
 import { bodyOf, encoder, OPTS } from "./replay.ts";

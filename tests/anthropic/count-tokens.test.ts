@@ -1,11 +1,15 @@
 /**
- * ANTHROPIC.md §7.1 case 25 (count_tokens: upstream template + tokenizer, vLLM's /tokenize,
- * native passthrough, estimates, never a 5xx) and the `max_tokens` clamp that uses the same
- * counting. Each test uses its own model id: what an upstream can do is cached per model.
+ * count_tokens (upstream template + tokenizer, vLLM's /tokenize, native passthrough,
+ * estimates, never a 5xx) and the `max_tokens` clamp that uses the same counting
+ * (docs/translation.md §3.9). Each test uses its own model id: what an upstream can do is cached per model.
  */
 import { afterAll, beforeEach, describe, expect, test } from "bun:test";
+import { Elysia } from "elysia";
+import { anthropicRoutes } from "../../src/api/anthropic/routes.ts";
+import { DEADLINE_MS } from "../../src/api/anthropic/upstream.ts";
 import { fakeGateway, modelToml } from "../support/fake-gateway.ts";
-import { bodyOf, post } from "../support/in-process.ts";
+import { FakeTimers } from "../support/fake-timers.ts";
+import { bodyOf, post, quietLog } from "../support/in-process.ts";
 import { appFor, basic, FakeUpstream } from "./support.ts";
 
 const up = new FakeUpstream();
@@ -129,6 +133,32 @@ describe("count_tokens", () => {
     const res = await post(appFor(gw), "/v1/messages/count_tokens", { ...ask, model: "c5" });
     expect(res.status).toBe(200);
     expect(res.headers.get("x-qm-token-count")).toBe("estimate");
+  });
+
+  test("an upstream that never answers is cut at 10 s on the route's clock: an estimate", async () => {
+    for (const [id, extra] of [
+      ["c-hang", ""],
+      ["c-hang-native", "anthropic_native = true"],
+    ] as const) {
+      const gw = fakeGateway(modelToml(id, up, extra, "run-model"));
+      gw.states[id] = "ready";
+      const timers = new FakeTimers();
+      const app = new Elysia().use(anthropicRoutes(gw, { pingMs: 1000, log: quietLog(), timers }));
+      up.requests.length = 0;
+      up.handle = () => new Promise<Response>(() => {});
+      const res = post(app, "/v1/messages/count_tokens", { ...ask, model: id });
+      while (up.requests.length === 0) await new Promise((r) => setImmediate(r));
+      timers.advance(DEADLINE_MS - 1);
+      await new Promise((r) => setImmediate(r));
+      expect(timers.pending).toBe(1);
+      timers.advance(1);
+      const answered = await res;
+      expect({ id, how: answered.headers.get("x-qm-token-count") }).toEqual({
+        id,
+        how: "estimate",
+      });
+      expect(timers.pending).toBe(0);
+    }
   });
 
   test("anthropic_native: the upstream's own count_tokens, body untranslated", async () => {

@@ -3,15 +3,18 @@
  * `@anthropic-ai/sdk` 1.x (Authorization: Bearer, anthropic-version 2026-10-21) and 0.x
  * (x-api-key, 2023-06-01) for create, stream, finalMessage, a tool-use round trip, countTokens
  * and the wait status; `openai` for the OpenAI routes, which must stay a byte-exact
- * passthrough (ANTHROPIC.md §7.1 cases 15, 17, 23, 25, 30). Needs `bun run build` first.
+ * passthrough. Needs `bun run build` first.
  */
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { writeFileSync } from "node:fs";
 import type Anthropic1 from "@anthropic-ai/sdk";
 import OpenAI from "openai";
+import { BUILD_TIMEOUT_MS, needsBinary } from "../support/binary.ts";
 import { until, writeConfig } from "../support/e2e.ts";
 import { type QmServer, startQm } from "../support/qm-process.ts";
 import { SDKS } from "./sdk-client.ts";
+
+beforeAll(needsBinary, BUILD_TIMEOUT_MS);
 
 setDefaultTimeout(20_000);
 
@@ -173,7 +176,7 @@ test("a cold model streams the wait status first; the SDK reads through it", asy
 
 // 26: longer than Bun's 10 s idle limit, so only on request (QM_SLOW_TESTS=1, ~25 s).
 test.skipIf(!process.env.QM_SLOW_TESTS)(
-  "26: a 12 s silent prefill: pings keep the stream alive, a non-stream request survives",
+  "a 12 s silent prefill: pings keep the stream alive, a non-stream request survives",
   async () => {
     const res = await fetch(`${qm.url}/v1/messages`, {
       method: "POST",
@@ -189,7 +192,7 @@ test.skipIf(!process.env.QM_SLOW_TESTS)(
   40_000,
 );
 
-test("30: the OpenAI routes are an untouched passthrough", async () => {
+test("the OpenAI routes are an untouched passthrough", async () => {
   const openai = new OpenAI({ apiKey: KEY, baseURL: `${qm.url}/v1`, maxRetries: 0 });
   const stream = openai.chat.completions.stream({
     model: "thinker",

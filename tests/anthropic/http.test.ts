@@ -1,6 +1,6 @@
 /**
  * The HTTP surface of `/v1/messages` in-process: wait status, header hygiene, the error
- * envelope, client aborts, leases and pings (ANTHROPIC.md §7.1 cases 24, 26, 27).
+ * envelope, client aborts, leases and pings.
  */
 import { afterAll, beforeEach, describe, expect, test } from "bun:test";
 import { type FakeGw, fakeGateway, modelToml } from "../support/fake-gateway.ts";
@@ -35,7 +35,7 @@ describe("HTTP surface", () => {
     expect(build(parseEvents(bad)).error).toEqual({ type: "api_error", message: "start failed" });
   });
 
-  test("24: ?beta=true, unknown betas and any version are accepted and never forwarded", async () => {
+  test("?beta=true, unknown betas and any version are accepted and never forwarded", async () => {
     up.handle = () => completion({ content: "ok" }, "stop");
     const betas = Array.from({ length: 10 }, (_, i) => `made-up-beta-2026-0${i}-01`).join(",");
     const res = await post(appFor(gw), "/v1/messages?beta=true", basic, {
@@ -85,7 +85,7 @@ describe("HTTP surface", () => {
     expect([down.status, (await bodyOf(down)).error.type]).toEqual([503, "overloaded_error"]);
   });
 
-  test("27: a client that goes away aborts the upstream request", async () => {
+  test("a client that goes away aborts the upstream request", async () => {
     let aborted: () => void = () => {};
     const gone = new Promise<void>((r) => {
       aborted = r;
@@ -139,7 +139,7 @@ describe("HTTP surface", () => {
     expect(gw.releases).toEqual([{ toolCalls: true }]);
   });
 
-  test("26: a silent upstream gets a 200 and pings until it answers", async () => {
+  test("a silent upstream gets a 200 and pings until it answers", async () => {
     let answer: () => void = () => {};
     const later = new Promise<void>((r) => {
       answer = r;

@@ -1,10 +1,10 @@
-/** ANTHROPIC.md §7.1 cases 3, 4, 5, 9, 10: messages and content blocks. */
+/** Messages and content blocks (docs/translation.md §3.2). */
 import { describe, expect, test } from "bun:test";
 import { QmError } from "../../src/shared/errors.ts";
 import { tr } from "./translate.ts";
 
 describe("messages", () => {
-  test("3: tool round trip: tool message first, then the user's text", () => {
+  test("tool round trip: tool message first, then the user's text", () => {
     const out = tr({
       messages: [
         { role: "user", content: "weather?" },
@@ -46,7 +46,7 @@ describe("messages", () => {
     content: ids.map((id) => ({ type: "tool_use", id, name: "f", input: {} })),
   });
 
-  test("4: tool_result with blocks, an image and is_error", () => {
+  test("tool_result with blocks, an image and is_error", () => {
     const out = tr({
       messages: [
         { role: "user", content: "go" },
@@ -80,7 +80,7 @@ describe("messages", () => {
     ]);
   });
 
-  test("5: empty text blocks are dropped", () => {
+  test("empty text blocks are dropped", () => {
     const out = tr({
       messages: [
         {
@@ -95,7 +95,7 @@ describe("messages", () => {
     expect(out.messages).toEqual([{ role: "user", content: "go" }]);
   });
 
-  test("9: thinking in history goes back as reasoning, redacted thinking does not", () => {
+  test("thinking in history goes back as reasoning, redacted thinking does not", () => {
     const assistant = {
       role: "assistant",
       content: [
@@ -118,7 +118,7 @@ describe("messages", () => {
     expect(JSON.stringify(tr({ messages: msgs }))).not.toContain('"x"');
   });
 
-  test("10: a mid-conversation system turn joins the leading system message", () => {
+  test("a mid-conversation system turn joins the leading system message", () => {
     const out = tr({
       system: "base",
       messages: [

@@ -4,7 +4,7 @@
  * the bytes are cut; other comments and over-long ones are dropped.
  */
 import { describe, expect, test } from "bun:test";
-import { SseEvents } from "../../src/api/anthropic/sse-events.ts";
+import { SseEvents } from "../../src/api/chat/sse-events.ts";
 import { RELAYED_COMMENT_BYTES, relayedComment } from "../../src/shared/sse.ts";
 import { chunk, sseResponse } from "../support/openai-answers.ts";
 import { bodyOf, encoder, run } from "./replay.ts";
@@ -28,7 +28,7 @@ describe("SseEvents' comments", () => {
       onEvent: (d) => got.push(`data ${d}`),
       ...(onComment ? { onComment } : {}),
       bigLineBytes: 1 << 20,
-      bigLine: () => ({ feed: () => {}, end: () => "" }),
+      bigLine: () => ({ feed: () => {}, end: () => "", held: 0 }),
     });
     const bytes = encoder.encode(text);
     for (let k = 0; k < bytes.length; k++) {

@@ -3,8 +3,8 @@
  * translator), whole and split at every byte offset.
  */
 import { expect } from "bun:test";
-import { translatedStream } from "../../src/api/anthropic/stream-body.ts";
 import { type StreamOptions, StreamTranslator } from "../../src/api/anthropic/translate/stream.ts";
+import { translatedStream } from "../../src/api/chat/translated-body.ts";
 import { sseResponse } from "../support/openai-answers.ts";
 import { build } from "./grammar.ts";
 import { parseEvents } from "./support.ts";

@@ -1,16 +1,16 @@
-/** ANTHROPIC.md §7.1 cases 1, 2: top-level request translation, thinking, profiles. */
+/** Top-level request translation, thinking, profiles (docs/translation.md §3.1, §3.4). */
 import { describe, expect, test } from "bun:test";
-import { profileFromCommand } from "../../src/api/anthropic/translate/profile.ts";
 import { toOpenAI } from "../../src/api/anthropic/translate/request.ts";
 import {
   checkWire,
   type MessagesRequest,
   MessagesRequestSchema,
 } from "../../src/api/anthropic/wire.ts";
+import { profileFromCommand } from "../../src/api/chat/profile.ts";
 import { tr } from "./translate.ts";
 
 describe("top level", () => {
-  test("1: plain text with a string system", () => {
+  test("plain text with a string system", () => {
     const out = tr({ system: "S", messages: [{ role: "user", content: "hi" }] });
     expect(out).toEqual({
       model: "up",
@@ -23,7 +23,7 @@ describe("top level", () => {
     });
   });
 
-  test("2: system blocks, billing header dropped, no cache_control anywhere", () => {
+  test("system blocks, billing header dropped, no cache_control anywhere", () => {
     const out = tr({
       system: [
         { type: "text", text: "x-anthropic-billing-header: cc_version=2.1; cch=ab12;" },

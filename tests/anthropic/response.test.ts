@@ -1,8 +1,8 @@
-/** ANTHROPIC.md §7.1 cases 11–14 and 28: the pure non-streaming response translation. */
+/** The pure non-streaming response translation (docs/translation.md §3.5). */
 import { describe, expect, test } from "bun:test";
 import { sanitizeToolId } from "../../src/api/anthropic/ids.ts";
 import { fromOpenAI, type ResponseOptions } from "../../src/api/anthropic/translate/response.ts";
-import { repair, toolInput } from "../../src/api/anthropic/translate/tool-json.ts";
+import { repair, toolInput } from "../../src/api/chat/tool-json.ts";
 
 const opts = (extra: Partial<ResponseOptions> = {}): ResponseOptions => ({
   id: "msg_test",
@@ -27,7 +27,7 @@ const call = (id: string, name: string, args: string) => ({
 });
 
 describe("non-streaming", () => {
-  test("11: text, usage with cached tokens, requested model echoed", () => {
+  test("text, usage with cached tokens, requested model echoed", () => {
     const msg = fromOpenAI(
       {
         ...completion({ content: "Hi" }, "stop"),
@@ -75,7 +75,7 @@ describe("non-streaming", () => {
     });
   });
 
-  test("12: reasoning + parallel tools → thinking first, tool_use stop", () => {
+  test("reasoning + parallel tools → thinking first, tool_use stop", () => {
     const msg = fromOpenAI(
       completion(
         {
@@ -95,7 +95,7 @@ describe("non-streaming", () => {
     expect(msg.stop_reason).toBe("tool_use");
   });
 
-  test("13: broken tool JSON does not crash; it is repaired and reported", () => {
+  test("broken tool JSON does not crash; it is repaired and reported", () => {
     const seen: string[] = [];
     const msg = fromOpenAI(
       completion({ content: null, tool_calls: [call("c", "f", '{"x": tru')] }, "tool_calls"),
@@ -113,7 +113,7 @@ describe("non-streaming", () => {
     expect(hopeless.content).toEqual([{ type: "tool_use", id: "c", name: "f", input: {} }]);
   });
 
-  test("14: finish_reason mapping", () => {
+  test("finish_reason → stop_reason, vLLM's stop_reason as a stop sequence", () => {
     const stop = (finish: string | null, extra: object = {}, seqs: string[] = []) =>
       fromOpenAI(completion({ content: "x" }, finish, extra), opts({ stopSequences: seqs }));
     expect(stop("length").stop_reason).toBe("max_tokens");
@@ -139,7 +139,7 @@ describe("non-streaming", () => {
 });
 
 describe("tool ids and arguments", () => {
-  test("28: ids are sanitised, missing ids invented", () => {
+  test("ids are sanitised, missing ids invented", () => {
     expect(sanitizeToolId("functions.Bash:0")).toBe("functions_Bash_0");
     expect(sanitizeToolId("toolu_01ABC-x")).toBe("toolu_01ABC-x");
     expect(sanitizeToolId(undefined)).toMatch(/^toolu_[0-9a-f]{24}$/);

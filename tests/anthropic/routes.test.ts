@@ -1,7 +1,8 @@
 /**
  * `/v1/messages` through the app, in-process, against a scripted upstream on port 0, with the
- * real SDKs (1.x and 0.x) as clients through their `fetch` option: ANTHROPIC.md §7.1 cases 15,
- * 17, 19, 21, 22, leases and the wait status.
+ * real SDKs (1.x and 0.x) as clients through their `fetch` option: whole and streamed answers,
+ * parallel tool calls, errors mid-stream and before it, upstream 503s, leases and the wait
+ * status.
  */
 import { afterAll, beforeEach, describe, expect, test } from "bun:test";
 import type { APIError } from "@anthropic-ai/sdk";
@@ -20,7 +21,7 @@ beforeEach(() => {
 });
 
 describe.each(SDKS)("%s as the client", (_name, Sdk) => {
-  test("15: create (non-stream) and stream().finalMessage(); the requested name is echoed", async () => {
+  test("create (non-stream) and stream().finalMessage(); the requested name is echoed", async () => {
     const client = clientFor(Sdk, appFor(gw));
     up.handle = (r) => (r.body.stream ? textStream() : completion({ content: "Hi" }, "stop"));
     const msg = await client.messages.create({ ...basic, model: "claude-local" } as never);
@@ -45,7 +46,7 @@ describe.each(SDKS)("%s as the client", (_name, Sdk) => {
     expect(gw.releases).toEqual([{ toolCalls: false }, { toolCalls: false }]);
   });
 
-  test("17: streamed parallel tool calls; the lease says tool calls", async () => {
+  test("streamed parallel tool calls; the lease says tool calls", async () => {
     const client = clientFor(Sdk, appFor(gw));
     up.handle = () => toolStream();
     const tools = [
@@ -61,7 +62,7 @@ describe.each(SDKS)("%s as the client", (_name, Sdk) => {
     expect(gw.releases).toEqual([{ toolCalls: true }]);
   });
 
-  test("19: an error mid-stream raises APIError with the Anthropic type", async () => {
+  test("an error mid-stream raises APIError with the Anthropic type", async () => {
     const client = clientFor(Sdk, appFor(gw));
     up.handle = () =>
       sseResponse(sseText([chunk({ content: "a" }), { error: { message: "boom" } }], false));
@@ -74,7 +75,7 @@ describe.each(SDKS)("%s as the client", (_name, Sdk) => {
     expect(gw.releases).toEqual([{ toolCalls: false }]);
   });
 
-  test("21: an upstream 400 before streaming is an HTTP 400 (BadRequestError)", async () => {
+  test("an upstream 400 before streaming is an HTTP 400 (BadRequestError)", async () => {
     const client = clientFor(Sdk, appFor(gw));
     up.handle = () =>
       Response.json(
@@ -107,7 +108,7 @@ describe.each(SDKS)("%s as the client", (_name, Sdk) => {
     expect(gw.reports).toEqual(["answered m", "answered m"]);
   });
 
-  test("22: upstream 503 (loading) is 529 overloaded_error with retry-after", async () => {
+  test("upstream 503 (loading) is 529 overloaded_error with retry-after", async () => {
     const client = clientFor(Sdk, appFor(gw));
     up.handle = () =>
       Response.json(

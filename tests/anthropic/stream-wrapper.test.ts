@@ -3,8 +3,8 @@
  * pings while the upstream is silent, refusals after the 200, and client cancellation.
  */
 import { describe, expect, test } from "bun:test";
-import { translatedStream } from "../../src/api/anthropic/stream-body.ts";
 import { StreamTranslator } from "../../src/api/anthropic/translate/stream.ts";
+import { translatedStream } from "../../src/api/chat/translated-body.ts";
 import { Deadline } from "../../src/proxy/deadline.ts";
 import { QmError } from "../../src/shared/errors.ts";
 import { Sweep } from "../../src/shared/sweep.ts";

@@ -1,6 +1,6 @@
 /**
- * ANTHROPIC.md §7.1 cases 15–20: OpenAI SSE bytes → Anthropic events, through the real stream
- * wrapper. Every scripted upstream is also replayed split at every byte offset; the output
+ * OpenAI SSE bytes → Anthropic events (docs/translation.md §3.6), through the real stream
+ * body. Every scripted upstream is also replayed split at every byte offset; the output
  * must not change.
  */
 import { describe, expect, test } from "bun:test";
@@ -10,7 +10,7 @@ import { bodyOf, encoder, everySplit, OPTS, run, tc } from "./replay.ts";
 import { parseEvents, types } from "./support.ts";
 
 describe("streaming translation", () => {
-  test("15: plain text: the exact event sequence, usage from the trailing chunk", async () => {
+  test("plain text: the exact event sequence, usage from the trailing chunk", async () => {
     const { events, built, toolCalls } = await everySplit(
       sseText([
         chunk({ role: "assistant", content: null }),
@@ -46,7 +46,7 @@ describe("streaming translation", () => {
     expect(toolCalls).toBe(false);
   });
 
-  test("16: interleaved reasoning makes alternating blocks, each thinking block signed", async () => {
+  test("interleaved reasoning makes alternating blocks, each thinking block signed", async () => {
     const { built, events } = await everySplit(
       sseText([
         chunk({ reasoning_content: "a" }),
@@ -68,7 +68,7 @@ describe("streaming translation", () => {
     expect(sigs.map((e) => e.data.index)).toEqual([0, 2]);
   });
 
-  test("17: parallel tool calls with split, interleaved arguments", async () => {
+  test("parallel tool calls with split, interleaved arguments", async () => {
     const { built, toolCalls } = await everySplit(
       sseText([
         chunk({ content: "Let me check." }),
@@ -115,14 +115,14 @@ describe("streaming translation", () => {
 
   test.each([
     [
-      "a: usage on the finish chunk",
+      "on the finish chunk",
       [
         chunk({ content: "x" }),
         chunk({}, "stop", { usage: { prompt_tokens: 5, completion_tokens: 1 } }),
       ],
     ],
     [
-      "b: separate choices:[] chunk",
+      "in a separate choices:[] chunk",
       [
         chunk({ content: "x" }),
         chunk({}, "stop"),
@@ -130,20 +130,20 @@ describe("streaming translation", () => {
       ],
     ],
     [
-      "c: choices:null",
+      "with choices:null",
       [
         chunk({ content: "x" }),
         chunk({}, "stop"),
         { choices: null, usage: { prompt_tokens: 5, completion_tokens: 1 } },
       ],
     ],
-  ])("18%s", async (_name, chunks) => {
+  ])("usage placement %s: exactly one message_delta, with the upstream's usage", async (_name, chunks) => {
     const { events, built } = await everySplit(sseText(chunks as object[]));
     expect(events.filter((e) => e.data.type === "message_delta")).toHaveLength(1);
     expect(built.message.usage).toMatchObject({ input_tokens: 5, output_tokens: 1 });
   });
 
-  test("18d: no usage at all gives estimates, still exactly one message_delta with usage", async () => {
+  test("no usage at all gives estimates, still exactly one message_delta with usage", async () => {
     const { events, built } = await everySplit(
       sseText([chunk({ content: "12345678" }), chunk({}, "stop")]),
     );
@@ -162,7 +162,7 @@ describe("streaming translation", () => {
     expect(built.message.usage).toMatchObject({ input_tokens: 4, cache_read_input_tokens: 6 });
   });
 
-  test("19: an upstream error chunk mid-stream closes the block, then an error event", async () => {
+  test("an upstream error chunk mid-stream closes the block, then an error event", async () => {
     const { events, built } = await everySplit(
       sseText(
         [chunk({ content: "a" }), chunk({ content: "b" }), { error: { message: "boom" } }],
@@ -175,7 +175,7 @@ describe("streaming translation", () => {
     expect(types(events)).not.toContain("message_stop");
   });
 
-  test("20: the upstream dies without [DONE] (clean EOF or socket error) → error event", async () => {
+  test("the upstream dies without [DONE] (clean EOF or socket error) → error event", async () => {
     const partial = sseText([chunk({ content: "a" })], false);
     const eof = await everySplit(partial);
     expect(eof.built.error?.type).toBe("api_error");

@@ -1,11 +1,11 @@
-/** ANTHROPIC.md §7.1 cases 6–8 and 29: tools and tool_choice. */
+/** Tools and tool_choice (docs/translation.md §3.3). */
 import { describe, expect, test } from "bun:test";
 import { tr, weather } from "./translate.ts";
 
 describe("tools", () => {
   const two = [weather, { name: "f", input_schema: { type: "object" }, cache_control: {} }];
 
-  test("6: tool_choice matrix", () => {
+  test("tool_choice: each type, no tools, parallel calls off", () => {
     const m = [{ role: "user", content: "hi" }];
     expect(tr({ messages: m, tools: two, tool_choice: { type: "auto" } }).tool_choice).toBe("auto");
     expect(tr({ messages: m, tools: two, tool_choice: { type: "any" } }).tool_choice).toBe(
@@ -52,12 +52,12 @@ describe("tools", () => {
     ]);
   });
 
-  test("7: empty tools are not sent", () => {
+  test("empty tools are not sent", () => {
     const out = tr({ messages: [{ role: "user", content: "hi" }], tools: [] });
     expect("tools" in out).toBe(false);
   });
 
-  test("8: server tools are filtered", () => {
+  test("server tools are filtered", () => {
     const out = tr({
       messages: [{ role: "user", content: "hi" }],
       tools: [
@@ -68,7 +68,7 @@ describe("tools", () => {
     expect(out.tools!.map((t) => t.function.name)).toEqual(["get_weather"]);
   });
 
-  test("29: llama.cpp profile strips grammar hazards but keeps a property named pattern", () => {
+  test("llama.cpp profile strips grammar hazards but keeps a property named pattern", () => {
     const schema = {
       type: "object",
       properties: {

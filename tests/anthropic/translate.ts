@@ -1,13 +1,13 @@
 /** Translates a request after checking it against the wire schema, as the route does. */
 import { expect } from "bun:test";
-import type { OaiChatRequest } from "../../src/api/anthropic/translate/openai-types.ts";
-import type { Profile } from "../../src/api/anthropic/translate/profile.ts";
 import { toOpenAI } from "../../src/api/anthropic/translate/request.ts";
 import {
   checkWire,
   type MessagesRequest,
   MessagesRequestSchema,
 } from "../../src/api/anthropic/wire.ts";
+import type { Profile } from "../../src/api/chat/profile.ts";
+import type { OaiChatRequest } from "../../src/api/chat/wire.ts";
 
 export function tr(req: Record<string, unknown>, profile: Profile = "generic"): OaiChatRequest {
   const full = { model: "m", max_tokens: 100, ...req } as MessagesRequest;

@@ -2,11 +2,14 @@
  * `qm config schema` and `qm config check` through the compiled binary, on the files the
  * repository ships.
  */
-import { describe, expect, test } from "bun:test";
+import { beforeAll, describe, expect, test } from "bun:test";
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
+import { BUILD_TIMEOUT_MS, needsBinary } from "../support/binary.ts";
 import { QM, ROOT } from "../support/qm-process.ts";
+
+beforeAll(needsBinary, BUILD_TIMEOUT_MS);
 
 function qm(...args: string[]) {
   const run = Bun.spawnSync([QM, ...args], { cwd: ROOT, env: { ...process.env, QM_CONFIG: "" } });
@@ -56,6 +59,13 @@ describe("the shipped quartermaster.toml", () => {
 });
 
 describe("qm config check", () => {
+  test("a missing file is a plain sentence, for check and serve alike (exit 1)", () => {
+    const missing = join(tmpdir(), "qm-no-such-dir", "quartermaster.toml");
+    const sentence = `${missing}: no such config file (-c FILE or $QM_CONFIG names another; the quartermaster.toml shipped with qm is an example to start from)\n`;
+    expect(qm("config", "check", "-c", missing)).toEqual({ code: 1, out: "", err: sentence });
+    expect(qm("serve", "-c", missing)).toEqual({ code: 1, out: "", err: sentence });
+  });
+
   test("warns, and still says ok, when a model's program cannot be found", () => {
     const dir = mkdtempSync(join(tmpdir(), "qm-check-"));
     try {

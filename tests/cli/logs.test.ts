@@ -1,6 +1,9 @@
 /** `qm logs` through the compiled binary, against a stand-in for a running qm on port 0. */
-import { afterAll, expect, test } from "bun:test";
+import { afterAll, beforeAll, expect, test } from "bun:test";
+import { BUILD_TIMEOUT_MS, needsBinary } from "../support/binary.ts";
 import { QM, ROOT } from "../support/qm-process.ts";
+
+beforeAll(needsBinary, BUILD_TIMEOUT_MS);
 
 const kept: Record<string, string[]> = { a: ["a one", "a two"], "org/b": ["b one"] };
 let follow: ReadableStreamDefaultController<Uint8Array> | null = null;

@@ -1,9 +1,12 @@
 /** `qm status`'s table, and `qm status --watch` through the compiled binary against a stand-in. */
-import { afterAll, expect, test } from "bun:test";
-import type { ModelStatusJson, StatusJson } from "../../src/api/gateway.ts";
+import { afterAll, beforeAll, expect, test } from "bun:test";
+import type { ModelStatusJson, StatusJson } from "../../src/api/status-json.ts";
 import { renderStatus } from "../../src/cli/status-table.ts";
+import { BUILD_TIMEOUT_MS, needsBinary } from "../support/binary.ts";
 import { fakeGateway, modelToml } from "../support/fake-gateway.ts";
 import { QM, ROOT } from "../support/qm-process.ts";
+
+beforeAll(needsBinary, BUILD_TIMEOUT_MS);
 
 /** A status as the gateway answers it, one model per entry, each with the fields given. */
 function status(models: (Partial<ModelStatusJson> & { id: string })[]): StatusJson {

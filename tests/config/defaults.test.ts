@@ -32,6 +32,7 @@ describe("defaults", () => {
       holdMs: 10000,
       patienceMs: 300000,
       holdOn: "tool_calls",
+      holdPolicy: "cost",
       maxQueue: 512,
     });
     expect(config.resources).toEqual({
@@ -226,6 +227,7 @@ models_dir = "/models"
       holdMs: 0,
       patienceMs: 1000,
       holdOn: "request",
+      holdPolicy: "cost",
       maxQueue: 512,
     });
     expect(config.resources).toEqual({
@@ -321,7 +323,7 @@ describe("loadConfigFile", () => {
     }
   });
 
-  test("an unreadable file is a ConfigError naming it", () => {
+  test("a missing file is a ConfigError naming it, in a plain sentence", () => {
     const path = join(tmpdir(), "qm-config-does-not-exist", "qm.toml");
     let error: unknown;
     try {
@@ -332,6 +334,8 @@ describe("loadConfigFile", () => {
     expect(error).toBeInstanceOf(ConfigError);
     const [issue] = (error as ConfigError).issues;
     expect(issue?.file).toBe(path);
-    expect((error as ConfigError).format()).toStartWith(`${path}: cannot read config: `);
+    expect((error as ConfigError).format()).toBe(
+      `${path}: no such config file (-c FILE or $QM_CONFIG names another; the quartermaster.toml shipped with qm is an example to start from)`,
+    );
   });
 });

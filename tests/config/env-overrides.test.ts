@@ -29,6 +29,7 @@ describe("QM_<SECTION>__<KEY> overrides", () => {
       holdMs: 0,
       patienceMs: 300000,
       holdOn: "request",
+      holdPolicy: "cost",
       maxQueue: 512,
     });
     expect(config.resources.vramBudgetGb).toBe(23.5);

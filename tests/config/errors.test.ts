@@ -202,13 +202,66 @@ members = ["c"]
 });
 
 describe("TOML syntax errors", () => {
-  test("carry smol-toml's line and column and no key", () => {
+  test("carry smol-toml's line and column, the key they are in, and a hint", () => {
     expect(issues(`[server]\nlisten = \n`)).toEqual([
-      { file: "quartermaster.toml", line: 2, col: 10, key: "", message: "invalid value" },
+      {
+        file: "quartermaster.toml",
+        line: 2,
+        col: 10,
+        key: "server.listen",
+        message: "invalid value (hint: the value is missing)",
+      },
     ]);
     expect(errors(`a = 1\n\na = 2\n`)).toEqual([
-      "quartermaster.toml:3:1: trying to redefine an already defined table or value",
+      "quartermaster.toml:3:1: a: trying to redefine an already defined table or value (hint: a is set twice (or its table appears twice); keep one)",
     ]);
+  });
+
+  test("the usual slips, each with the key (or the nearest table) and what to write", () => {
+    const cases: [string, string][] = [
+      [
+        '[models.llama:8b]\ncmd = "x"\n',
+        'quartermaster.toml:1:14: models.llama:8b: illegal character in key (hint: a key with characters other than A-Z a-z 0-9 _ - is quoted: [models."llama:8b"])',
+      ],
+      [
+        "[models.a]\ncmd = llama-server --port 1\n",
+        'quartermaster.toml:2:7: models.a.cmd: invalid value (hint: strings need quotes: cmd = "llama-server --port 1")',
+      ],
+      [
+        '[server]\nlisten: "x"\n',
+        'quartermaster.toml:2:7: server.listen: illegal character in key (hint: TOML sets a value with "=", not ":")',
+      ],
+      [
+        '[models.a]\ncmd = "abc\n',
+        'quartermaster.toml:2:11: models.a.cmd: control characters are not allowed in strings (hint: a string is not closed; text over several lines goes in """triple quotes""")',
+      ],
+      [
+        '[models.a]\naliases = ["a", "b"\ncmd = "x"\n',
+        "quartermaster.toml:3:1: models.a.aliases: expected comma or end of structure (hint: an [array] or { inline table } is not closed, or two of its items have no comma between them)",
+      ],
+      [
+        "[models.a]\nttl_s = 10s\n",
+        'quartermaster.toml:2:11: models.a.ttl_s: illegal character in numeric literal (hint: numbers take no units and use "." for decimals: ttl_s = 600, est_vram_gb = 6.5)',
+      ],
+      [
+        "[models.a]\nunlisted = True\n",
+        "quartermaster.toml:2:12: models.a.unlisted: invalid value (hint: true and false are written in lower case, without quotes)",
+      ],
+      [
+        "[server]\napi_keys = [sk-1]\n",
+        'quartermaster.toml:2:13: server.api_keys: invalid value (hint: strings in an array need quotes too: ["sk-1", "sk-2"])',
+      ],
+      [
+        "[models.a]\n[models.a]\n",
+        "quartermaster.toml:2:2: models.a: trying to redefine an already defined table or value (hint: [models.a] appears twice (or a key above already set it); keep one)",
+      ],
+      [
+        '[models.a]\ncmd = "C:\\path"\n',
+        "quartermaster.toml:2:11: models.a.cmd: unrecognised escape sequence (hint: a backslash in a \"string\" starts an escape: write \\\\ for one, or use a 'literal string')",
+      ],
+    ];
+    for (const [text, want] of cases)
+      expect({ text, got: errors(text) }).toEqual({ text, got: [want] });
   });
 
   test("keys that would reach Object.prototype are refused", () => {

@@ -232,7 +232,7 @@ describe("kubernetes manifests", () => {
 
   test("the image's user is the one the pod runs as", () => {
     const dockerfile = readFileSync(join(ROOT, "deploy/docker/Dockerfile"), "utf8");
-    expect(dockerfile).toMatch(/^COPY dist\/qm /m);
+    expect(dockerfile).toMatch(/^COPY --from=release \S+ \/usr\/local\/bin\/qm$/m);
     const user = /^USER (\d+):(\d+)$/m.exec(dockerfile);
     expect(user?.slice(1).map(Number)).toEqual([
       pod.securityContext.runAsUser,

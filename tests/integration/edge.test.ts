@@ -4,9 +4,12 @@
  * DNS rebinding and cross-site pages; every refusal is in the API's envelope.
  */
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
+import { BUILD_TIMEOUT_MS, needsBinary } from "../support/binary.ts";
 import { serve } from "../support/e2e.ts";
 import type { QmServer } from "../support/qm-process.ts";
 import { rawGet, rawTo } from "../support/raw-http.ts";
+
+beforeAll(needsBinary, BUILD_TIMEOUT_MS);
 
 setDefaultTimeout(20_000);
 

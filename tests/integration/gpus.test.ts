@@ -1,7 +1,10 @@
-import { afterAll, describe, expect, setDefaultTimeout, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
+import { BUILD_TIMEOUT_MS, needsBinary } from "../support/binary.ts";
 import { chat, serve, status, until } from "../support/e2e.ts";
 import { fakeSmiCards } from "../support/fake-smi.ts";
 import type { QmServer } from "../support/qm-process.ts";
+
+beforeAll(needsBinary, BUILD_TIMEOUT_MS);
 
 // dist/qm, the demo upstream and a fake nvidia-smi with 2 and then 4 cards: models land on
 // different cards, each process sees its cards in CUDA_VISIBLE_DEVICES and ${GPU_IDS}.

@@ -1,6 +1,9 @@
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
+import { BUILD_TIMEOUT_MS, needsBinary } from "../support/binary.ts";
 import { chat, serve, status, until } from "../support/e2e.ts";
 import type { QmServer } from "../support/qm-process.ts";
+
+beforeAll(needsBinary, BUILD_TIMEOUT_MS);
 
 // Real processes: loads and streams take real time.
 setDefaultTimeout(20_000);
@@ -21,6 +24,7 @@ beforeAll(async () => {
 hold_ms = 60000
 patience_ms = 300000
 hold_on = "tool_calls"
+hold_policy = "fixed"
 
 [models.agent]
 cmd = "\${demo} --tool-calls --token-ms 5 --tokens 8"

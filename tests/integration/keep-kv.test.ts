@@ -6,8 +6,11 @@
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { chmodSync, existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { BUILD_TIMEOUT_MS, needsBinary } from "../support/binary.ts";
 import { configFile, postJson, until } from "../support/e2e.ts";
 import { QM, type QmServer, startQm } from "../support/qm-process.ts";
+
+beforeAll(needsBinary, BUILD_TIMEOUT_MS);
 
 setDefaultTimeout(30_000);
 

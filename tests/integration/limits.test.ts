@@ -6,8 +6,11 @@ import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { BUILD_TIMEOUT_MS, needsBinary } from "../support/binary.ts";
 import { chat, postJson, serve, status, until } from "../support/e2e.ts";
 import { QM, type QmServer } from "../support/qm-process.ts";
+
+beforeAll(needsBinary, BUILD_TIMEOUT_MS);
 
 setDefaultTimeout(20_000);
 

@@ -1,6 +1,9 @@
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
+import { BUILD_TIMEOUT_MS, needsBinary } from "../support/binary.ts";
 import { chat, type status, until, writeConfig } from "../support/e2e.ts";
 import { alive, type QmServer, startQm } from "../support/qm-process.ts";
+
+beforeAll(needsBinary, BUILD_TIMEOUT_MS);
 
 // Real processes: loads, stops and TTLs take real time.
 setDefaultTimeout(20_000);

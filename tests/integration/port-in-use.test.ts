@@ -3,11 +3,14 @@
  * that stranger. With `${PORT}` the model moves to a free port; with a port written in the
  * config the request fails with 503 naming the port and the process holding it.
  */
-import { afterEach, describe, expect, setDefaultTimeout, test } from "bun:test";
+import { afterEach, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
+import { BUILD_TIMEOUT_MS, needsBinary } from "../support/binary.ts";
 import { chat, status } from "../support/e2e.ts";
 import { freePort } from "../support/net.ts";
 import { ownConfig } from "../support/own-config.ts";
 import { type QmServer, startQm } from "../support/qm-process.ts";
+
+beforeAll(needsBinary, BUILD_TIMEOUT_MS);
 
 setDefaultTimeout(20_000);
 

@@ -4,9 +4,12 @@
  * once SIGTERM began the shutdown.
  */
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
+import { BUILD_TIMEOUT_MS, needsBinary } from "../support/binary.ts";
 import { chat, serve, until } from "../support/e2e.ts";
 import type { QmServer } from "../support/qm-process.ts";
 import { rawGet, rawTo } from "../support/raw-http.ts";
+
+beforeAll(needsBinary, BUILD_TIMEOUT_MS);
 
 setDefaultTimeout(20_000);
 

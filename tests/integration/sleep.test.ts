@@ -4,8 +4,11 @@
  * fails to wake is restarted cold (a new process).
  */
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
+import { BUILD_TIMEOUT_MS, needsBinary } from "../support/binary.ts";
 import { chat, serve, status, until } from "../support/e2e.ts";
 import { alive, QM, type QmServer } from "../support/qm-process.ts";
+
+beforeAll(needsBinary, BUILD_TIMEOUT_MS);
 
 // Real processes: loads and wakes take real time.
 setDefaultTimeout(20_000);

@@ -3,8 +3,9 @@
  * session, orphans reparented to qm (child subreaper), and what a SIGKILLed qm left behind
  * (found by the next qm from its run file). Also: SIGHUP does not stop qm.
  */
-import { afterEach, describe, expect, setDefaultTimeout, test } from "bun:test";
+import { afterEach, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { join } from "node:path";
+import { BUILD_TIMEOUT_MS, needsBinary } from "../support/binary.ts";
 import { chat, status, until } from "../support/e2e.ts";
 import {
   exists,
@@ -16,6 +17,8 @@ import {
   statFields,
 } from "../support/own-config.ts";
 import { type QmServer, startQm } from "../support/qm-process.ts";
+
+beforeAll(needsBinary, BUILD_TIMEOUT_MS);
 
 setDefaultTimeout(20_000);
 

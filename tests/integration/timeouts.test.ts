@@ -5,8 +5,11 @@
  * the model restarted. Limits are a fraction of a second so the tests stay quick.
  */
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
+import { BUILD_TIMEOUT_MS, needsBinary } from "../support/binary.ts";
 import { chat, serve, status, until } from "../support/e2e.ts";
 import type { QmServer } from "../support/qm-process.ts";
+
+beforeAll(needsBinary, BUILD_TIMEOUT_MS);
 
 setDefaultTimeout(20_000);
 

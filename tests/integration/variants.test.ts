@@ -4,8 +4,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { llama } from "../gpu/gguf/fake-models.ts";
 import { writeModelFile } from "../gpu/gguf/gguf-writer.ts";
+import { BUILD_TIMEOUT_MS, needsBinary } from "../support/binary.ts";
 import { chat, serve, status } from "../support/e2e.ts";
 import type { QmServer } from "../support/qm-process.ts";
+
+beforeAll(needsBinary, BUILD_TIMEOUT_MS);
 
 // Real processes: each variant is a model process of its own.
 setDefaultTimeout(20_000);

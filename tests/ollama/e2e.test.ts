@@ -5,8 +5,11 @@
  */
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { Ollama } from "ollama";
+import { BUILD_TIMEOUT_MS, needsBinary } from "../support/binary.ts";
 import { serve, status, until } from "../support/e2e.ts";
 import type { QmServer } from "../support/qm-process.ts";
+
+beforeAll(needsBinary, BUILD_TIMEOUT_MS);
 
 // Real processes: loads and streams take real time.
 setDefaultTimeout(20_000);

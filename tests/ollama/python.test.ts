@@ -5,8 +5,11 @@
  */
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { join } from "node:path";
+import { BUILD_TIMEOUT_MS, needsBinary } from "../support/binary.ts";
 import { serve } from "../support/e2e.ts";
 import type { QmServer } from "../support/qm-process.ts";
+
+beforeAll(needsBinary, BUILD_TIMEOUT_MS);
 
 setDefaultTimeout(30_000);
 

@@ -1,13 +1,15 @@
 /** The pure pieces of the Ollama inference routes: keep_alive, request mapping, the transducer. */
 import { describe, expect, test } from "bun:test";
-import type { ModelStatusJson } from "../../src/api/gateway.ts";
+import { readChunk } from "../../src/api/chat/chunk.ts";
+import { ToolCalls } from "../../src/api/chat/tool-calls.ts";
+import { translatedStream } from "../../src/api/chat/translated-body.ts";
 import { FOREVER, goDurationMs, keepAliveMs } from "../../src/api/ollama/keep-alive.ts";
 import type { Clock, Timing } from "../../src/api/ollama/lines.ts";
 import { expiresAt } from "../../src/api/ollama/models.ts";
-import { ndjsonStream } from "../../src/api/ollama/ndjson-body.ts";
 import { chatRequest, generateRequest } from "../../src/api/ollama/request.ts";
 import { NdjsonTranslator, type StreamShape } from "../../src/api/ollama/stream.ts";
-import { ToolCallAssembly } from "../../src/api/ollama/tool-calls.ts";
+import { wholeCalls } from "../../src/api/ollama/tool-calls.ts";
+import type { ModelStatusJson } from "../../src/api/status-json.ts";
 import { QmError } from "../../src/shared/errors.ts";
 import { chunk, sseText } from "../support/openai-answers.ts";
 
@@ -145,6 +147,78 @@ describe("request mapping", () => {
     expect(msgs[2]).toEqual({ role: "tool", content: "F", tool_call_id: "call_0" });
   });
 
+  test("each malformed field is a 400 naming it, with what it must be; null counts as absent", () => {
+    const said = (f: typeof chatRequest, body: Record<string, unknown>) => {
+      try {
+        f({ model: "m", ...body }, "llamacpp", "up");
+        return "accepted";
+      } catch (e) {
+        expect((e as QmError).status).toBe(400);
+        return `${(e as QmError).param}: ${(e as QmError).message}`;
+      }
+    };
+    const cases: [typeof chatRequest, Record<string, unknown>, string][] = [
+      [chatRequest, { messages: {} }, 'messages: "messages" must be a list'],
+      [chatRequest, { messages: [1] }, 'messages[0]: "messages[0]" must be an object'],
+      [
+        chatRequest,
+        { messages: [{ content: "x" }] },
+        'messages[0].role: "messages[0].role" is required',
+      ],
+      [
+        chatRequest,
+        { messages: [{ role: "user", images: [""] }] },
+        'messages[0].images[0]: "messages[0].images[0]" must be a base64 string',
+      ],
+      [
+        chatRequest,
+        { messages: [{ role: "assistant", tool_calls: [{}] }] },
+        'messages[0].tool_calls[0].function.name: "messages[0].tool_calls[0].function.name" must be a string',
+      ],
+      [
+        chatRequest,
+        {
+          messages: [
+            { role: "assistant", tool_calls: [{ function: { name: "f", arguments: 1 } }] },
+          ],
+        },
+        'messages[0].tool_calls[0].function.arguments: "messages[0].tool_calls[0].function.arguments" must be an object',
+      ],
+      [
+        chatRequest,
+        { tools: [{ function: { name: "" } }] },
+        'tools[0].function.name: "tools[0].function.name" must be a string',
+      ],
+      [
+        chatRequest,
+        { options: { num_predict: 1.5 } },
+        'options.num_predict: "options.num_predict" must be a whole number (-1: no limit)',
+      ],
+      [
+        chatRequest,
+        { options: { stop: [1] } },
+        'options.stop: "options.stop" must be a list of strings',
+      ],
+      [
+        chatRequest,
+        { options: { num_ctx: 0 } },
+        'options.num_ctx: "options.num_ctx" must be a positive whole number',
+      ],
+      [generateRequest, { prompt: 1 }, 'prompt: "prompt" must be a string'],
+      [generateRequest, { raw: "yes" }, 'raw: "raw" must be true or false'],
+      [generateRequest, { images: "x" }, 'images: "images" must be a list of base64 strings'],
+    ];
+    for (const [f, body, want] of cases) {
+      expect({ body, got: said(f, body) }).toEqual({ body, got: want });
+    }
+    const nulls = { stream: null, options: null, format: null, think: null, tools: null };
+    expect(said(chatRequest, { ...nulls, messages: null })).toBe("accepted");
+    expect(said(chatRequest, { options: { temperature: null, stop: null } })).toBe("accepted");
+    expect(said(generateRequest, { ...nulls, prompt: null, raw: null, images: null })).toBe(
+      "accepted",
+    );
+  });
+
   test("generate: an empty prompt only loads; raw drops the thinking switches", () => {
     expect(generateRequest({ model: "m" }, "generic", "up").loadOnly).toBe(true);
     const raw = generateRequest(
@@ -179,6 +253,13 @@ const shape = (kind: "chat" | "generate" = "chat"): StreamShape => ({
   clock: fixedClock(),
 });
 
+/** One upstream event's data, read as the stream reads it. */
+const event = (data: object | string) =>
+  readChunk(typeof data === "string" ? data : JSON.stringify(data)) ?? fail("skipped");
+const fail = (why: string): never => {
+  throw new Error(why);
+};
+
 const SSE = sseText([
   chunk({ role: "assistant", content: "" }),
   chunk({ reasoning_content: "pondering" }),
@@ -205,7 +286,7 @@ async function streamed(
     },
   });
   const ends: [boolean, boolean][] = [];
-  const out = ndjsonStream({
+  const out = translatedStream({
     upstream: new Response(body),
     translator: new NdjsonTranslator(shape()),
     model: "m",
@@ -261,24 +342,24 @@ describe("SSE → NDJSON", () => {
 
   test("think: false drops thinking; generate lines carry response; no usage counts deltas", () => {
     const t = new NdjsonTranslator({ ...shape("generate"), think: false });
-    expect(t.event(JSON.stringify(chunk({ reasoning_content: "x" })))).toBe("");
-    const line = JSON.parse(t.event(JSON.stringify(chunk({ content: "a" }))));
+    expect(t.step(event(chunk({ reasoning_content: "x" })))).toBe("");
+    const line = JSON.parse(t.step(event(chunk({ content: "a" }))));
     expect(line).toEqual({
       model: "m",
       created_at: "2026-01-01T00:00:00.000Z",
       response: "a",
       done: false,
     });
-    t.event(JSON.stringify(chunk({}, "length")));
-    const last = JSON.parse(t.event("[DONE]"));
+    t.step(event(chunk({}, "length")));
+    const last = JSON.parse(t.step(event("[DONE]")));
     expect(last).toMatchObject({ response: "", done: true, done_reason: "length", eval_count: 1 });
     expect(t.finished).toBe(true);
-    expect(t.event(JSON.stringify(chunk({ content: "late" })))).toBe("");
+    expect(t.step(event(chunk({ content: "late" })))).toBe("");
   });
 
   test("an upstream error event is an error line; a read failure is one too", async () => {
     const t = new NdjsonTranslator(shape());
-    expect(t.event(JSON.stringify({ error: { message: "boom" } }))).toBe('{"error":"boom"}\n');
+    expect(t.step(event({ error: { message: "boom" } }))).toBe('{"error":"boom"}\n');
     expect(t.finished).toBe(true);
     const failing = new ReadableStream<Uint8Array>({
       pull(c) {
@@ -286,7 +367,7 @@ describe("SSE → NDJSON", () => {
       },
     });
     const ends: [boolean, boolean][] = [];
-    const out = ndjsonStream({
+    const out = translatedStream({
       upstream: new Response(failing),
       translator: new NdjsonTranslator(shape()),
       model: "m",
@@ -301,20 +382,25 @@ describe("SSE → NDJSON", () => {
 
 describe("tool-call assembly", () => {
   test("pieces by index; whole calls without index; object arguments; sloppy JSON repaired", () => {
-    const a = new ToolCallAssembly();
-    a.add([{ index: 1, id: "b", function: { name: "second", arguments: '{"x":' } }]);
-    a.add([{ index: 0, id: "a", function: { name: "first", arguments: "" } }]);
-    a.add([
+    const a = new ToolCalls();
+    const add = (calls: object[]) => {
+      const s = event(chunk({ tool_calls: calls }));
+      if (s.kind === "delta") for (const d of s.tools ?? []) a.add(d);
+    };
+    add([{ index: 1, id: "b", function: { name: "second", arguments: '{"x":' } }]);
+    add([{ index: 0, id: "a", function: { name: "first", arguments: "" } }]);
+    add([
       { index: 1, function: { arguments: "1}" } },
       { index: 0, function: { arguments: '{"y":"z",' } },
     ]);
-    a.add([{ id: "c", function: { name: "whole", arguments: { k: true } } }]);
+    add([{ id: "c", function: { name: "whole", arguments: { k: true } } }]);
     expect(a.size).toBe(3);
-    expect(a.take()).toEqual([
+    expect(wholeCalls(a.all)).toEqual([
       { id: "b", function: { index: 0, name: "second", arguments: { x: 1 } } },
       { id: "a", function: { index: 1, name: "first", arguments: { y: "z" } } },
       { id: "c", function: { index: 2, name: "whole", arguments: { k: true } } },
     ]);
+    a.clear();
     expect(a.size).toBe(0);
   });
 });

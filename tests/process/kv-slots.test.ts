@@ -16,9 +16,10 @@ import {
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { KeepKv, ModelConfig } from "../../src/config/types.ts";
-import { KvSlots, MANIFEST, type SlotsFetch } from "../../src/process/kv-slots.ts";
+import { KvSlots, MANIFEST } from "../../src/process/kv-slots.ts";
 import { ModelProcess } from "../../src/process/model-process.ts";
 import { liveGroups } from "../../src/process/process-group.ts";
+import type { Fetch } from "../../src/shared/fetch.ts";
 import { demoModel } from "../support/demo-model.ts";
 import { FakeTimers } from "../support/fake-timers.ts";
 import { captureLogger } from "./support.ts";
@@ -52,7 +53,7 @@ function fakeSlots(dir: string, slots: { id: number; n_prompt_tokens?: number }[
   const calls: Call[] = [];
   const restored = new Map<number, number>();
   const behaviour: { fail?: (c: Call) => Response | Promise<Response> | null } = {};
-  const fetch: SlotsFetch = async (url, init) => {
+  const fetch: Fetch = async (url, init) => {
     const u = new URL(url);
     const body = init?.body ? JSON.parse(String(init.body)) : null;
     const call = { method: init?.method ?? "GET", path: u.pathname + u.search, body };
@@ -180,7 +181,7 @@ describe("KvSlots", () => {
     const cap = captureLogger();
     let signal: AbortSignal | undefined;
     const api = fakeSlots(kv.dir, [{ id: 0, n_prompt_tokens: 9 }]);
-    const hanging: SlotsFetch = (url, init) => {
+    const hanging: Fetch = (url, init) => {
       if (url.endsWith("action=save")) {
         signal = init?.signal ?? undefined;
         return new Promise<Response>(() => {}); // never answers, ignores its signal
@@ -254,6 +255,12 @@ async function turnOver(): Promise<void> {
   for (let i = 0; i < 5; i++) await new Promise((r) => setImmediate(r));
 }
 
+/** `slots` answers the model's `/slots` calls; its health checks go to the real server. */
+function slotsOnly(slots: Fetch): Fetch {
+  return (url, init) =>
+    new URL(url).pathname.startsWith("/slots") ? slots(url, init) : fetch(url, init);
+}
+
 /** A demo model with keep_kv set (ModelProcess does not care what the program is). */
 function keepKvModel(id: string, kv: KeepKv): ModelConfig {
   return { ...demoModel(id), keepKv: kv };
@@ -271,7 +278,7 @@ describe("ModelProcess with keep_kv", () => {
     const restoreArrived = new Promise<void>((r) => {
       restoreAsked = r;
     });
-    const fetch: SlotsFetch = async (url, init) => {
+    const fetch: Fetch = async (url, init) => {
       if (url.endsWith("action=restore")) {
         restoreAsked();
         await gate;
@@ -282,7 +289,7 @@ describe("ModelProcess with keep_kv", () => {
     const proc = new ModelProcess(keepKvModel("kv-a", kv), {
       healthCheckTimeoutS: 10,
       log: captureLogger().log,
-      kvFetch: fetch,
+      fetch: slotsOnly(fetch),
       onStateChange: (s) => states.push(s),
     });
     made.push(proc);
@@ -321,13 +328,13 @@ describe("ModelProcess with keep_kv", () => {
       JSON.stringify({ hash: "h1", slots: { "0": { file: "slot-0.bin", tokens: 3, savedAt: 1 } } }),
     );
     const cap = captureLogger();
-    const refuse: SlotsFetch = async () => {
+    const refuse: Fetch = async () => {
       throw new TypeError("Unable to connect");
     };
     const proc = new ModelProcess(keepKvModel("kv-b", kv), {
       healthCheckTimeoutS: 10,
       log: cap.log,
-      kvFetch: refuse,
+      fetch: slotsOnly(refuse),
     });
     made.push(proc);
     await proc.start();
@@ -345,16 +352,18 @@ describe("ModelProcess with keep_kv", () => {
     const saveArrived = new Promise<void>((r) => {
       saveAsked = r;
     });
-    const hang: SlotsFetch = () => {
+    const hang: Fetch = () => {
       saveAsked();
       return new Promise<Response>(() => {});
     };
     const cap = captureLogger();
-    const proc = new ModelProcess(keepKvModel("kv-d", kv), {
+    // Ready once spawned (no health check): every wait of this process is on the fake clock.
+    const model = { ...keepKvModel("kv-d", kv), checkEndpoint: null };
+    const proc = new ModelProcess(model, {
       healthCheckTimeoutS: 10,
       log: cap.log,
-      kvFetch: hang,
-      kvTimers: timers,
+      fetch: hang,
+      timers,
     });
     made.push(proc);
     await proc.start();
@@ -379,7 +388,7 @@ describe("ModelProcess with keep_kv", () => {
     const proc = new ModelProcess(keepKvModel("kv-c", kv), {
       healthCheckTimeoutS: 10,
       log: captureLogger().log,
-      kvFetch: api.fetch,
+      fetch: slotsOnly(api.fetch),
     });
     made.push(proc);
     await proc.start();

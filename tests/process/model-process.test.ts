@@ -1,6 +1,7 @@
 /**
  * ModelProcess against the real demo upstream (`bun src/demo/cli.ts`). Tests wait on real
- * events (start resolving, onExit firing), never on fixed sleeps.
+ * events (start resolving, onExit firing), never on fixed sleeps; where qm's own limits are under
+ * test they run on a fake clock, and the tests assert the order of events, not elapsed time.
  */
 import { afterEach, describe, expect, test } from "bun:test";
 import type { ModelConfig } from "../../src/config/types.ts";
@@ -8,7 +9,9 @@ import type { ProcessExit } from "../../src/process/exit-info.ts";
 import { ModelProcess, type ModelProcessOptions } from "../../src/process/model-process.ts";
 import { liveGroups } from "../../src/process/process-group.ts";
 import { QmError } from "../../src/shared/errors.ts";
+import type { Fetch } from "../../src/shared/fetch.ts";
 import { demoModel } from "../support/demo-model.ts";
+import { FakeTimers } from "../support/fake-timers.ts";
 import { alive, captureLogger } from "./support.ts";
 
 const made: ModelProcess[] = [];
@@ -42,6 +45,11 @@ async function rejection(p: Promise<unknown>): Promise<QmError> {
     return err as QmError;
   }
   throw new Error("expected a rejection");
+}
+
+/** Lets every promise chain in flight run (no clock time passes). */
+async function settle(): Promise<void> {
+  for (let i = 0; i < 5; i++) await new Promise((r) => setImmediate(r));
 }
 
 afterEach(async () => {
@@ -99,21 +107,30 @@ describe("start", () => {
     await waitFor("model loaded, ready");
   });
 
-  test("checkEndpoint null: ready as soon as spawned", async () => {
+  test("checkEndpoint null: ready as soon as spawned, with no probe and no wait", async () => {
+    let probes = 0;
+    const counted: Fetch = (url, init) => {
+      probes++;
+      return fetch(url, init);
+    };
+    const timers = new FakeTimers();
     const { proc } = supervise(
       demoModel("nocheck", ["--load-delay-ms", "5000"], { toml: 'check_endpoint = "none"' }),
+      { fetch: counted, timers },
     );
-    const t0 = performance.now();
     await startAndRecord(proc);
-    expect(performance.now() - t0).toBeLessThan(1000);
     expect(proc.state).toBe("ready");
+    expect(probes).toBe(0);
+    expect(timers.pending).toBe(0);
+    // Ready before the upstream itself says it has loaded (5 s away).
+    expect(proc.logs().some((l) => l.includes("model loaded, ready"))).toBe(false);
   });
 
   test("a crash at start rejects at once, naming the model, status and stderr", async () => {
-    const { proc, exits } = supervise(demoModel("broken", ["--crash-at-start"]));
-    const t0 = performance.now();
+    // The clock never moves: the health deadline cannot pass, only the exit can end the start.
+    const timers = new FakeTimers();
+    const { proc, exits } = supervise(demoModel("broken", ["--crash-at-start"]), { timers });
     const err = await rejection(proc.start());
-    expect(performance.now() - t0).toBeLessThan(3000);
     expect(err.code).toBe("upstream_start_failed");
     expect(err.status).toBe(502);
     expect(err.message).toContain('model "broken"');
@@ -139,16 +156,25 @@ describe("start", () => {
     expect(proc.state).toBe("stopped");
   });
 
-  test("a health endpoint that never answers times out and the process is stopped", async () => {
-    const { proc, exits } = supervise(demoModel("hung", ["--hang-health"]), {
+  test("a health endpoint that never answers times out at the deadline, not before, and is stopped", async () => {
+    const timers = new FakeTimers();
+    const { proc, exits, waitFor } = supervise(demoModel("hung", ["--hang-health"]), {
       healthCheckTimeoutS: 0.5,
+      timers,
     });
-    const starting = proc.start();
+    let failed = false;
+    const rejected = rejection(proc.start()).finally(() => {
+      failed = true;
+    });
     const pid = proc.pid!;
     pids.push(pid);
-    const t0 = performance.now();
-    const err = await rejection(starting);
-    expect(performance.now() - t0).toBeGreaterThanOrEqual(400);
+    await waitFor("listening on"); // from now on every probe hangs
+    timers.advance(499);
+    await settle();
+    expect(failed).toBe(false);
+    expect(proc.state).toBe("starting");
+    timers.advance(1);
+    const err = await rejected;
     expect(err.code).toBe("upstream_start_timeout");
     expect(err.status).toBe(504);
     expect(err.message).toContain('model "hung" did not become ready within 0.5 s');

@@ -1,11 +1,16 @@
-/** Stopping (SIGTERM, SIGKILL escalation, cmd_stop) and crashes of a ready model. */
+/**
+ * Stopping (SIGTERM, SIGKILL escalation, cmd_stop) and crashes of a ready model. The
+ * escalation's limit runs on a fake clock where a test is about it: a real child's exit still
+ * takes real time, so those tests wait for real events and assert their order, not how long.
+ */
 import { afterEach, describe, expect, test } from "bun:test";
 import type { ModelConfig } from "../../src/config/types.ts";
 import type { ProcessExit } from "../../src/process/exit-info.ts";
-import { ModelProcess } from "../../src/process/model-process.ts";
+import { ModelProcess, type ModelProcessOptions } from "../../src/process/model-process.ts";
 import { killAllSync, liveGroups } from "../../src/process/process-group.ts";
 import { commandLine, tomlString } from "../support/config.ts";
 import { demoModel } from "../support/demo-model.ts";
+import { FakeTimers } from "../support/fake-timers.ts";
 import { alive, captureLogger, deferred } from "./support.ts";
 
 // biome-ignore lint/suspicious/noTemplateCurlyInString: qm's cmd_stop macro, not JS.
@@ -14,7 +19,7 @@ const PID = "${PID}";
 const made: ModelProcess[] = [];
 const pids: number[] = [];
 
-function supervise(model: ModelConfig) {
+function supervise(model: ModelConfig, opts: Partial<ModelProcessOptions> = {}) {
   const cap = captureLogger();
   const exited = deferred<ProcessExit>();
   const exits: ProcessExit[] = [];
@@ -25,6 +30,7 @@ function supervise(model: ModelConfig) {
       exits.push(e);
       exited.resolve(e);
     },
+    ...opts,
   });
   made.push(proc);
   return { proc, exits, exited: exited.promise, ...cap };
@@ -34,6 +40,20 @@ async function startAndRecord(proc: ModelProcess): Promise<number> {
   await proc.start();
   pids.push(proc.pid!);
   return proc.pid!;
+}
+
+/** Lets every promise chain in flight run (no clock time passes). */
+async function settle(): Promise<void> {
+  for (let i = 0; i < 5; i++) await new Promise((r) => setImmediate(r));
+}
+
+/** `settled` resolves once `p` has settled; `done()` says whether it has yet. */
+function watch(p: Promise<unknown>): { done: () => boolean; settled: Promise<unknown> } {
+  let done = false;
+  const settled = p.finally(() => {
+    done = true;
+  });
+  return { done: () => done, settled };
 }
 
 afterEach(async () => {
@@ -65,19 +85,32 @@ describe("stop", () => {
     expect(proc.state).toBe("stopped");
   });
 
-  test("a process that ignores SIGTERM is SIGKILLed after stopTimeoutS", async () => {
-    const { proc, lines } = supervise(
-      demoModel("stubborn", ["--ignore-sigterm"], { toml: "stop_timeout_s = 0.3" }),
+  test("a process that ignores SIGTERM is SIGKILLed once stop_timeout_s has passed, not before", async () => {
+    const timers = new FakeTimers();
+    // Ready once spawned: no health poll, so every timer of the process is the stop's.
+    const { proc, lines, waitFor } = supervise(
+      demoModel("stubborn", ["--ignore-sigterm"], {
+        toml: 'stop_timeout_s = 0.3\ncheck_endpoint = "none"',
+      }),
+      { timers },
     );
     const pid = await startAndRecord(proc);
-    const t0 = performance.now();
-    await proc.stop();
-    const took = performance.now() - t0;
-    expect(took).toBeGreaterThanOrEqual(290);
-    expect(took).toBeLessThan(2000);
+    await waitFor("listening on"); // its SIGTERM handler is in place
+    const stop = watch(proc.stop());
+    await waitFor("ignoring SIGTERM");
+    timers.advance(299);
+    await settle();
+    expect(stop.done()).toBe(false);
+    expect(alive(pid)).toBe(true);
+    expect(lines.some((l) => l.includes("sending SIGKILL"))).toBe(false);
+    timers.advance(1);
+    await stop.settled;
     expect(alive(pid)).toBe(false);
     expect(proc.logs()).toContain("demo-upstream stubborn: ignoring SIGTERM (--ignore-sigterm)");
-    expect(lines.some((l) => l.includes("sending SIGKILL"))).toBe(true);
+    expect(
+      lines.some((l) => l.includes("still running 0.3 s after the stop request; sending SIGKILL")),
+    ).toBe(true);
+    expect(timers.pending).toBe(0);
   });
 
   test("cmd_stop runs with the PID macro instead of SIGTERM", async () => {
@@ -105,18 +138,27 @@ describe("stop", () => {
     expect(liveGroups()).toEqual([]);
   });
 
-  test("a cmd_stop still running at stop_timeout_s after the model went is killed", async () => {
-    const { proc, lines } = supervise(
+  test("a cmd_stop still running at stop_timeout_s after the model went is killed then", async () => {
+    const timers = new FakeTimers();
+    const { proc, lines, waitFor } = supervise(
       demoModel("hanging", [], {
         toml:
           `cmd_stop = ${tomlString(`sh -c "kill -s INT ${PID}; sleep 30"`)}\n` +
-          "stop_timeout_s = 0.3",
+          'stop_timeout_s = 0.3\ncheck_endpoint = "none"',
       }),
+      { timers },
     );
     await startAndRecord(proc);
-    const t0 = performance.now();
-    await proc.stop();
-    expect(performance.now() - t0).toBeLessThan(5000);
+    await waitFor("listening on"); // its SIGINT handler is in place
+    const stop = watch(proc.stop());
+    await waitFor('model "hanging" stopped');
+    // The model went; the stop waits for its cmd_stop, still sleeping in a group of its own.
+    timers.advance(299);
+    await settle();
+    expect(stop.done()).toBe(false);
+    expect(liveGroups()).toHaveLength(1);
+    timers.advance(1);
+    await stop.settled;
     // Its group is untracked only once its exit was seen.
     expect(liveGroups()).toEqual([]);
     expect(lines.some((l) => l.includes("cmd_stop still running after 0.3 s; killing it"))).toBe(

@@ -26,11 +26,12 @@ function stateDir(...ids: string[]): string {
   return dir;
 }
 
+/** Each model's server on its own port: two on one port that run together is a config error. */
 const llama = (id: string, ...keys: string[]) =>
   [
     `[models.${id}]`,
-    `cmd = "llama-server -m ${id}.gguf --port 9"`,
-    `proxy = "http://127.0.0.1:9"`,
+    `cmd = "llama-server -m ${id}.gguf --port ${9000 + id.charCodeAt(0)}"`,
+    `proxy = "http://127.0.0.1:${9000 + id.charCodeAt(0)}"`,
     ...keys,
     "",
   ].join("\n");

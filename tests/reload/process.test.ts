@@ -2,10 +2,13 @@
  * The compiled `dist/qm`: the config edited on disk, then SIGHUP (or, with the watch on, the
  * edit alone) applies it without restarting the running model (same pid).
  */
-import { afterEach, describe, expect, setDefaultTimeout, test } from "bun:test";
+import { afterEach, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { appendFileSync, readFileSync, writeFileSync } from "node:fs";
+import { BUILD_TIMEOUT_MS, needsBinary } from "../support/binary.ts";
 import { chat, configFile, status, until } from "../support/e2e.ts";
 import { type QmServer, startQm } from "../support/qm-process.ts";
+
+beforeAll(needsBinary, BUILD_TIMEOUT_MS);
 
 setDefaultTimeout(30_000);
 

@@ -3,7 +3,6 @@
  * processes and fake timers; each reload loads its text through the real loader.
  */
 import { describe, expect, test } from "bun:test";
-import { followMove } from "../../src/runtime/reload.ts";
 import { settle } from "../runtime/fake-server.ts";
 import { track } from "../support/track.ts";
 import { HEAD, model, setup } from "./support.ts";
@@ -255,18 +254,33 @@ describe("config reload in the runtime", () => {
     expect(t.rt.status().peers).toBeUndefined();
   });
 
-  test("followMove: a port move keeps the reloaded keys and never brings back a removed model", () => {
+  test("a port move is the registry's: the reloaded keys stay, the config is not rewritten, a removed model stays removed", () => {
     const t = setup(model("a"), model("b"));
     t.reload(model("a", "ttl_s = 77"));
+    const configured = t.rt.config.models.a!;
     const supervisors = t.fakes.of("a").model; // what the supervisor was made with (ttl_s 0)
-    followMove(t.rt.config, { ...supervisors, port: 4321, proxy: "http://127.0.0.1:4321" });
-    expect(t.rt.config.models.a).toMatchObject({
+    t.rt.registry.move({ ...supervisors, port: 4321, proxy: "http://127.0.0.1:4321" });
+    expect(t.rt.config.models.a).toBe(configured);
+    expect(t.rt.config.models.a!.port).not.toBe(4321);
+    expect(t.rt.resolve("a")).toMatchObject({
       port: 4321,
       proxy: "http://127.0.0.1:4321",
       ttlS: 77,
     });
-    followMove(t.rt.config, { ...t.fakes.of("b").model, port: 4322 });
+    expect(t.status("a").port).toBe(4321);
+    t.rt.registry.move({ ...t.fakes.of("b").model, port: 4322 });
     expect(t.rt.config.models.b).toBeUndefined();
+    expect(t.rt.resolve("b")).toBeUndefined();
+  });
+
+  test("a moved model's new supervisor (its changed cmd) starts where its config says", async () => {
+    const t = setup(model("a"));
+    t.rt.registry.move({ ...t.fakes.of("a").model, port: 4321, proxy: "http://127.0.0.1:4321" });
+    expect(t.rt.resolve("a")!.port).toBe(4321);
+    // Down, and its cmd changed: a new supervisor at once, the move forgotten.
+    t.reload(model("a").replace("run a", "run a --new"));
+    expect(t.rt.resolve("a")!.port).toBe(t.rt.config.models.a!.port);
+    expect(t.rt.registry.ports()).toEqual([]);
   });
 
   test("a budget set by a reload governs the next decision", async () => {

@@ -4,16 +4,14 @@
  * are cut; other comments and over-long ones are dropped; while they come no keep-alive is due.
  */
 import { describe, expect, test } from "bun:test";
-import { framesOf, KEEP_ALIVE, responsesBody } from "../../src/api/responses/stream-body.ts";
-import {
-  MAX_BUFFERED_CHARS,
-  RELAYED,
-  type ResponsesEvent,
-  ResponsesStream,
-} from "../../src/api/responses/translate/stream.ts";
+import { MAX_OTHER_LINE_BYTES } from "../../src/api/chat/sse-events.ts";
+import { Transcoder } from "../../src/api/chat/transcoder.ts";
+import { translatedStream } from "../../src/api/chat/translated-body.ts";
+import { KEEP_ALIVE, ResponsesStream } from "../../src/api/responses/translate/stream.ts";
 import { RELAYED_COMMENT_BYTES } from "../../src/shared/sse.ts";
 import { FakeTimers } from "../support/fake-timers.ts";
 import { chunk } from "../support/openai-answers.ts";
+import { eventsOf, RELAYED, transcode } from "./transcode.ts";
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
@@ -22,13 +20,8 @@ const data = (o: object) => `data: ${JSON.stringify(o)}\n\n`;
 const ANSWER = `${data(chunk({ content: "Hi" }))}: qm-status: between\n\n${data(chunk({}, "stop"))}data: [DONE]\n\n`;
 const UPSTREAM = `: qm-status: waiting 1\n\n:qm-status: loading 10%\n\n: keep-alive\n\n${ANSWER}`;
 
-function run(parts: Uint8Array[]): ResponsesEvent[] {
-  const t = new ResponsesStream(shape());
-  const events = [...t.start()];
-  for (const p of parts) events.push(...t.chunk(p));
-  events.push(...t.end());
-  return events;
-}
+const run = (parts: Uint8Array[]) => transcode(parts, shape()).events;
+const frames = (parts: Uint8Array[]) => transcode(parts, shape()).text;
 
 /** Comment lines and event names, in the order the client got them. */
 const outline = (frames: string) =>
@@ -41,7 +34,7 @@ describe("the Responses translator relays the wait status", () => {
   test("in its place among the events, without a sequence number; at every split", () => {
     const bytes = encoder.encode(UPSTREAM);
     const whole = run([bytes]);
-    expect(outline(framesOf(whole))).toEqual([
+    expect(outline(frames([bytes]))).toEqual([
       "response.created",
       "response.in_progress",
       ": qm-status: waiting 1",
@@ -68,9 +61,9 @@ describe("the Responses translator relays the wait status", () => {
 
   test("an over-long qm-status comment and other comments are dropped", () => {
     const long = `: qm-status: ${"x".repeat(RELAYED_COMMENT_BYTES)}\n\n`;
-    const frames = framesOf(run([encoder.encode(`${long}: ping\n\n${ANSWER}`)]));
-    expect(outline(frames).filter((l) => l.startsWith(":"))).toEqual([": qm-status: between"]);
-    expect(frames).not.toContain("xxxx");
+    const text = frames([encoder.encode(`${long}: ping\n\n${ANSWER}`)]);
+    expect(outline(text).filter((l) => l.startsWith(":"))).toEqual([": qm-status: between"]);
+    expect(text).not.toContain("xxxx");
   });
 });
 
@@ -89,7 +82,7 @@ describe("the Responses stream wrapper", () => {
       { headers: { "content-type": "text/event-stream" } },
     );
     const ends: boolean[] = [];
-    const reader = responsesBody({
+    const reader = translatedStream({
       upstream,
       translator: new ResponsesStream(shape()),
       model: "m",
@@ -126,18 +119,33 @@ describe("the Responses stream wrapper", () => {
 });
 
 describe("an upstream that never ends a line", () => {
-  test("past MAX_BUFFERED_CHARS held, the answer fails once instead of holding it all", () => {
+  const mib = encoder.encode("x".repeat(2 ** 20));
+
+  test("a comment line is dropped as it comes, never held; the answer goes on", () => {
     const t = new ResponsesStream(shape());
-    const events = [
-      ...t.start(),
-      ...t.chunk(encoder.encode(`${data(chunk({ content: "Hi" }))}: `)),
-    ];
-    const mib = encoder.encode("x".repeat(2 ** 20));
-    for (let i = 0; i <= MAX_BUFFERED_CHARS / 2 ** 20; i++) events.push(...t.chunk(mib));
-    events.push(...t.chunk(mib), ...t.end());
-    const failed = events.filter((e) => e.type === "response.failed");
+    const x = new Transcoder(t, { model: "m" });
+    let text = t.start() + x.feed(encoder.encode(`${data(chunk({ content: "Hi" }))}: `));
+    // Far past what any line that means nothing may hold, and none of it kept.
+    for (let i = 0; i < 8; i++) text += x.feed(mib);
+    expect(8 * 2 ** 20).toBeGreaterThan(MAX_OTHER_LINE_BYTES);
+    text += x.feed(encoder.encode(`\n\n${data(chunk({}, "stop"))}data: [DONE]\n\n`));
+    text += x.end();
+    expect(eventsOf(text).at(-1)?.type).toBe("response.completed");
+    expect(text).not.toContain("xxxx");
+  });
+
+  test("one event past maxEventBytes held fails the answer once, and nothing more is read", () => {
+    const t = new ResponsesStream(shape());
+    const x = new Transcoder(t, { model: "m", maxEventBytes: 4 * 2 ** 20 });
+    let text = t.start() + x.feed(encoder.encode(`${data(chunk({ content: "Hi" }))}data: a\n`));
+    // Many data lines of one event: each short, together too much to hold.
+    const line = encoder.encode(`data: ${"y".repeat(2 ** 16)}\n`);
+    for (let i = 0; i < 100; i++) text += x.feed(line);
+    text += x.feed(encoder.encode(`\n${data(chunk({ content: "late" }, "stop"))}`)) + x.end();
+    const failed = eventsOf(text).filter((e) => e.type === "response.failed");
     expect(failed).toHaveLength(1);
-    expect(JSON.stringify(failed[0])).toContain("over 64 Mi characters");
+    expect(JSON.stringify(failed[0])).toContain("one event of over 4 MiB");
+    expect(text).not.toContain("late");
     expect(t.finished).toBe(true);
   });
 });

@@ -96,6 +96,78 @@ describe("request translation", () => {
     bad({ input: "hi", temperature: 9 }, "temperature");
     bad({ input: "hi", tools: [{ type: "function" }] }, "tools[0].name");
   });
+
+  test("each malformed field is named with what it must be; null counts as absent", () => {
+    const said = (body: Record<string, unknown>) => {
+      try {
+        toChat(body, opts);
+        return "accepted";
+      } catch (e) {
+        return `${(e as QmError).param}: ${(e as QmError).message}`;
+      }
+    };
+    const cases: [Record<string, unknown>, string][] = [
+      [{}, "input: input is required"],
+      [{ input: 3 }, "input: input must be a string or an array of items"],
+      [{ input: [3] }, "input[0]: input[0] must be an object"],
+      [{ input: "x", instructions: 5 }, "instructions: instructions must be a string"],
+      [{ input: "x", stream: "yes" }, "stream: stream must be a boolean"],
+      [
+        { input: "x", max_output_tokens: 0 },
+        "max_output_tokens: max_output_tokens must be an integer of at least 1",
+      ],
+      [
+        { input: "x", max_output_tokens: 1.5 },
+        "max_output_tokens: max_output_tokens must be an integer of at least 1",
+      ],
+      [{ input: "x", top_p: 2 }, "top_p: top_p must be a number from 0 to 1"],
+      [{ input: "x", tools: {} }, "tools: tools must be an array"],
+      [
+        { input: "x", tools: [{ type: "function", name: "f", parameters: 1 }] },
+        "tools[0].parameters: tools[0].parameters must be an object",
+      ],
+      [
+        { input: "x", tools: [{ type: "namespace", name: "n" }] },
+        "tools[0].tools: tools[0].tools is required",
+      ],
+      [
+        { input: "x", tool_choice: "sometimes" },
+        'tool_choice: tool_choice must be "auto", "none", "required" or an object',
+      ],
+      [
+        { input: "x", tools: [{ type: "function", name: "f" }], tool_choice: { type: "function" } },
+        "tool_choice.name: tool_choice.name is required",
+      ],
+      [
+        { input: "x", text: { format: { type: "yaml" } } },
+        'text.format.type: text.format.type must be "text", "json_object" or "json_schema"',
+      ],
+      [
+        { input: "x", text: { format: { type: "json_schema", schema: "s" } } },
+        "text.format.schema: text.format.schema must be an object",
+      ],
+      [
+        { input: [{ role: "user", content: 5 }] },
+        "input[0].content: input[0].content must be a string or an array of parts",
+      ],
+      [
+        { input: [{ role: "user", content: [{ type: "input_text" }] }] },
+        "input[0].content[0].text: input[0].content[0].text is required",
+      ],
+      [
+        { input: [{ role: "user", content: [{ type: "input_image", image_url: "" }] }] },
+        "input[0].content[0].image_url: input[0].content[0].image_url must be a URL or a data: URL",
+      ],
+      [
+        { input: [{ type: "function_call_output", output: "x" }] },
+        "input[0].call_id: input[0].call_id is required",
+      ],
+    ];
+    for (const [body, want] of cases)
+      expect({ body, got: said(body) }).toEqual({ body, got: want });
+    const nulls = { instructions: null, stream: null, store: null, temperature: null, tools: null };
+    expect(said({ input: "x", ...nulls, tool_choice: null, text: null })).toBe("accepted");
+  });
 });
 
 describe("answer translation", () => {

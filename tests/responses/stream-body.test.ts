@@ -1,6 +1,6 @@
 /** The thin stream around the translator: keep-alives on a fake clock, failures, one end. */
 import { describe, expect, test } from "bun:test";
-import { responsesBody } from "../../src/api/responses/stream-body.ts";
+import { translatedStream } from "../../src/api/chat/translated-body.ts";
 import { ResponsesStream } from "../../src/api/responses/translate/stream.ts";
 import { parseEvents } from "../anthropic/support.ts";
 import { FakeTimers } from "../support/fake-timers.ts";
@@ -12,7 +12,7 @@ const shape = { id: "resp_1", model: "m", createdAt: 1, echo: {} };
 
 function body(upstream: Response | Promise<Response>, timers = new FakeTimers()) {
   const ends: [boolean, boolean][] = [];
-  const stream = responsesBody({
+  const stream = translatedStream({
     upstream,
     translator: new ResponsesStream(shape),
     model: "m",

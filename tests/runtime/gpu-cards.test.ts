@@ -4,8 +4,8 @@
  * A fake probe and fake timers; no process, no sleep.
  */
 import { describe, expect, test } from "bun:test";
+import { GpuWatch } from "../../src/gpu/gpu-watch.ts";
 import type { CardReading, ProbeOptions, ProbeResult } from "../../src/gpu/index.ts";
-import { GpuWatch } from "../../src/runtime/gpu-watch.ts";
 import { LiveBudget } from "../../src/runtime/live-budget.ts";
 import { createLogger } from "../../src/shared/log.ts";
 import type { Timers } from "../../src/shared/timer.ts";

@@ -1,6 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import type { Eviction } from "../../src/policy/types.ts";
 import { type DecideView, type Decision, decide } from "../../src/scheduler/decide.ts";
+import type { HoldVerdict } from "../../src/scheduler/hold-cost.ts";
 import type { ModelState } from "../../src/scheduler/types.ts";
 
 interface Model {
@@ -22,6 +23,8 @@ interface Case {
   stopping?: string[];
   inTransition?: string[];
   held?: string[];
+  /** `DecideView.holdVerdict`'s answer (`hold_policy = "cost"`); absent: null ("fixed"). */
+  verdict?: HoldVerdict;
   /** The policy's answer; absent = the tree must not ask. */
   plan?: Eviction;
   /** `DecideView.ramSleeper`'s answer (null when absent). */
@@ -174,7 +177,48 @@ const CASES: Case[] = [
     held: ["a"],
     patienceSpent: true,
     plan: { ok: true, evict: ["a"] },
-    want: { kind: "swap", evict: ["a"], budget: [] },
+    want: { kind: "swap", evict: ["a"], budget: [], breaks: "patience" },
+  },
+  {
+    name: 'hold_policy = "cost", holding is the cheaper choice → queue, with its quantum',
+    models: { t: idle("stopped"), a: idle() },
+    held: ["a"],
+    verdict: { kind: "hold", quantumMs: 30_000 },
+    plan: { ok: true, evict: ["a"] },
+    want: { kind: "queue", why: "held", evict: ["a"], quantumMs: 30_000 },
+  },
+  {
+    name: 'hold_policy = "cost", swapping is the cheaper choice → swap, breaking the hold',
+    models: { t: idle("stopped"), a: idle() },
+    held: ["a"],
+    verdict: { kind: "yield", reason: "cost" },
+    plan: { ok: true, evict: ["a"] },
+    want: { kind: "swap", evict: ["a"], budget: [], breaks: "cost" },
+  },
+  {
+    name: 'hold_policy = "cost", the waiter reached its fairness bound → swap',
+    models: { t: idle("stopped"), a: idle() },
+    held: ["a"],
+    verdict: { kind: "yield", reason: "fairness" },
+    plan: { ok: true, evict: ["a"] },
+    want: { kind: "swap", evict: ["a"], budget: [], breaks: "fairness" },
+  },
+  {
+    name: "patience comes before the cost verdict",
+    models: { t: idle("stopped"), a: idle() },
+    held: ["a"],
+    patienceSpent: true,
+    verdict: { kind: "hold", quantumMs: 30_000 },
+    plan: { ok: true, evict: ["a"] },
+    want: { kind: "swap", evict: ["a"], budget: [], breaks: "patience" },
+  },
+  {
+    name: "busy comes before the cost verdict → queue busy",
+    models: { t: idle("stopped"), a: { inflight: 1 } },
+    held: ["a"],
+    verdict: { kind: "yield", reason: "cost" },
+    plan: { ok: true, evict: ["a"] },
+    want: { kind: "queue", why: "busy", evict: ["a"] },
   },
   // 6. swap
   {
@@ -210,6 +254,7 @@ function viewOf(c: Case): DecideView {
     stopping: (id) => has(c.stopping, id),
     inTransition: (id) => has(c.inTransition, id),
     held: (id) => has(c.held, id),
+    holdVerdict: () => c.verdict ?? null,
     evictionFor: (id) => {
       if (!c.plan) throw new Error(`the tree asked the policy about ${id} before it had to`);
       return c.plan;

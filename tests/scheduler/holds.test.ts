@@ -2,7 +2,9 @@ import { describe, expect, test } from "bun:test";
 import { QmError } from "../../src/shared/errors.ts";
 import { harness, modelsToml } from "../support/harness.ts";
 
-const sched = (extra = "") => `[scheduler]\nhold_ms = 10000\npatience_ms = 300000\n${extra}\n`;
+/** These cases are about `hold_policy = "fixed"` (hold-cost.test.ts has the cost policy's). */
+const sched = (extra = "") =>
+  `[scheduler]\nhold_ms = 10000\npatience_ms = 300000\nhold_policy = "fixed"\n${extra}\n`;
 const two = modelsToml("a", "b");
 
 /** a is loaded and its one request has finished (with or without tool calls). */

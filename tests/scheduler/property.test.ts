@@ -1,7 +1,9 @@
 import { describe, expect, test } from "bun:test";
 import fc from "fast-check";
+import type { Config } from "../../src/config/types.ts";
 import { GroupPolicy } from "../../src/policy/group.ts";
 import { Scheduler } from "../../src/scheduler/scheduler.ts";
+import { type StopReason, stopReasonText } from "../../src/scheduler/stop-reason.ts";
 import type { Swap } from "../../src/scheduler/types.ts";
 import { QmError } from "../../src/shared/errors.ts";
 import { config } from "../support/config.ts";
@@ -166,20 +168,39 @@ class CheckingEffects extends FakeEffects {
     }
     this.pendingSwaps.push(swap);
   }
-  override stopModels(models: string[], reason: string): void {
+  override stopModels(models: string[], reason: StopReason): void {
     super.stopModels(models, reason);
-    this.checkIdle(models, `stop (${reason})`);
+    this.checkIdle(models, `stop (${stopReasonText(reason)})`);
     this.pendingStops.push(...models);
   }
-  override sleepModels(models: string[], reason: string): void {
+  override sleepModels(models: string[], reason: StopReason): void {
     super.sleepModels(models, reason);
-    this.checkIdle(models, `sleep (${reason})`);
+    this.checkIdle(models, `sleep (${stopReasonText(reason)})`);
     this.pendingSleeps.push(...models);
   }
 }
 
+/**
+ * Each TOML is loaded once, not once per run (loading was a third of this file's time). The
+ * scheduler and the policy only read their Config; frozen, a write to it would throw here.
+ */
+const loaded = new Map<string, Config>();
+function load(toml: string): Config {
+  const freeze = (o: object): void => {
+    for (const v of Object.values(o)) if (v && typeof v === "object") freeze(v);
+    Object.freeze(o);
+  };
+  let cfg = loaded.get(toml);
+  if (!cfg) {
+    cfg = config(toml);
+    freeze(cfg);
+    loaded.set(toml, cfg);
+  }
+  return cfg;
+}
+
 function run(ops: Op[], toml = TOML) {
-  const cfg = config(toml);
+  const cfg = load(toml);
   const clock = new FakeClock(0);
   const fx = new CheckingEffects();
   // The live ceiling: starts at the budget, moves as "other programs" take and free memory.

@@ -49,13 +49,16 @@ describe("reconfigure", () => {
     expect(h.fx.failed.get(over)?.code).toBe("queue_full");
   });
 
-  test("scheduler.hold_on and hold_ms apply to requests granted after the reload", () => {
+  test("scheduler.hold_on, hold_ms and hold_policy apply to requests granted after the reload", () => {
     const h = harness(modelsToml("a", "b"));
     const r1 = h.req("a");
     h.finishSwap();
     h.sched.serveDone(r1); // hold_on = "tool_calls": no tool calls, no hold
     expect(h.sched.snapshot().models.find((m) => m.id === "a")?.heldUntil).toBeNull();
-    reconfigure(h, `[scheduler]\nhold_on = "request"\nhold_ms = 5000\n${modelsToml("a", "b")}`);
+    reconfigure(
+      h,
+      `[scheduler]\nhold_on = "request"\nhold_ms = 5000\nhold_policy = "fixed"\n${modelsToml("a", "b")}`,
+    );
     const r2 = h.req("a");
     h.sched.serveDone(r2);
     expect(h.sched.snapshot().models.find((m) => m.id === "a")?.heldUntil).toBe(

@@ -1,4 +1,5 @@
-import type { Effects, HoldChange, ModelState, Swap } from "../../src/scheduler/types.ts";
+import { type StopReason, stopReasonText } from "../../src/scheduler/stop-reason.ts";
+import type { Effects, HoldChange, HoldWhy, ModelState, Swap } from "../../src/scheduler/types.ts";
 import type { QmError } from "../../src/shared/errors.ts";
 
 /** Records every effect the scheduler asks for, in order; decides grant delivery per request. */
@@ -17,6 +18,8 @@ export class FakeEffects implements Effects {
   readonly states: string[] = [];
   /** Every `holdChanged`, as `model:change@until`. */
   readonly holds: string[] = [];
+  /** The figures of each `holdChanged` that carried them (cost policy), as `model:change gap=… swap=… reason`. */
+  readonly holdWhys: string[] = [];
   wake: number | null = null;
   /** Every wakeAt call, in order. */
   readonly wakes: (number | null)[] = [];
@@ -49,13 +52,13 @@ export class FakeEffects implements Effects {
     this.stops.push([target]);
     this.log.push(`abort ${swapId} ${target} ${reason}`);
   }
-  stopModels(models: string[], reason: string): void {
+  stopModels(models: string[], reason: StopReason): void {
     this.stops.push(models);
-    this.log.push(`stop [${models.join(",")}] ${reason}`);
+    this.log.push(`stop [${models.join(",")}] ${stopReasonText(reason)}`);
   }
-  sleepModels(models: string[], reason: string): void {
+  sleepModels(models: string[], reason: StopReason): void {
     this.sleeps.push(models);
-    this.log.push(`sleep [${models.join(",")}] ${reason}`);
+    this.log.push(`sleep [${models.join(",")}] ${stopReasonText(reason)}`);
   }
   position(requestId: number, position: number): void {
     const list = this.positions.get(requestId) ?? [];
@@ -69,8 +72,13 @@ export class FakeEffects implements Effects {
     this.wake = atMs;
     this.wakes.push(atMs);
   }
-  holdChanged(model: string, change: HoldChange, untilMs: number): void {
+  holdChanged(model: string, change: HoldChange, untilMs: number, why?: HoldWhy): void {
     this.holds.push(`${model}:${change}@${untilMs}`);
+    if (why) {
+      this.holdWhys.push(
+        `${model}:${change} gap=${why.gapMs} swap=${why.swapMs} ${why.reason ?? ""}`,
+      );
+    }
   }
   stateChanged(model: string, state: ModelState): void {
     this.states.push(`${model}:${state}`);

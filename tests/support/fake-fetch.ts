@@ -1,11 +1,15 @@
 /**
- * A fake upstream without a socket: the global `fetch` (which qm's proxy calls upstreams with)
- * is replaced while a test runs, and calls to `base` are recorded exactly as qm made them —
- * headers as qm handed them to fetch, before any socket adds its own — and answered by
- * `answer`. Calls elsewhere go to the real fetch. `useFakeFetch()` installs it around every
- * test of a file.
+ * A fake upstream without a socket. qm's code is handed `fake.fetch` through its deps (a
+ * gateway's, a runtime's, a client's: nothing replaces `globalThis.fetch`), and calls to `url`
+ * are recorded exactly as qm made them — headers as qm handed them to fetch, before any socket
+ * adds its own — and answered by `answer`. Calls elsewhere go to the real fetch.
+ *
+ * `useFakeFetch()` makes one for a test file, fresh before each test, and registers it while the
+ * test runs: `upstreams` (what `fakeGateway` calls upstreams with unless told otherwise) sends a
+ * call to the registered fake whose `url` it goes to.
  */
 import { afterEach, beforeEach } from "bun:test";
+import type { Fetch } from "../../src/shared/fetch.ts";
 
 export interface Sent {
   url: string;
@@ -19,8 +23,6 @@ export interface Sent {
   init: RequestInit & Record<string, unknown>;
 }
 
-const realFetch = globalThis.fetch;
-
 export class FakeFetch {
   readonly sent: Sent[] = [];
   answer: (sent: Sent) => Response | Promise<Response> = () =>
@@ -28,30 +30,23 @@ export class FakeFetch {
 
   constructor(readonly url = "http://upstream.test") {}
 
-  install(): void {
-    const fake = async (input: string | URL | Request, init: RequestInit = {}) => {
-      const url = String(input instanceof Request ? input.url : input);
-      if (!url.startsWith(this.url)) return realFetch(input, init);
-      const body = init.body ? new Uint8Array(await new Response(init.body).arrayBuffer()) : null;
-      const signal = init.signal ?? null;
-      const sent: Sent = {
-        url,
-        path: url.slice(this.url.length),
-        method: init.method ?? "GET",
-        headers: new Headers(init.headers),
-        body: body ?? new Uint8Array(0),
-        signal,
-        init: init as Sent["init"],
-      };
-      this.sent.push(sent);
-      return abortable(Promise.resolve(this.answer(sent)), signal);
+  /** The fetch to hand qm. */
+  readonly fetch: Fetch = async (url, init = {}) => {
+    if (!url.startsWith(this.url)) return fetch(url, init);
+    const body = init.body ? new Uint8Array(await new Response(init.body).arrayBuffer()) : null;
+    const signal = init.signal ?? null;
+    const sent: Sent = {
+      url,
+      path: url.slice(this.url.length),
+      method: init.method ?? "GET",
+      headers: new Headers(init.headers),
+      body: body ?? new Uint8Array(0),
+      signal,
+      init: init as Sent["init"],
     };
-    globalThis.fetch = Object.assign(fake, { preconnect: realFetch.preconnect }) as typeof fetch;
-  }
-
-  restore(): void {
-    globalThis.fetch = realFetch;
-  }
+    this.sent.push(sent);
+    return abortable(Promise.resolve(this.answer(sent)), signal);
+  };
 
   /** The latest call whose path starts with `path`. */
   last(path = "/"): Sent {
@@ -81,15 +76,26 @@ function abortError(signal: AbortSignal): unknown {
   return signal.reason ?? new DOMException("The operation was aborted.", "AbortError");
 }
 
-/** A FakeFetch installed before each test of the calling file and removed after it. */
+/** The fakes registered by the running test (`useFakeFetch`). */
+const registered = new Set<FakeFetch>();
+
+/** A call to a registered fake's `url` goes to that fake; any other to the real fetch. */
+export const upstreams: Fetch = (url, init) => {
+  for (const fake of registered) if (url.startsWith(fake.url)) return fake.fetch(url, init);
+  return fetch(url, init);
+};
+
+/** A FakeFetch for the calling file: emptied and registered before each test, unregistered after. */
 export function useFakeFetch(url?: string): FakeFetch {
   const fake = new FakeFetch(url);
   beforeEach(() => {
     fake.sent.length = 0;
     fake.answer = () => new Response("no answer scripted", { status: 500 });
-    fake.install();
+    registered.add(fake);
   });
-  afterEach(() => fake.restore());
+  afterEach(() => {
+    registered.delete(fake);
+  });
   return fake;
 }
 

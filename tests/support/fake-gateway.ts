@@ -2,32 +2,29 @@
  * A fake Gateway over an inline TOML config (loaded by the real loader): no scheduler, no
  * processes. Leases are granted at once (or when `gate` opens) and recorded, each with the
  * outcomes it was released with, so a test can count releases per request. The control
- * routes' calls (unload, leases, events) are recorded and answered from plain fields.
+ * routes' calls (unload, leases, events) are recorded and answered from plain fields. Upstream
+ * calls go through `fetch`: by default the file's `useFakeFetch` fakes (`upstreams`).
  */
 
-import { type Capture, CaptureStore } from "../../src/api/exchange/capture.ts";
-import type { RequestRecord } from "../../src/api/exchange/record.ts";
-import type {
-  AcquireHooks,
-  Gateway,
-  Lease,
-  LeaseInfo,
-  ModelStatusJson,
-  QmEvent,
-  StatusJson,
-} from "../../src/api/gateway.ts";
-import { ActivityLog } from "../../src/api/metrics/activity.ts";
-import { QmMetrics } from "../../src/api/metrics/prometheus.ts";
+import type { AcquireHooks, Gateway, Lease, LeaseInfo, QmEvent } from "../../src/api/gateway.ts";
+import type { ModelStatusJson, StatusJson } from "../../src/api/status-json.ts";
 import { modelIdFor } from "../../src/config/aliases.ts";
 import type { Config, ModelConfig } from "../../src/config/types.ts";
+import { ActivityLog } from "../../src/observe/activity.ts";
+import { type Capture, CaptureStore } from "../../src/observe/capture.ts";
+import type { GaugeReading } from "../../src/observe/gauges.ts";
+import { QmMetrics } from "../../src/observe/prometheus.ts";
+import type { RequestRecord } from "../../src/observe/record.ts";
 import type { Deadline } from "../../src/proxy/deadline.ts";
 import type { LoadProgress } from "../../src/proxy/wait-status.ts";
 import { EventHub } from "../../src/runtime/event-hub.ts";
 import type { ModelState, ServeOutcome } from "../../src/scheduler/types.ts";
 import { QmError } from "../../src/shared/errors.ts";
+import type { Fetch } from "../../src/shared/fetch.ts";
 import { Sweep } from "../../src/shared/sweep.ts";
 import type { Timers } from "../../src/shared/timer.ts";
 import { config } from "./config.ts";
+import { upstreams } from "./fake-fetch.ts";
 
 /** A granted lease and every `release` call it got (exactly one is the contract). */
 export interface FakeLease extends Lease {
@@ -38,6 +35,7 @@ export interface FakeLease extends Lease {
 
 export interface FakeGw extends Gateway {
   shuttingDown: boolean;
+  fetch: Fetch;
   /** Whether records are built (the runtime's: an activity log or a metrics listener). */
   recording: boolean;
   /** Every release of every lease, in order. */
@@ -83,6 +81,8 @@ export interface FakeGw extends Gateway {
   /** The events published, kept and numbered as the runtime does; `publish` feeds it. */
   hub: EventHub;
   publish(e: QmEvent): void;
+  /** What its metrics' gauges read at a scrape. */
+  gauges(): GaugeReading;
 }
 
 /** The status of each configured model, from `states`. */
@@ -128,6 +128,27 @@ function statusOf(cfg: Config, gw: FakeGw): StatusJson {
   };
 }
 
+/** What the gauges read: each configured model's state from `states`, nothing else going on. */
+function readingOf(cfg: Config, gw: FakeGw): GaugeReading {
+  return {
+    version: "0.0.0-test",
+    uptimeS: 1,
+    models: Object.values(cfg.models).map((m) => ({
+      id: m.id,
+      state: gw.modelState(m.id),
+      inflight: 0,
+      queued: 0,
+      leases: 0,
+    })),
+    queueDepth: 0,
+    swapsInProgress: 0,
+    vram: { budgetGb: 0, ceilingGb: 0, usedGb: 0 },
+    gpu: null,
+    gpuReadingAgeS: null,
+    peers: [],
+  };
+}
+
 export function fakeGateway(toml: string, timers?: Timers): FakeGw {
   const cfg: Config = config(toml);
   const act = cfg.activity;
@@ -155,6 +176,7 @@ export function fakeGateway(toml: string, timers?: Timers): FakeGw {
     config: cfg,
     // With `timers`, upstream calls' deadlines are swept on that clock, every 1 ms of it.
     ...(timers ? { calls: new Sweep<Deadline>(timers, 1) } : {}),
+    fetch: upstreams,
     shuttingDown: false,
     releases: [],
     leases: [],
@@ -192,7 +214,8 @@ export function fakeGateway(toml: string, timers?: Timers): FakeGw {
     captures,
     recording: true,
     activity: new ActivityLog(cfg.activity.size, captures),
-    metrics: new QmMetrics({ status: () => gw.status() }),
+    gauges: () => readingOf(cfg, gw),
+    metrics: new QmMetrics({ gauges: () => gw.gauges() }),
     record(r: RequestRecord, capture?: Capture | null) {
       gw.records.push(r);
       r.id = gw.activity.push(r, capture ?? null);

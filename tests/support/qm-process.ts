@@ -25,9 +25,10 @@ export interface QmServer {
 export async function startQm(
   configPath: string,
   env: Record<string, string> = {},
-  opts: { timeoutMs?: number; cwd?: string } = {},
+  /** `command`: how to run qm, default `[QM]` (e.g. under an emulator: `["qemu-aarch64", …, bin]`). */
+  opts: { timeoutMs?: number; cwd?: string; command?: string[] } = {},
 ): Promise<QmServer> {
-  const proc = Bun.spawn([QM, "serve", "-c", configPath], {
+  const proc = Bun.spawn([...(opts.command ?? [QM]), "serve", "-c", configPath], {
     cwd: opts.cwd ?? ROOT,
     env: { ...process.env, ...env },
     stdin: "ignore",

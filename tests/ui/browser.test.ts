@@ -8,10 +8,13 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { type Browser, chromium, type Page } from "playwright-core";
-import type { StatusJson } from "../../src/api/gateway.ts";
+import type { StatusJson } from "../../src/api/status-json.ts";
+import { BUILD_TIMEOUT_MS, needsBinary } from "../support/binary.ts";
 import { serve, until } from "../support/e2e.ts";
 import { fakeSmi } from "../support/fake-smi.ts";
 import type { QmServer } from "../support/qm-process.ts";
+
+beforeAll(needsBinary, BUILD_TIMEOUT_MS);
 
 const CHROMIUM = process.env.QM_CHROMIUM ?? "/usr/bin/chromium";
 const HAVE_CHROMIUM = existsSync(CHROMIUM);
@@ -37,6 +40,9 @@ api_keys = ["${KEY}"]
 vram_budget_gb = 20
 gpu_probe = "${gpu.smi}"
 gpu_probe_interval_ms = 500
+
+[scheduler]
+hold_policy = "fixed"
 
 [groups.pair]
 members = ["chat", "slow", "tools"]

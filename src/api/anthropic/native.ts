@@ -8,6 +8,7 @@
 
 import { ANTHROPIC_TOOL_USE } from "../../proxy/end-scan.ts";
 import { forward } from "../../proxy/forward.ts";
+import { readRefusal } from "../chat/refusal.ts";
 import type { Call } from "../exchange/call.ts";
 import { type Asks, type Exchange, headersOf } from "../exchange/exchange.ts";
 import { Observer } from "../exchange/observer.ts";
@@ -37,19 +38,13 @@ function nativeHeaders(incoming: Headers): Headers {
 /** An upstream refusal: as is when it already is an Anthropic error, else rewrapped. */
 async function refusal(res: Response, model: string, headers: Headers): Promise<Response> {
   const text = await res.text().catch(() => "");
-  try {
-    const json = JSON.parse(text) as { type?: unknown; error?: { type?: unknown } };
-    if (json.type === "error" && typeof json.error?.type === "string") {
-      headers.set("content-type", "application/json");
-      return new Response(text, { status: res.status, headers });
-    }
-  } catch {
-    // not JSON: rewrap below
+  const r = readRefusal(res.status, text, res.headers.get("retry-after"));
+  const json = r.body as { type?: unknown; error?: { type?: unknown } } | null;
+  if (json?.type === "error" && typeof json.error?.type === "string") {
+    headers.set("content-type", "application/json");
+    return new Response(text, { status: res.status, headers });
   }
-  return anthropicError(
-    fromUpstream(res.status, text, model, res.headers.get("retry-after")),
-    headers,
-  );
+  return anthropicError(fromUpstream(r, model), headers);
 }
 
 /** A native stream is Anthropic's: so is the event that ends a broken one. */
@@ -77,7 +72,7 @@ async function send(x: Exchange<Native>, call: Call): Promise<Response> {
   if (!x.committed) return refusal(res, x.model.id, headersOf(x));
   // Behind the placeholder the 200 went out long ago: the refusal becomes an error event.
   const text = await res.text().catch(() => "");
-  const f = fromUpstream(res.status, text, x.model.id);
+  const f = fromUpstream(readRefusal(res.status, text), x.model.id);
   return new Response(errorEvent(f.type, f.message));
 }
 

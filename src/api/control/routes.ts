@@ -6,10 +6,11 @@ import { sseComment, sseEvent } from "../../shared/sse.ts";
 import { noIdleTimeout } from "../edge/idle.ts";
 import type { Call } from "../exchange/call.ts";
 import { type Asks, type Exchange, headersOf, runExchange } from "../exchange/exchange.ts";
-import type { Gateway } from "../gateway.ts";
+import type { ControlGateway, InferenceGateway } from "../gateway.ts";
 import { openaiError } from "../openai/errors.ts";
 import { LOAD } from "../openai/inference.ts";
 import { readBody } from "../request/body.ts";
+import { LLAMA_SWAP_PATHS, llamaSwapRoutes } from "./llama-swap.ts";
 
 /** The control paths and the methods each answers (for a 405's `Allow`). */
 const CONTROL_PATHS: [RegExp, string][] = [
@@ -19,6 +20,7 @@ const CONTROL_PATHS: [RegExp, string][] = [
   [/^\/api\/models\/(?:unload|[^/]+\/(?:load|unload|lease))$/, "POST"],
   [/^\/api\/models\/[^/]+\/lease\/[^/]+$/, "POST, DELETE"],
   [/^\/api\/config\/reload$/, "POST"],
+  ...LLAMA_SWAP_PATHS,
 ];
 
 /** The methods a control path answers, or null when it is no control path. */
@@ -29,10 +31,12 @@ export function controlMethods(path: string): string | null {
 
 /**
  * `/` (what Ollama answers there: clients probe it to find a server), `/health`, `/ready`,
- * `/api/*` and llama-swap's `/running`. Errors use the OpenAI envelope.
+ * `/api/*` and llama-swap's `/running`. Errors use the OpenAI envelope. A load is an exchange
+ * like any request for a model, so these routes also take what the exchange needs.
  */
-export function controlRoutes(gw: Gateway, log: Logger) {
+export function controlRoutes(gw: ControlGateway & InferenceGateway, log: Logger) {
   return new Elysia()
+    .use(llamaSwapRoutes(gw, log))
     .get(
       "/",
       () =>
@@ -188,7 +192,7 @@ export function controlRoutes(gw: Gateway, log: Logger) {
  * loaded, and a bind that fails ends the process — so a request answered here was answered by
  * a qm whose listeners are all up. What remains is shutdown.
  */
-function notReady(gw: Gateway): string | null {
+function notReady(gw: ControlGateway): string | null {
   if (gw.shuttingDown) return "qm is shutting down";
   return null;
 }
@@ -265,7 +269,10 @@ function sseResponse(body: ReadableStream<Uint8Array>): Response {
 }
 
 /** The events a `Last-Event-ID` (header, or `?last_event_id=`) missed; null: start afresh. */
-function resumeFrom(request: Request, gw: Gateway): ReturnType<Gateway["eventsSince"]> {
+function resumeFrom(
+  request: Request,
+  gw: ControlGateway,
+): ReturnType<ControlGateway["eventsSince"]> {
   const q = request.url.indexOf("?");
   const raw =
     request.headers.get("last-event-id") ??

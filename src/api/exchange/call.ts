@@ -6,17 +6,18 @@
  * for them.
  */
 import type { ModelConfig, PeerTarget } from "../../config/types.ts";
+import type { Capture } from "../../observe/capture.ts";
+import type { ApiName, RequestRecord } from "../../observe/record.ts";
 import { peerCredentials, peerRequestHeaders } from "../../peers/target.ts";
 import { failureLogLine, upstreamFailure } from "../../proxy/causes.ts";
 import { Deadline, type DeadlineReport } from "../../proxy/deadline.ts";
 import type { UpstreamCall } from "../../proxy/forward.ts";
 import type { RelayEnd } from "../../proxy/relay.ts";
 import { QmError } from "../../shared/errors.ts";
+import type { Fetch } from "../../shared/fetch.ts";
 import type { Logger } from "../../shared/log.ts";
-import type { Gateway, Lease } from "../gateway.ts";
-import type { Capture } from "./capture.ts";
+import type { InferenceGateway, Lease } from "../gateway.ts";
 import { Observer } from "./observer.ts";
-import type { ApiName, RequestRecord } from "./record.ts";
 
 export interface CallOptions {
   /**
@@ -61,15 +62,18 @@ export class Call implements UpstreamCall, DeadlineReport {
   peer: PeerTarget | null = null;
   /** The peer's key, added upstream by the proxy (`UpstreamCall.credentials`). */
   credentials: [string, string][] | undefined;
+  /** How the upstream is called: the gateway's fetch. */
+  readonly fetch: Fetch | undefined;
 
   constructor(
-    private readonly gw: Gateway,
+    private readonly gw: InferenceGateway,
     readonly model: ModelConfig,
     client: AbortSignal,
     readonly log: Logger,
     opts: CallOptions = {},
   ) {
     this.modelId = model.id;
+    this.fetch = gw.fetch;
     this.observer = opts.observer ?? new Observer(null);
     // Nobody reads the record: the answer's figures are never looked for.
     if (!gw.recording) this.observer.figuresOff();

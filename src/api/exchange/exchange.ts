@@ -7,17 +7,18 @@
  * envelope (`api`). See design.md beside this file.
  */
 import type { ModelConfig, PeerTarget } from "../../config/types.ts";
+import type { ApiName } from "../../observe/record.ts";
 import { placeholderStream } from "../../proxy/wait-status.ts";
 import { asQmError, QmError } from "../../shared/errors.ts";
 import type { Logger } from "../../shared/log.ts";
 import { noIdleTimeout } from "../edge/idle.ts";
-import type { AcquireHooks, Gateway } from "../gateway.ts";
+import type { AcquireHooks, InferenceGateway } from "../gateway.ts";
 import { schedulingHeaders } from "../request/scheduling.ts";
 import { Call } from "./call.ts";
+import { conversationKey } from "./conversation.ts";
 import type { Observer } from "./observer.ts";
-import type { ApiName } from "./record.ts";
 
-export type Asks = Pick<AcquireHooks, "holdMs" | "patienceMs" | "keepAliveMs">;
+export type Asks = Pick<AcquireHooks, "holdMs" | "patienceMs" | "keepAliveMs" | "conversation">;
 
 /** How an API writes failures. */
 export interface ExchangeApi {
@@ -30,7 +31,7 @@ export interface ExchangeApi {
 }
 
 export interface Exchange<T> {
-  gw: Gateway;
+  gw: InferenceGateway;
   request: Request;
   model: ModelConfig;
   asks: Asks;
@@ -65,7 +66,7 @@ export interface Exchange<T> {
 }
 
 /** Admission: refused during shutdown; `X-QM-Hold-Ms` / `X-QM-Patience-Ms` read and checked. */
-export function admit(gw: Gateway, request: Request): Asks {
+export function admit(gw: InferenceGateway, request: Request): Asks {
   if (gw.shuttingDown) throw new QmError("shutting_down", "qm is shutting down");
   return schedulingHeaders(request.headers);
 }
@@ -84,6 +85,7 @@ export async function runExchange<T>(x: Exchange<T>): Promise<Response> {
   if (model.peer) return runPeer(x, model.peer);
   const call = new Call(gw, model, x.request.signal, x.log, x);
   call.loaded = gw.modelState(model.id) === "ready";
+  x.asks.conversation ??= conversationKey(x.request.headers, x.body);
   if (x.placeholder && !call.loaded && model.sendLoadingState) {
     const placeholder = waitStatus(x, call);
     return call.capture ? call.capture.tee(placeholder) : placeholder;
@@ -216,6 +218,7 @@ function waitStatus<T>(x: Exchange<T>, call: Call): Response {
           holdMs: asks.holdMs,
           patienceMs: asks.patienceMs,
           keepAliveMs: asks.keepAliveMs,
+          conversation: asks.conversation,
         });
         call.granted(lease);
         return await x.send(x, call);

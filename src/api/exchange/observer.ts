@@ -2,12 +2,16 @@
  * The one tee on an answer: it sees every chunk the upstream sends as it passes (or is told by
  * a translator that parsed the answer anyway), and is the one place that knows how the answer
  * ended: whether in tool calls (the agent-loop hold), its token counts and its finish reason
- * (the request's record). Nothing else reads the stream a second time.
+ * (the request's record). A relayed chunk is read by three scanners, none of which buffers or
+ * parses the answer: two here (`EndScan` for a tool-call ending, `AnswerScan` for the answer's
+ * own usage and finish reason) and the proxy's `SseCheck`, which judges the same bytes for a
+ * broken stream.
  */
+
+import { AnswerScan } from "../../observe/answer-scan.ts";
+import { AnswerFigures } from "../../observe/figures.ts";
 import { type EndPattern, EndScan } from "../../proxy/end-scan.ts";
 import type { ChunkObserver } from "../../proxy/relay.ts";
-import { AnswerScan } from "./answer-scan.ts";
-import { AnswerFigures } from "./figures.ts";
 
 export class Observer implements ChunkObserver {
   private readonly scan: EndScan | null;

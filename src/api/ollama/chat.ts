@@ -2,7 +2,7 @@
  * `POST /api/chat` and `POST /api/generate` on the one exchange (`../exchange/`): read and
  * translate the request (`request.ts`), resolve the model (`options.num_ctx` → the
  * `model?ctx=N` variant), acquire it, send the OpenAI request upstream and translate the
- * answer back — NDJSON lines (`ndjson-body.ts`) or one object. A request with nothing to answer
+ * answer back — NDJSON lines (`stream.ts`) or one object. A request with nothing to answer
  * loads the model (`keep_alive: 0`: unloads it), as Ollama's do.
  *
  * No wait-status placeholder: Ollama's clients read every line as JSON, and NDJSON has no
@@ -12,11 +12,10 @@
 
 import type { ModelConfig } from "../../config/types.ts";
 import { MAX_CTX, MIN_CTX, withContextSize } from "../../config/variant.ts";
-import { failureLogLine } from "../../proxy/causes.ts";
-import { forward } from "../../proxy/forward.ts";
 import { asQmError } from "../../shared/errors.ts";
 import type { Logger } from "../../shared/log.ts";
-import { profileOf } from "../anthropic/translate/profile.ts";
+import { profileOf } from "../chat/profile.ts";
+import { sendChat, streamFor } from "../chat/send.ts";
 import type { Call } from "../exchange/call.ts";
 import { type Asks, admit, type Exchange, headersOf, runExchange } from "../exchange/exchange.ts";
 import { Observer } from "../exchange/observer.ts";
@@ -27,11 +26,9 @@ import { filtered } from "../request/params.ts";
 import { fromCompletion } from "./answer.ts";
 import { fromUpstreamText, OLLAMA, ollamaError } from "./errors.ts";
 import { type Clock, type Kind, lineObject, realClock, type Timing } from "./lines.ts";
-import { ndjsonStream } from "./ndjson-body.ts";
 import { chatRequest, generateRequest, modelName, type OllamaAsk } from "./request.ts";
 import { NdjsonTranslator } from "./stream.ts";
 
-const encoder = new TextEncoder();
 const NDJSON = "application/x-ndjson";
 
 interface Parsed {
@@ -149,21 +146,7 @@ async function send(x: Exchange<Parsed>, call: Call): Promise<Response> {
   const headers = headersOf(x);
   call.tag(headers);
   timing.sent = clock.now();
-  const res = await forward({
-    base: call.base,
-    pathAndQuery: ask.path,
-    method: "POST",
-    // A fresh set: no client header means anything to the upstream.
-    headers: new Headers({
-      "content-type": "application/json",
-      accept: ask.stream ? "text/event-stream" : "application/json",
-      // forward() relays bodies still encoded; this one is parsed, so it must be plain.
-      "accept-encoding": "identity",
-    }),
-    body: encoder.encode(JSON.stringify(filtered(x.model, ask.upstream))),
-    call,
-    raw: true,
-  });
+  const res = await sendChat(call, ask.path, filtered(x.model, ask.upstream), ask.stream);
   if (res.status !== 200 || !res.body) {
     const text = await call.readText(res);
     // The refusal is the whole exchange (an answer, if not a welcome one).
@@ -182,19 +165,8 @@ function sendStream(x: Exchange<Parsed>, call: Call, res: Response, headers: Hea
     timing,
     clock,
   });
-  translator.figures = call.observer.figures;
-  const body = ndjsonStream({
-    upstream: res,
-    translator,
-    model: x.model.id,
-    deadline: call.deadline,
-    logFailure: (error) => call.log.warn(failureLogLine(call.modelId, error, call.stderrTail())),
-    onEnd: (answered, toolCalls) => {
-      call.observer?.ended(toolCalls);
-      call.finish(answered);
-    },
-    onCancel: () => call.cancel(),
-  });
+  // No keep-alive: NDJSON has no line a client would skip.
+  const body = streamFor(call, translator, res);
   headers.set("content-type", NDJSON);
   return new Response(body, { status: 200, headers });
 }

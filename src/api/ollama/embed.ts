@@ -9,7 +9,7 @@ import { forward } from "../../proxy/forward.ts";
 import { asQmError, QmError } from "../../shared/errors.ts";
 import type { Call } from "../exchange/call.ts";
 import { type Asks, admit, type Exchange, headersOf, runExchange } from "../exchange/exchange.ts";
-import { badRequest, parseJsonObject, readBody } from "../request/body.ts";
+import { parseJsonObject, readBody } from "../request/body.ts";
 import { filtered } from "../request/params.ts";
 import { type OllamaContext, ollamaModel } from "./chat.ts";
 import { fromUpstreamText, OLLAMA, ollamaError } from "./errors.ts";
@@ -17,6 +17,7 @@ import { keepAliveMs } from "./keep-alive.ts";
 import { type Clock, num, realClock } from "./lines.ts";
 import { isObject, type Json } from "./options.ts";
 import { modelName } from "./request.ts";
+import { check, EmbedBody, EmbeddingsBody } from "./wire.ts";
 
 const encoder = new TextEncoder();
 
@@ -31,19 +32,16 @@ interface Parsed {
   clock: Clock;
 }
 
-/** The texts to embed: `input` on /api/embed, `prompt` on /api/embeddings. */
-function inputsOf(body: Json, route: Route): string[] {
+/** The texts to embed (`input` on /api/embed, `prompt` on /api/embeddings), checked. */
+function inputsOf(raw: Json, route: Route): { inputs: string[]; dimensions?: number } {
   if (route === "embeddings") {
-    const p = body.prompt ?? "";
-    if (typeof p !== "string") throw badRequest('"prompt" must be a string', "prompt");
-    return p === "" ? [] : [p];
+    const p = check<EmbeddingsBody>(EmbeddingsBody, raw).prompt ?? "";
+    return { inputs: p === "" ? [] : [p] };
   }
+  const body = check<EmbedBody>(EmbedBody, raw);
   const input = body.input ?? [];
-  if (typeof input === "string") return input === "" ? [] : [input];
-  if (!Array.isArray(input) || !input.every((s) => typeof s === "string")) {
-    throw badRequest('"input" must be a string or a list of strings', "input");
-  }
-  return input;
+  const inputs = typeof input === "string" ? (input === "" ? [] : [input]) : input;
+  return body.dimensions == null ? { inputs } : { inputs, dimensions: body.dimensions };
 }
 
 export async function handleEmbed(
@@ -64,18 +62,9 @@ export async function handleEmbed(
     const body = parseJsonObject(bytes);
     const name = modelName(body);
     model = await ollamaModel(gw, name);
-    const inputs = inputsOf(body, route);
+    const { inputs, dimensions } = inputsOf(body, route);
     const upstream: Json = { model: model.useModelName || model.id, input: inputs };
-    const dims = body.dimensions;
-    if (dims !== undefined && dims !== null) {
-      if (typeof dims !== "number" || !Number.isInteger(dims) || dims <= 0) {
-        throw badRequest('"dimensions" must be a positive whole number', "dimensions");
-      }
-      upstream.dimensions = dims;
-    }
-    if (body.options !== undefined && body.options !== null && !isObject(body.options)) {
-      throw badRequest('"options" must be an object', "options");
-    }
+    if (dimensions !== undefined) upstream.dimensions = dimensions;
     asks = { ...asks, keepAliveMs: keepAliveMs(body.keep_alive) };
     parsed = { route, name, inputs, upstream, start, clock };
   } catch (err) {

@@ -3,7 +3,7 @@ import { OPENAI_TOOL_CALLS } from "../../proxy/end-scan.ts";
 import { forward } from "../../proxy/forward.ts";
 import { asQmError } from "../../shared/errors.ts";
 import type { Logger } from "../../shared/log.ts";
-import { profileOf } from "../anthropic/translate/profile.ts";
+import { profileOf } from "../chat/profile.ts";
 import type { Call } from "../exchange/call.ts";
 import {
   type Asks,

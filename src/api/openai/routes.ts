@@ -9,7 +9,7 @@ import type { Gateway } from "../gateway.ts";
 import { readBody } from "../request/body.ts";
 import { openaiError } from "./errors.ts";
 import { handleInference, UPSTREAM } from "./inference.ts";
-import { listModels, retrieveModel } from "./models.ts";
+import { listModels, type ModelsShape, retrieveModel } from "./models.ts";
 
 /** OpenAI inference routes: the body's `model` (a multipart field for audio) picks the model. */
 export const INFERENCE_PATHS = [
@@ -65,7 +65,8 @@ export function inferenceRoute(gw: Gateway, path: string, log: Logger, v1: strin
   };
 }
 
-export function openaiRoutes(gw: Gateway, log: Logger) {
+/** `models`: another API's shape of `/v1/models`, for the requests that ask for it. */
+export function openaiRoutes(gw: Gateway, log: Logger, models: ModelsShape | null = null) {
   const app = new Elysia();
   for (const [path, v1] of INFERENCE_ROUTES) {
     const handle = inferenceRoute(gw, path, log, v1);
@@ -77,13 +78,13 @@ export function openaiRoutes(gw: Gateway, log: Logger) {
       if (request.method !== "GET") {
         return methodNotAllowed(request.method, `${prefix}/models`, "GET");
       }
-      return listModels(gw, request);
+      return listModels(gw, request, Date.now(), models);
     });
     app.all(`${prefix}/models/*`, ({ request }) => {
       if (request.method !== "GET") {
         return methodNotAllowed(request.method, new URL(request.url).pathname, "GET");
       }
-      return retrieveModel(gw, request);
+      return retrieveModel(gw, request, Date.now(), models);
     });
   }
 

@@ -1,6 +1,6 @@
 import type { ModelConfig } from "../../config/types.ts";
 import { QmError } from "../../shared/errors.ts";
-import type { Gateway } from "../gateway.ts";
+import type { InferenceGateway } from "../gateway.ts";
 import { badRequest } from "./body.ts";
 
 /**
@@ -10,7 +10,7 @@ import { badRequest } from "./body.ts";
  * `field` prefixes messages the Anthropic way (`model: …`) where that API's wording wants it.
  */
 export function resolveModel(
-  gw: Gateway,
+  gw: InferenceGateway,
   name: unknown,
   field: "" | "model: " = "",
 ): ModelConfig | Promise<ModelConfig> {
@@ -22,7 +22,7 @@ export function resolveModel(
   return gw.resolve(name) ?? gw.peers?.resolve(name) ?? minted(gw, name, field);
 }
 
-async function minted(gw: Gateway, name: string, field: string): Promise<ModelConfig> {
+async function minted(gw: InferenceGateway, name: string, field: string): Promise<ModelConfig> {
   const model = await gw.resolveModel(name);
   if (!model) {
     throw new QmError(

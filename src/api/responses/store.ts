@@ -9,7 +9,7 @@
  */
 
 import { QmError } from "../../shared/errors.ts";
-import type { OaiMessage } from "../anthropic/translate/openai-types.ts";
+import type { OaiMessage } from "../chat/wire.ts";
 import type { Gateway } from "../gateway.ts";
 
 type Obj = Record<string, unknown>;

@@ -5,6 +5,7 @@
  * Exit 0, 1 when any file could not be used or no model was found, 2 on a usage error.
  */
 import { stat } from "node:fs/promises";
+import { basename, dirname, join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { which } from "../../config/programs.ts";
 import { type Candidate, findGgufFiles, groupCandidates } from "./discover.ts";
@@ -12,7 +13,7 @@ import { sizeModel } from "./estimate.ts";
 import { formatParams, parameterCount, quantLabel } from "./file-types.ts";
 import { metaString } from "./metadata.ts";
 import { readGgufFile } from "./read-header.ts";
-import { mergeSplit } from "./split.ts";
+import { mergeSplit, parseSplitName } from "./split.ts";
 import { modelId, renderEntry, SERVER } from "./toml-entry.ts";
 import type { GgufHeader, GgufModel } from "./types.ts";
 
@@ -65,7 +66,8 @@ export async function scanCommand(argv: string[], io: ScanIo = stdio): Promise<n
     io.err(`qm scan: ${path}: ${reason}\n`);
   };
   const files: string[] = [];
-  for (const dir of opts.dirs) {
+  // Absolute paths: the entries' `-m` must work from wherever qm serve is started.
+  for (const dir of opts.dirs.map((d) => resolve(d))) {
     const st = await stat(dir).catch(() => null);
     if (!st) problem(dir, "no such file or directory");
     else if (st.isDirectory()) files.push(...(await findGgufFiles(dir)));
@@ -165,6 +167,28 @@ function parse(argv: string[]) {
 }
 
 type Loaded = { ok: true; model: GgufModel } | { ok: false; path: string; reason: string };
+
+/**
+ * A model file as llama-server loads it: one GGUF, or — given part 1 of a split model, as
+ * `-m` is — every part of it, summed (`qm doctor`).
+ */
+export async function readModelFile(
+  path: string,
+): Promise<{ ok: true; model: GgufModel } | { ok: false; reason: string }> {
+  const split = parseSplitName(basename(path));
+  const pad = (n: number) => String(n).padStart(5, "0");
+  const parts = split
+    ? Array.from({ length: split.count }, (_, i) =>
+        join(dirname(path), `${split.base}-${pad(i + 1)}-of-${pad(split.count)}.gguf`),
+      )
+    : [path];
+  const loaded = await loadCandidate({ name: basename(path), path, parts });
+  if (loaded.ok) return loaded;
+  return {
+    ok: false,
+    reason: loaded.path === path ? loaded.reason : `${loaded.path}: ${loaded.reason}`,
+  };
+}
 
 async function loadCandidate(cand: Candidate): Promise<Loaded> {
   const headers: GgufHeader[] = [];

@@ -14,6 +14,8 @@ export interface ModelStatus {
   /** Places in the waiting line (1 = next) of its queued requests. */
   queue_positions: number[];
   held_until_ms: number | null;
+  /** Why it is held (`hold_policy = "cost"`): `gap 2.1 s expected, swap 6.3 s`. */
+  held_reason?: string | null;
   est_vram_gb: number;
   est_ram_gb: number;
   pid: number | null;

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdir, mkdtemp, rm, symlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { join, relative } from "node:path";
 import { scanCommand } from "../../../src/gpu/gguf/scan.ts";
 import { config as load } from "../../support/config.ts";
 import { llama } from "./fake-models.ts";
@@ -121,6 +121,18 @@ describe("qm scan", () => {
       `# skipped ${join(dir, "nested/vision.gguf")}: multimodal projector (clip)`,
     );
     expect(r.out).toContain(`# skipped ${join(dir, "vocab.gguf")}: no tensors`);
+  });
+
+  test("a relative DIR still prints absolute model paths: the entries work from any folder", async () => {
+    const rel = relative(process.cwd(), join(dir, "nested"));
+    expect(rel.startsWith("/")).toBe(false);
+    const r = await scan(rel);
+    expect(r.code).toBe(0);
+    const config = load(r.out, { file: "scan.toml" });
+    expect(config.models["big-model"]!.argv[4]).toBe(
+      join(dir, "nested/deeper/big-model-00001-of-00003.gguf"),
+    );
+    expect(r.out).toContain(`# skipped ${join(dir, "nested/vision.gguf")}:`);
   });
 
   test("warns, on stderr, when llama-server is not on PATH; the entries still print", async () => {

@@ -24,7 +24,7 @@
  * of the largest. One family-blind estimate cannot be within 1.5× of every family on short
  * prompts: Llama 3's template alone costs ~30 tokens, Qwen's ~3, Phi's ~2.
  */
-import type { OaiMessage, OaiTool } from "./openai-types.ts";
+import type { OaiMessage, OaiTool } from "../../chat/wire.ts";
 import type { Prompt } from "./request.ts";
 
 const encoder = new TextEncoder();

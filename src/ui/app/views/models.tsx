@@ -164,7 +164,11 @@ function ModelRow(props: {
         )}
       </td>
       <td class="num">{count(m.leases)}</td>
-      <td class="num" data-cell="hold">
+      <td
+        class="num"
+        data-cell="hold"
+        title={hold === null ? undefined : (m.held_reason ?? undefined)}
+      >
         {hold === null ? NONE : duration(hold)}
       </td>
       <td class="num">{m.est_vram_gb > 0 ? gb(m.est_vram_gb) : NONE}</td>

@@ -1,0 +1,111 @@
+/**
+ * What watches the requests and the runtime (src/observe): the activity log, the captures and
+ * the metrics, made from `[activity]` and the listeners' settings, and the one place each
+ * finished request's record goes. The gauges read the runtime's state through `GaugeInputs`.
+ */
+import type { Config, ModelConfig } from "../config/types.ts";
+import type { GpuReading } from "../gpu/index.ts";
+import { ActivityLog } from "../observe/activity.ts";
+import { type Capture, CaptureStore } from "../observe/capture.ts";
+import type { GaugeReading } from "../observe/gauges.ts";
+import { QmMetrics } from "../observe/prometheus.ts";
+import type { RequestRecord } from "../observe/record.ts";
+import type { UpstreamTarget } from "../observe/upstream.ts";
+import type { Scheduler } from "../scheduler/scheduler.ts";
+import { VERSION } from "../version.ts";
+import type { EventHub } from "./event-hub.ts";
+import type { LiveBudget } from "./live-budget.ts";
+import { memoryInUse, round } from "./status.ts";
+
+/** The runtime's state the gauges read at each scrape. */
+export interface GaugeInputs {
+  scheduler: Scheduler;
+  /** A model's config (one removed by a reload but still running included). */
+  modelOf(id: string): ModelConfig;
+  leasesOf(id: string): number;
+  budget: LiveBudget;
+  /** The last trusted GPU reading, and seconds since it, or null. */
+  gpu(): { reading: GpuReading; ageS: number } | null;
+  peers(): Iterable<{ name: string; up: boolean }>;
+  /** Wall-clock epoch ms qm started at. */
+  startedAt: number;
+}
+
+/** The gauges' reading now: no status is rendered for it. */
+export function gaugeReading(i: GaugeInputs, config: Config): GaugeReading {
+  const snap = i.scheduler.snapshot();
+  const gpu = i.gpu();
+  const r = gpu?.reading;
+  return {
+    version: VERSION,
+    uptimeS: Math.round((Date.now() - i.startedAt) / 1000),
+    models: snap.models.map((m) => ({
+      id: m.id,
+      state: m.state,
+      inflight: m.inflight,
+      queued: m.queued,
+      leases: i.leasesOf(m.id),
+    })),
+    queueDepth: snap.queueDepth,
+    swapsInProgress: snap.swaps.length,
+    vram: {
+      budgetGb: config.resources.vramBudgetGb,
+      ceilingGb: round(i.budget.vramGb()),
+      usedGb: round(memoryInUse(snap.models, i.modelOf).vramGb),
+    },
+    gpu: r
+      ? { totalGb: round(r.totalGb), usedGb: round(r.usedGb), foreignGb: round(r.foreignGb) }
+      : null,
+    gpuReadingAgeS: gpu ? gpu.ageS : null,
+    peers: i.peers(),
+  };
+}
+
+export interface ObservationDeps {
+  events: EventHub;
+  gauges(): GaugeReading;
+  /** The ready models whose servers' own metrics are merged in (`scrape_upstream_metrics`). */
+  upstreams(): UpstreamTarget[];
+  warn(line: string): void;
+}
+
+export class Observation {
+  readonly activity: ActivityLog;
+  readonly metrics: QmMetrics;
+  /** Where requests and answers are captured (`[activity] capture`), or null. */
+  readonly captures: CaptureStore | null;
+  /** Something reads the records: the activity log, or metrics that a listener serves. */
+  readonly recording: boolean;
+  /** A listener serves `/metrics`: only then are requests counted. */
+  private readonly metricsServed: boolean;
+  private readonly logged: boolean;
+
+  constructor(
+    config: Config,
+    private readonly deps: ObservationDeps,
+  ) {
+    const act = config.activity;
+    this.captures =
+      act.enabled && act.capture && act.size > 0
+        ? new CaptureStore(act.captureBytes, act.captureTotalBytes)
+        : null;
+    this.activity = new ActivityLog(act.enabled ? act.size : 0, this.captures);
+    this.logged = act.enabled;
+    this.metricsServed = config.server.metricsListen !== "" || config.server.metricsOnApi;
+    this.recording = act.enabled || this.metricsServed;
+    this.metrics = new QmMetrics({
+      gauges: deps.gauges,
+      upstreams: deps.upstreams,
+      upstream: { warn: deps.warn },
+    });
+  }
+
+  /** A finished request: to the metrics, the activity log and (while anyone listens) events. */
+  record(r: RequestRecord, capture: Capture | null): void {
+    if (this.metricsServed) this.metrics.request(r);
+    if (!this.logged) return;
+    r.id = this.activity.push(r, capture);
+    const events = this.deps.events;
+    if (events.listening) events.publish({ type: "request", ...r });
+  }
+}

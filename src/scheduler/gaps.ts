@@ -1,0 +1,121 @@
+/**
+ * Tool gaps: how long each conversation takes between an answer that ended in tool calls and
+ * its next request (the one carrying the tool results). The scheduler learns them from its own
+ * events (`serveDone` with tool calls, then `request` with the same conversation key), so the
+ * cost policy knows how long a hold is likely to idle. See design.md, "Hold or yield by cost".
+ */
+
+/** What a hold after a tool-call answer is expected to cost. */
+export interface GapEstimate {
+  /** The typical gap (median of the recent ones): how long the hold is expected to idle. */
+  typicalMs: number;
+  /**
+   * How long the hold lasts: the longest recent gap, with a margin. Past it the gap is spent
+   * and the hold is dropped.
+   */
+  windowMs: number;
+  /**
+   * Whose gaps these are: the conversation's own, its model's, every conversation's, or none
+   * yet (`prior`: the hold window the request asked for stands for one gap).
+   */
+  source: "conversation" | "model" | "all" | "prior";
+}
+
+/** Gaps kept per conversation, per model and overall: the most recent ones. */
+export const KEPT_GAPS = 8;
+/** The hold window is the longest recent gap times this (a gap a little longer still fits). */
+export const WINDOW_FACTOR = 1.25;
+/** Conversations remembered; the least recently active is forgotten first. */
+export const MAX_CONVERSATIONS = 1024;
+/** A longer pause is not a tool gap (a person stepped away): it is not recorded. */
+export const MAX_GAP_MS = 600_000;
+
+interface Pending {
+  model: string;
+  at: number;
+}
+
+export class GapBook {
+  private readonly conversations = new Map<string, number[]>();
+  private readonly models = new Map<string, number[]>();
+  private readonly all: number[] = [];
+  /** Conversations whose last answer ended in tool calls, and when. */
+  private readonly pending = new Map<string, Pending>();
+
+  /** `conversation`'s answer on `model` ended in tool calls at `at`: its next request ends a gap. */
+  answered(conversation: string, model: string, at: number): void {
+    this.pending.delete(conversation);
+    this.pending.set(conversation, { model, at });
+    trim(this.pending);
+  }
+
+  /** A request of `conversation` arrived at `at`: the gap since its tool-call answer, if any. */
+  asked(conversation: string, at: number): number | null {
+    const p = this.pending.get(conversation);
+    if (p === undefined) return null;
+    this.pending.delete(conversation);
+    const gap = at - p.at;
+    if (gap < 0 || gap > MAX_GAP_MS) return null;
+    push(this.conversations, conversation, gap);
+    trim(this.conversations);
+    push(this.models, p.model, gap);
+    this.all.push(gap);
+    if (this.all.length > KEPT_GAPS) this.all.shift();
+    return gap;
+  }
+
+  /** `conversation` answered in tool calls and has not come back yet. */
+  waiting(conversation: string | null): boolean {
+    return conversation !== null && this.pending.has(conversation);
+  }
+
+  /**
+   * The next gap of `conversation` after an answer on `model`: from its own history, else the
+   * model's (other conversations on it), else every conversation's; null when none was seen.
+   */
+  estimate(conversation: string | null, model: string): GapEstimate | null {
+    const own = conversation === null ? undefined : this.conversations.get(conversation);
+    if (own !== undefined) return estimateOf(own, "conversation");
+    const onModel = this.models.get(model);
+    if (onModel !== undefined) return estimateOf(onModel, "model");
+    return this.all.length > 0 ? estimateOf(this.all, "all") : null;
+  }
+
+  /**
+   * The typical gap a waiter of `conversation` will take once served: its own, else every
+   * conversation's (one that never got the GPU had no chance to show its own); null: none seen.
+   */
+  typical(conversation: string | null): number | null {
+    const own = conversation === null ? undefined : this.conversations.get(conversation);
+    if (own !== undefined) return median(own);
+    return this.all.length > 0 ? median(this.all) : null;
+  }
+}
+
+function estimateOf(gaps: readonly number[], source: GapEstimate["source"]): GapEstimate {
+  return {
+    typicalMs: median(gaps),
+    windowMs: Math.ceil(Math.max(...gaps) * WINDOW_FACTOR),
+    source,
+  };
+}
+
+function median(xs: readonly number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  const mid = s.length >> 1;
+  return s.length % 2 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
+}
+
+/** Appends `gap` to `key`'s list (most recent last), keeping `KEPT_GAPS`; `key` becomes newest. */
+function push(map: Map<string, number[]>, key: string, gap: number): void {
+  const list = map.get(key) ?? [];
+  map.delete(key);
+  list.push(gap);
+  if (list.length > KEPT_GAPS) list.shift();
+  map.set(key, list);
+}
+
+/** Forgets the least recently active entries past `MAX_CONVERSATIONS` (a Map keeps order). */
+function trim(map: Map<string, unknown>): void {
+  while (map.size > MAX_CONVERSATIONS) map.delete(map.keys().next().value!);
+}

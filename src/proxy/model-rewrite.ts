@@ -10,6 +10,7 @@
  * boundary is held back until its value closes — a few bytes, at most `MAX_HELD` — so a split
  * never hides it.
  */
+import { bytesAt, copyBytes, endsWithStartOf, indexOfBytes } from "../shared/bytes.ts";
 import { HoldingRewrite } from "./holding-rewrite.ts";
 
 const KEY = Buffer.from('"model"');
@@ -52,8 +53,19 @@ export function rewriteWhole(body: Uint8Array, name: string): Uint8Array {
 
 export class ModelRewrite extends HoldingRewrite {
   private readonly value: Buffer;
+  /**
+   * The first field seen as the upstream wrote it (`"model":"…"`, its spacing included) and
+   * the same field with the client's name: a stream repeats that field in every chunk, so a
+   * chunk that holds it once, whole, is rewritten with one search and one copy.
+   */
+  private seenField: Buffer | null = null;
+  private ownField: Buffer | null = null;
 
-  constructor(name: string) {
+  /** `learn`: told the upstream's own value (a JSON string, quotes included) once, when first seen. */
+  constructor(
+    name: string,
+    private readonly learn?: (upstreamValue: Buffer) => void,
+  ) {
     super();
     this.value = jsonBytes(name);
   }
@@ -76,6 +88,7 @@ export class ModelRewrite extends HoldingRewrite {
       }
       const [start, end] = field;
       seen = end;
+      if (this.seenField === null) this.remember(buf, at, start, end);
       if (!this.value.equals(buf.subarray(start, end))) {
         parts ??= [];
         parts.push(buf.subarray(from, start), this.value);
@@ -90,6 +103,38 @@ export class ModelRewrite extends HoldingRewrite {
     }
     parts.push(buf.subarray(from, stop));
     return Buffer.concat(parts);
+  }
+
+  /** The first whole field: kept (with its rewritten twin) for the fast path, and learnt. */
+  private remember(buf: Buffer, at: number, start: number, end: number): void {
+    const value = Buffer.from(buf.subarray(start, end));
+    this.seenField = Buffer.from(buf.subarray(at, end));
+    // The same object when the upstream already says the client's name: `quick` passes it on.
+    this.ownField = this.value.equals(value)
+      ? this.seenField
+      : Buffer.concat([buf.subarray(at, start), this.value]);
+    this.learn?.(value);
+  }
+
+  /**
+   * A chunk with no `"model"` key and no start of one at its end passes as it is; a chunk that
+   * holds the remembered field exactly once, whole, is rewritten with one copy. Null: the
+   * general path decides.
+   */
+  protected override quick(chunk: Uint8Array): Uint8Array | null {
+    const at = indexOfBytes(chunk, KEY);
+    if (at < 0) return endsWithStartOf(chunk, KEY) > 0 ? null : chunk;
+    const seen = this.seenField;
+    const own = this.ownField;
+    if (seen === null || own === null || !bytesAt(chunk, at, seen)) return null;
+    const after = at + seen.length;
+    if (indexOfBytes(chunk, KEY, after) >= 0 || endsWithStartOf(chunk, KEY) > 0) return null;
+    if (seen === own) return chunk;
+    const out = Buffer.allocUnsafe(chunk.length - seen.length + own.length);
+    copyBytes(chunk, out, 0, 0, at);
+    own.copy(out, at);
+    copyBytes(chunk, out, at + own.length, after, chunk.length);
+    return out;
   }
 
   /**

@@ -129,6 +129,7 @@ export class Call implements UpstreamCall, DeadlineReport {
     this.endedAt = this.deadline.now();
     this.answeredInFull = answered;
     this.deadline.end(answered);
+    this.observer.settle();
     this.lease?.release({ toolCalls: this.observer.toolCalls });
     if (this.peer) this.gw.peers?.end(this.peer.peer);
     if (this.status !== 0) this.report();

@@ -239,7 +239,8 @@ export async function handleInference(req: InferenceRequest): Promise<Response> 
     api: OPENAI,
     log: req.log,
     placeholder: parsed.stream && STREAMING_PATHS.has(req.route),
-    observer: watch ? new Observer(OPENAI_TOOL_CALLS) : null,
+    // An OpenAI answer says how it ended at its end: only that is scanned (observer.ts).
+    observer: new Observer(watch ? OPENAI_TOOL_CALLS : null, { tail: true }),
     body: bytes,
     parsed,
     send,

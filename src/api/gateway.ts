@@ -10,6 +10,7 @@ import type { Capture, CaptureStore } from "../observe/capture.ts";
 import type { QmMetrics } from "../observe/prometheus.ts";
 import type { RequestRecord } from "../observe/record.ts";
 import type { PeerTable } from "../peers/table.ts";
+import type { AnswerNames } from "../proxy/answer-names.ts";
 import type { Deadline } from "../proxy/deadline.ts";
 import type { LoadProgress } from "../proxy/wait-status.ts";
 import type { ModelState, ServeOutcome } from "../scheduler/types.ts";
@@ -71,6 +72,8 @@ export interface InferenceGateway extends ModelLookup {
   readonly calls?: Sweep<Deadline>;
   /** How upstream calls (models, peers) are made; the global `fetch` when absent. */
   readonly fetch?: Fetch | undefined;
+  /** The name each model's server answers with, learnt (the model-name rewrite skips those that match). */
+  readonly answerNames?: AnswerNames | undefined;
   /** `resolve`, plus `model?ctx=N` variants minted on first use (throws QmError if malformed). */
   resolveModel(name: string): Promise<ModelConfig | undefined>;
   acquire(model: ModelConfig, signal: AbortSignal, hooks?: AcquireHooks): Promise<Lease>;

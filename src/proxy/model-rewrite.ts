@@ -42,10 +42,13 @@ function jsonBytes(name: string): Buffer {
  * A whole body with its `"model"` fields set to `name`; the body itself (no copy, no state)
  * when it has no such field or already says `name`.
  */
-export function rewriteWhole(body: Uint8Array, name: string): Uint8Array {
-  const buf = Buffer.from(body.buffer, body.byteOffset, body.byteLength);
-  if (buf.indexOf(KEY) < 0) return body;
-  const rewrite = new ModelRewrite(name);
+export function rewriteWhole(
+  body: Uint8Array,
+  name: string,
+  learn?: (upstreamValue: Buffer) => void,
+): Uint8Array {
+  if (indexOfBytes(body, KEY) < 0) return body;
+  const rewrite = new ModelRewrite(name, learn);
   const out = rewrite.feed(body);
   const held = rewrite.end();
   return held ? Buffer.concat([out, held]) : out;

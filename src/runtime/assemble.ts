@@ -9,6 +9,7 @@ import type { Config, ModelConfig } from "../config/types.ts";
 import { GpuWatch } from "../gpu/gpu-watch.ts";
 import { probeGpu } from "../gpu/index.ts";
 import type { QmMetrics } from "../observe/prometheus.ts";
+import { AnswerNames } from "../proxy/answer-names.ts";
 import { Scheduler } from "../scheduler/scheduler.ts";
 import type { Clock } from "../shared/clock.ts";
 import type { Fetch } from "../shared/fetch.ts";
@@ -245,6 +246,11 @@ export function assemble(config: Config, opts: RuntimeOptions, face: RuntimeFace
     peerLinks.replace(cfg.peers, true);
     nodes.start();
   });
+  const answerNames = new AnswerNames();
+  // A start may bring a server that answers with another name: learnt again.
+  effects.onStateChange((model, state) => {
+    if (state === "starting") answerNames.forget(model);
+  });
   wireStateListeners(effects, {
     config,
     log,
@@ -267,6 +273,7 @@ export function assemble(config: Config, opts: RuntimeOptions, face: RuntimeFace
   return {
     timers,
     registry,
+    answerNames,
     events,
     logHub,
     loadTimes,

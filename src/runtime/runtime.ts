@@ -9,6 +9,7 @@ import type { Capture, CaptureStore } from "../observe/capture.ts";
 import type { QmMetrics } from "../observe/prometheus.ts";
 import type { RequestRecord } from "../observe/record.ts";
 import type { PeerTable } from "../peers/table.ts";
+import type { AnswerNames } from "../proxy/answer-names.ts";
 import type { Deadline } from "../proxy/deadline.ts";
 import type { Scheduler } from "../scheduler/scheduler.ts";
 import type { ModelState } from "../scheduler/types.ts";
@@ -43,6 +44,10 @@ export class Runtime implements Gateway {
   readonly loadTimes: LoadTimes;
   /** Every upstream call still live: shutdown cuts them when its grace runs out. */
   readonly calls = new Sweep<Deadline>();
+  /** The name each model's server answers with; forgotten at each start (assemble.ts). */
+  get answerNames(): AnswerNames {
+    return this.parts.answerNames;
+  }
   /** How upstream calls are made (`RuntimeOptions.fetch`). */
   get fetch(): Fetch | undefined {
     return this.opts.fetch;

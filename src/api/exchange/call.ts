@@ -9,6 +9,7 @@ import type { ModelConfig, PeerTarget } from "../../config/types.ts";
 import type { Capture } from "../../observe/capture.ts";
 import type { ApiName, RequestRecord } from "../../observe/record.ts";
 import { peerCredentials, peerRequestHeaders } from "../../peers/target.ts";
+import type { AnswerNames } from "../../proxy/answer-names.ts";
 import { failureLogLine, upstreamFailure } from "../../proxy/causes.ts";
 import { Deadline, type DeadlineReport } from "../../proxy/deadline.ts";
 import type { UpstreamCall } from "../../proxy/forward.ts";
@@ -64,6 +65,8 @@ export class Call implements UpstreamCall, DeadlineReport {
   credentials: [string, string][] | undefined;
   /** How the upstream is called: the gateway's fetch. */
   readonly fetch: Fetch | undefined;
+  /** What each model's server answers with as its name (`AnswerNames`). */
+  readonly answerNames: AnswerNames | undefined;
 
   constructor(
     private readonly gw: InferenceGateway,
@@ -74,6 +77,7 @@ export class Call implements UpstreamCall, DeadlineReport {
   ) {
     this.modelId = model.id;
     this.fetch = gw.fetch;
+    this.answerNames = gw.answerNames;
     this.observer = opts.observer ?? new Observer(null);
     // Nobody reads the record: the answer's figures are never looked for.
     if (!gw.recording) this.observer.figuresOff();

@@ -1,7 +1,7 @@
 /** TreeWatch against a fake /proc: which processes count as a model's, what gets signalled. */
 import { beforeEach, describe, expect, test } from "bun:test";
 import { TreeWatch } from "../../src/process/tree-watch.ts";
-import { FakeProc } from "./fake-proc.ts";
+import { FakeProc } from "../support/fake-proc.ts";
 
 const QM = 100;
 const MARK = [`QM_OWNER=${QM}:5`, "QM_MODEL=m"];

@@ -5,8 +5,8 @@
  * a change.
  */
 import { describe, expect, test } from "bun:test";
-import type { ProbeResult } from "../../src/gpu/index.ts";
 import { budgetInForce, GpuWatch } from "../../src/gpu/gpu-watch.ts";
+import type { ProbeResult } from "../../src/gpu/index.ts";
 import { LiveBudget } from "../../src/runtime/live-budget.ts";
 import { diffConfig } from "../../src/runtime/reload-diff.ts";
 import { createLogger } from "../../src/shared/log.ts";

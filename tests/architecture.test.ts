@@ -119,6 +119,7 @@ describe("architecture", () => {
   test("lower layers never import the layers above them", () => {
     const above: Record<string, string[]> = {
       shared: [
+        "platform",
         "config",
         "scheduler",
         "policy",
@@ -170,6 +171,20 @@ describe("architecture", () => {
         "cli",
       ],
       runtime: ["cli"],
+      // The operating system's side: only the shared helpers below it (src/platform/design.md).
+      platform: [
+        "config",
+        "scheduler",
+        "policy",
+        "process",
+        "proxy",
+        "gpu",
+        "peers",
+        "api",
+        "ui",
+        "runtime",
+        "cli",
+      ],
     };
     for (const [layer, banned] of Object.entries(above)) {
       for (const file of files(layer)) {
@@ -284,5 +299,30 @@ describe("architecture", () => {
       "api/app.ts → ../ui/routes.ts",
       "api/edge/gate.ts → ../../ui/paths.ts",
     ]);
+  });
+
+  /**
+   * What differs between operating systems lives in src/platform/ (design.md there): reading
+   * /proc, prctl, and any branch on `process.platform`. Elsewhere code asks the platform, so a
+   * Mac runs the same supervision with the Darwin readers and tests choose the platform they
+   * need. Comments may name /proc; code may not read it. An exception that no longer applies
+   * must leave the list.
+   */
+  test("only src/platform reads /proc, calls prctl or branches on process.platform", () => {
+    const exceptions: Record<string, string> = {
+      "gpu/process-tree.ts":
+        "the GPU probe's own async reader of /proc/PID/stat (which pids nvidia-smi lists are qm's); nvidia-smi is Linux-only, and without /proc it falls back to the roots",
+    };
+    const code = (file: string) =>
+      readFileSync(join(SRC, file), "utf8")
+        .replace(/\/\*[\s\S]*?\*\//g, "")
+        .replace(/(^|[^:"'`\\])\/\/.*$/gm, "$1");
+    const banned = [/["'`]\/proc(\/|["'`])/, /\bprctl\b/, /\bprocess\.platform\b/];
+    const found = files(".")
+      .map((file) => file.replace(/^\.\//, ""))
+      .filter((file) => !file.startsWith("platform/"))
+      .filter((file) => banned.some((b) => b.test(code(file))));
+    expect(found.filter((file) => !(file in exceptions))).toEqual([]);
+    expect(Object.keys(exceptions).filter((file) => !found.includes(file))).toEqual([]);
   });
 });

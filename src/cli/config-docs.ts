@@ -174,7 +174,7 @@ export const CONFIG_DOCS: Record<DocumentedSection, SectionDoc> = {
     keys: {
       vram_budget_gb: {
         meaning:
-          "GPU memory qm may plan for, in GB (GiB). A model is admitted when its `est_vram_gb` fits beside the residents; otherwise the least-recently-used residents are evicted until it fits. `0`: no budget, the group rules alone decide.",
+          "GPU memory qm may plan for, in GB (GiB). A model is admitted when its `est_vram_gb` fits beside the residents; otherwise the least-recently-used residents are evicted until it fits. `0`: no budget, the group rules alone decide. `\"auto\"`: on an Apple Silicon Mac, the share of its unified memory the GPU may use — `iogpu.wired_limit_mb` when set above 0, else Metal's default working-set limit, 2/3 of RAM up to 36 GiB and 3/4 above (read with `sysctl` when the config is loaded); on any other box, the GPUs' total memory as the GPU probe reads it, and no budget while there is no reading.",
         example: 24,
       },
       ram_budget_gb: {

@@ -6,6 +6,7 @@
  */
 import { readFileSync } from "node:fs";
 import { parse, TomlError } from "smol-toml";
+import { platform, type UnifiedGpuBudget } from "../platform/index.ts";
 import { buildAliases } from "./aliases.ts";
 import { buildModels, buildPeers, fileOrder } from "./build-models.ts";
 import { buildGroups, buildMatrix, checkServer } from "./checks.ts";
@@ -32,6 +33,19 @@ export interface LoadOptions {
   qmBin?: string;
   /** Whether a port can be handed out for `${PORT}`; default: try to bind 127.0.0.1. */
   isPortFree?: (port: number) => boolean;
+  /**
+   * What `vram_budget_gb = "auto"` reads where the GPU's memory is the system's (Apple
+   * Silicon); default: this platform's (src/platform), asked only when the file says "auto".
+   */
+  unifiedGpuBudget?: () => UnifiedGpuBudget | null;
+}
+
+const GIB = 1024 ** 3;
+
+/** `"auto"` → GB, to the hundredth below (what status shows); 0 where memory is not unified. */
+function autoVramBudgetGb(opts: LoadOptions): number {
+  const unified = (opts.unifiedGpuBudget ?? (() => platform.unifiedGpuBudget()))();
+  return unified === null ? 0 : Math.floor((unified.bytes / GIB) * 100) / 100;
 }
 
 function parseToml(text: string, file: string): Record<string, unknown> {
@@ -121,7 +135,9 @@ export function loadConfigText(text: string, opts: LoadOptions): Config {
       captureTotalBytes: Math.round(file.activity.capture_total_mb * 1024 * 1024),
     },
     resources: {
-      vramBudgetGb: resources.vram_budget_gb,
+      vramBudgetGb:
+        resources.vram_budget_gb === "auto" ? autoVramBudgetGb(opts) : resources.vram_budget_gb,
+      ...(resources.vram_budget_gb === "auto" ? { vramBudgetAuto: true as const } : {}),
       ramBudgetGb: resources.ram_budget_gb,
       oomGuardReserveGb: resources.oom_guard_reserve_gb,
       gpuProbe: resources.gpu_probe,

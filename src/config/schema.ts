@@ -93,7 +93,10 @@ export const ActivitySchema = Type.Object(
 
 export const ResourcesSchema = Type.Object(
   {
-    vram_budget_gb: nonNegative(0),
+    /** `"auto"`: Apple Silicon's unified memory share, else the GPUs' total once read. */
+    vram_budget_gb: Type.Union([Type.Literal("auto"), Type.Number({ minimum: 0 })], {
+      default: 0,
+    }),
     ram_budget_gb: nonNegative(0),
     oom_guard_reserve_gb: nonNegative(1.0),
     gpu_probe: Type.String({ default: "nvidia-smi" }),

@@ -52,7 +52,16 @@ export interface SchedulerConfig {
 }
 
 export interface ResourcesConfig {
+  /**
+   * GPU memory to plan for; 0 = no budget. `vram_budget_gb = "auto"` is resolved when the file
+   * is loaded: the GPU's share of unified memory on Apple Silicon (src/platform), else 0.
+   */
   vramBudgetGb: number;
+  /**
+   * `vram_budget_gb = "auto"`. Where it resolved to 0 (no unified memory), the GPU probe's
+   * total is the budget once there is a reading (src/runtime/gpu-watch.ts); absent otherwise.
+   */
+  vramBudgetAuto?: true;
   ramBudgetGb: number;
   oomGuardReserveGb: number;
   /** Command used to read GPU memory, or "off". */

@@ -122,6 +122,15 @@ export interface GuardOptions {
 const round = (n: number) => Math.round(n * 100) / 100;
 
 /**
+ * The budget a reading is judged against: `vram_budget_gb`, or with `"auto"` where the loader
+ * found no unified memory (0), the GPUs' total as the probe reads it; no reading, no budget.
+ */
+export function budgetInForce(resources: ResourcesConfig, probe: ProbeResult): number {
+  const auto = resources.vramBudgetAuto === true && resources.vramBudgetGb <= 0;
+  return auto && probe.ok ? probe.reading.totalGb : resources.vramBudgetGb;
+}
+
+/**
  * Samples nvidia-smi on an interval and turns each reading into the live VRAM ceiling
  * (`budget − max(0, foreign − idle baseline) − oom_guard_reserve_gb`), learns the idle foreign
  * baseline, and sheds idle models when foreign usage grows while models are resident. A
@@ -183,8 +192,9 @@ export class GpuWatch {
     // Idle at both ends of the reading: a model that started or exited while nvidia-smi ran
     // may be in it, unattributed.
     const idle = pids.idle && this.own.look(timers.now(), this.deps.processes()).idle;
+    const budgetGb = budgetInForce(resources, result);
     const limit = (r: typeof result) =>
-      effectiveBudgetGb(resources.vramBudgetGb, resources.oomGuardReserveGb, r, this.baseline.gb);
+      effectiveBudgetGb(budgetGb, resources.oomGuardReserveGb, r, this.baseline.gb);
     if (!result.ok) {
       this.last = null;
       if (budget.cardLimits().length > 0) {
@@ -207,15 +217,18 @@ export class GpuWatch {
     const base = round(this.baseline.gb ?? 0);
     budget.set(
       ceiling,
-      resources.vramBudgetGb <= 0
+      budgetGb <= 0
         ? `live: ${round(r.usedGb)} of ${round(r.totalGb)} GB used, ${round(r.foreignGb)} GB by other programs (no vram_budget_gb set)`
         : `live: ${round(r.foreignGb)} GB used by other programs (idle baseline ${base} GB), ` +
-            `${resources.oomGuardReserveGb} GB reserve → ceiling ${round(ceiling)} GB`,
+            `${resources.oomGuardReserveGb} GB reserve → ceiling ${round(ceiling)} GB` +
+            (budgetGb === resources.vramBudgetGb
+              ? ""
+              : ` (vram_budget_gb = "auto": the GPUs' ${round(budgetGb)} GB)`),
     );
     if (this.pictures.reading(r.usedGb, r.foreignGb, budget.vramGb(), timers.now())) {
       this.deps.vramChanged?.();
     }
-    if (resources.vramBudgetGb <= 0) return false;
+    if (budgetGb <= 0) return false;
     if (ceiling < before) {
       this.deps.log.warn(
         `GPU memory: other programs now use ${round(r.foreignGb)} GB; VRAM ceiling ${round(before)} → ${round(ceiling)} GB`,

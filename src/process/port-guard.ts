@@ -7,8 +7,9 @@
 import { splitCommand } from "../config/argv.ts";
 import type { ModelConfig } from "../config/types.ts";
 import { withContextSize } from "../config/variant.ts";
+import { platform } from "../platform/index.ts";
+import type { ProcFs } from "../platform/types.ts";
 import { isLoopbackName } from "../shared/net.ts";
-import { linuxProc, type ProcFs } from "./proc-fs.ts";
 
 // The macros a template still holds (spelled out: they are literal text, not templates).
 const PORT = "$" + "{PORT}";
@@ -93,7 +94,7 @@ function bindable(port: number): boolean {
   }
 }
 
-export const realProbe: PortProbe = { fs: linuxProc, bindable };
+export const realProbe: PortProbe = { fs: platform.procs, bindable };
 
 /** Inodes of the sockets listening on `port` at a loopback or wildcard address. */
 export function listenerInodes(port: number, probe: PortProbe = realProbe): Set<string> {
@@ -108,10 +109,13 @@ export function listenerInodes(port: number, probe: PortProbe = realProbe): Set<
 
 /**
  * Where /proc is there it is the whole truth: a socket in LISTEN state at a loopback or
- * wildcard address. Elsewhere qm tries to bind 127.0.0.1 itself.
+ * wildcard address. Elsewhere (no /proc, or Darwin's lsof, which sees only this user's
+ * sockets) qm tries to bind 127.0.0.1 itself.
  */
 export function portBusy(port: number, probe: PortProbe = realProbe): boolean {
-  return probe.fs.available ? listenerInodes(port, probe).size > 0 : !probe.bindable(port);
+  return probe.fs.available && probe.fs.listenersComplete
+    ? listenerInodes(port, probe).size > 0
+    : !probe.bindable(port);
 }
 
 /** The process holding one of `inodes` (a full /proc scan: only when something is wrong). */
@@ -135,7 +139,7 @@ export function holderOf(port: number, probe: PortProbe = realProbe): Holder | n
 export function describeHolder(port: number, holder: Holder | null): string {
   return holder
     ? `pid ${holder.pid} (${holder.comm})`
-    : `another process (\`ss -ltnp 'sport = :${port}'\` names it)`;
+    : `another process (\`${platform.portHint(port)}\` names it)`;
 }
 
 /**

@@ -63,7 +63,7 @@ const LIVE_SETTINGS: [string, (c: Config) => unknown][] = [
   ["groups", (c) => c.groups],
   ["router", (c) => c.router],
   ["matrix", (c) => c.matrix],
-  ["resources.vram_budget_gb", (c) => c.resources.vramBudgetGb],
+  ["resources.vram_budget_gb", (c) => [c.resources.vramBudgetGb, c.resources.vramBudgetAuto]],
   ["resources.ram_budget_gb", (c) => c.resources.ramBudgetGb],
   ["resources.oom_guard_reserve_gb", (c) => c.resources.oomGuardReserveGb],
   ["server.api_keys", (c) => c.server.apiKeys],

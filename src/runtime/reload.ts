@@ -199,6 +199,8 @@ export class ConfigReloads {
     live.peers = next.peers;
     // In place: the budget and the GPU watch hold this very object.
     live.resources.vramBudgetGb = next.resources.vramBudgetGb;
+    if (next.resources.vramBudgetAuto) live.resources.vramBudgetAuto = true;
+    else delete live.resources.vramBudgetAuto;
     live.resources.ramBudgetGb = next.resources.ramBudgetGb;
     live.resources.oomGuardReserveGb = next.resources.oomGuardReserveGb;
     live.server.apiKeys = next.server.apiKeys;

@@ -125,6 +125,16 @@ describe.each(SDKS)("%s against dist/qm", (_name, Sdk) => {
   });
 
   test("an upstream that dies mid-answer is an APIError of type api_error", async () => {
+    // The other SDK's run of this test crashed "crashy": the request must find it down (qm
+    // then starts it afresh), not in the moment before qm has seen its exit.
+    await until(
+      async () => {
+        const res = await fetch(`${qm.url}/api/status`, { headers: { "x-api-key": KEY } });
+        const s = (await res.json()) as { models: { id: string; state: string }[] };
+        return s.models.find((m) => m.id === "crashy")?.state;
+      },
+      (state) => state !== "ready",
+    );
     const err = await client(Sdk)
       .messages.stream({ ...hi, model: "crashy" })
       .finalMessage()

@@ -12,8 +12,8 @@ import {
 import { freePortFor } from "../../src/process/start-guard.ts";
 import { QmError } from "../../src/shared/errors.ts";
 import { modelFromToml } from "../support/config.ts";
+import { FakeProc } from "../support/fake-proc.ts";
 import { freePort } from "../support/net.ts";
-import { FakeProc } from "./fake-proc.ts";
 import { captureLogger } from "./support.ts";
 
 // biome-ignore lint/suspicious/noTemplateCurlyInString: qm's macros, not JS.

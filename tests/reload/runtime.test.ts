@@ -283,6 +283,16 @@ describe("config reload in the runtime", () => {
     expect(t.rt.registry.ports()).toEqual([]);
   });
 
+  test('a reload to vram_budget_gb = "auto" tells the GPU watch; back to a number, no longer', () => {
+    const t = setup(model("a"));
+    expect(t.rt.config.resources.vramBudgetAuto).toBeUndefined();
+    t.reloadText(`[resources]\ngpu_probe = "off"\nvram_budget_gb = "auto"\n\n${model("a")}`);
+    expect(t.rt.config.resources.vramBudgetAuto).toBe(true);
+    t.reloadText(`[resources]\ngpu_probe = "off"\nvram_budget_gb = 12\n\n${model("a")}`);
+    expect(t.rt.config.resources.vramBudgetAuto).toBeUndefined();
+    expect(t.rt.status().resources.vram_budget_gb).toBe(12);
+  });
+
   test("a budget set by a reload governs the next decision", async () => {
     const group = `[groups.g]\nmembers = ["a", "b"]\nswap = false\n\n`;
     const a = model("a", "est_vram_gb = 8");

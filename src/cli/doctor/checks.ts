@@ -8,6 +8,7 @@ import { isLoopbackName } from "../../shared/net.ts";
 import { type DoctorCheck, type Finding, fail, pass } from "./check.ts";
 import { ggufCheck } from "./gguf-check.ts";
 import { gpuCheck } from "./gpu-check.ts";
+import { platformCheck } from "./platform-check.ts";
 
 const configCheck: DoctorCheck = {
   id: "config",
@@ -132,6 +133,7 @@ const apiKeyCheck: DoctorCheck = {
 
 /** Every check, in the order printed. Add new ones here. */
 export const DOCTOR_CHECKS: readonly DoctorCheck[] = [
+  platformCheck,
   configCheck,
   programsCheck,
   ggufCheck,

@@ -1,11 +1,11 @@
-/** The real box for `qm doctor`: the file system, sockets, /proc and the GPU probe. */
+/** The real box for `qm doctor`: the file system, sockets, the platform and the GPU probe. */
 import { existsSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { which } from "../../config/programs.ts";
 import { readModelFile } from "../../gpu/gguf/scan.ts";
 import { probeGpu } from "../../gpu/probe.ts";
+import { platform } from "../../platform/index.ts";
 import { describePortHolder } from "../../process/port-holder.ts";
-import { linuxProc } from "../../process/proc-fs.ts";
 import type { BindOutcome, DoctorDeps } from "./check.ts";
 
 /** Binds the address for a moment, as `qm serve` will (no SO_REUSEPORT: Bun.listen sets none). */
@@ -40,7 +40,8 @@ export const realDeps: DoctorDeps = {
   writable,
   probeGpu: (command) => probeGpu({ command }),
   readModel: readModelFile,
-  pidVisible: (pid) => linuxProc.available && linuxProc.entry(pid) !== null,
+  pidVisible: (pid) => platform.procs.available && platform.procs.entry(pid) !== null,
+  platform: () => ({ report: platform.report(), unified: platform.unifiedGpuBudget() }),
   inContainer: () => existsSync("/.dockerenv") || existsSync("/run/.containerenv"),
   env: process.env,
 };

@@ -1,6 +1,8 @@
 /** Parsing /proc (stat, net/tcp) and the real reader against this very process. */
 import { afterEach, describe, expect, test } from "bun:test";
-import { linuxProc, parseNetTcp, parseStat } from "../../src/process/proc-fs.ts";
+import { parseNetTcp, parseStat, procFs } from "../../src/platform/linux/proc-fs.ts";
+
+const linuxProc = procFs();
 
 const listeners: { stop(force?: boolean): void }[] = [];
 afterEach(() => {

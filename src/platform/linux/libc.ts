@@ -7,10 +7,10 @@
  * - waitpid(pid, WNOHANG): such a descendant becomes qm's zombie when it dies, and only qm
  *   can reap it. Never call it on a pid Bun spawned: Bun reaps its own children and dies
  *   with ECHILD when someone else did first.
- * Where libc cannot be loaded (not Linux, no glibc/musl by these names) both do nothing.
+ * Where libc cannot be loaded (no glibc/musl by these names) both do nothing.
  */
 import { dlopen, FFIType, ptr } from "bun:ffi";
-import type { Logger } from "../shared/log.ts";
+import type { SubreaperResult } from "../types.ts";
 
 const PR_SET_CHILD_SUBREAPER = 36;
 const WNOHANG = 1;
@@ -26,10 +26,6 @@ let whyNot = "";
 function load(): Libc | null {
   if (libc !== undefined) return libc;
   libc = null;
-  if (process.platform !== "linux") {
-    whyNot = `not available on ${process.platform}`;
-    return null;
-  }
   try {
     const u64 = FFIType.u64;
     const symbols = {
@@ -62,25 +58,25 @@ function load(): Libc | null {
   return libc;
 }
 
-let subreaper: boolean | undefined;
+let subreaper: SubreaperResult | undefined;
 
-/** Makes qm its descendants' reaper of last resort; says once (a warning) when it cannot. */
-export function becomeSubreaper(log: Logger): boolean {
+/** Makes qm its descendants' reaper of last resort (once; later calls repeat the answer). */
+export function becomeSubreaper(): SubreaperResult {
   if (subreaper !== undefined) return subreaper;
   const c = load();
-  subreaper = c !== null && c.prctl(PR_SET_CHILD_SUBREAPER, 1) === 0;
-  if (!subreaper) {
-    log.warn(
-      `cannot make qm a child subreaper (${whyNot || "prctl failed"}): a model's descendants ` +
-        "that leave its process group are found only while qm scans them",
-    );
-  }
+  subreaper =
+    c !== null && c.prctl(PR_SET_CHILD_SUBREAPER, 1) === 0
+      ? { ok: true }
+      : { ok: false, why: whyNot || "prctl failed", byDesign: false };
   return subreaper;
 }
 
-/** Whether this process is a child subreaper (set by `becomeSubreaper`). */
-export function isSubreaper(): boolean {
-  return subreaper === true;
+/**
+ * Whether this process is a child subreaper, or (before `becomeSubreaper`) could become one:
+ * libc loads. For the report, which must not change the process that asks.
+ */
+export function canBeSubreaper(): boolean {
+  return subreaper === undefined ? load() !== null : subreaper.ok;
 }
 
 /** Reaps `pid` if it is a zombie child of ours; true when it was reaped. */

@@ -1,41 +1,10 @@
 /**
  * What qm reads from Linux's /proc (proc(5)) to know which processes are its models' and
- * who holds a port. Behind one small interface so the tracking logic is tested against a
- * fake table; `linuxProc` is the real thing, and reports `available: false` elsewhere.
+ * who holds a port: the `ProcFs` of src/platform/types.ts, so the tracking logic is tested
+ * against a fake table. `procFs()` reports `available: false` where there is no /proc.
  */
 import { readdirSync, readFileSync, readlinkSync } from "node:fs";
-
-export interface ProcEntry {
-  pid: number;
-  ppid: number;
-  pgrp: number;
-  session: number;
-  /** One letter: R, S, D, Z (zombie), X (dead), … */
-  state: string;
-  /** Field 22: clock ticks after boot. With the pid it names one process for good. */
-  start: number;
-  comm: string;
-}
-
-/** A TCP socket in state LISTEN. */
-export interface TcpListener {
-  port: number;
-  inode: string;
-  /** Bound to a loopback or wildcard address: what a `http://127.0.0.1:PORT` URL reaches. */
-  local: boolean;
-}
-
-export interface ProcFs {
-  readonly available: boolean;
-  /** Every process now (one stat read each). */
-  list(): ProcEntry[];
-  entry(pid: number): ProcEntry | null;
-  /** `NAME=value` strings, or null when unreadable (gone, another user's, a zombie). */
-  environ(pid: number): string[] | null;
-  /** Inodes of the sockets the process has open, or null when unreadable. */
-  socketInodes(pid: number): Set<string> | null;
-  listeners(): TcpListener[];
-}
+import type { ProcEntry, ProcFs, TcpListener } from "../types.ts";
 
 /** `/proc/PID/stat`; `comm` is in parentheses and may itself hold spaces and ")". */
 export function parseStat(pid: number, text: string): ProcEntry | null {
@@ -106,6 +75,8 @@ export function procFs(root = "/proc"): ProcFs {
   };
   return {
     available,
+    // /proc/net/tcp lists every socket of the network namespace, whoever holds it.
+    listenersComplete: available,
     entry,
     list() {
       if (!available) return [];
@@ -142,11 +113,4 @@ export function procFs(root = "/proc"): ProcFs {
       return ["tcp", "tcp6"].flatMap((f) => parseNetTcp(read(`${root}/net/${f}`) ?? ""));
     },
   };
-}
-
-export const linuxProc: ProcFs = procFs();
-
-/** qm's own identity: pid and start time, which together outlive pid reuse. */
-export function selfIdentity(fs: ProcFs = linuxProc): { pid: number; start: number } {
-  return { pid: process.pid, start: fs.entry(process.pid)?.start ?? 0 };
 }

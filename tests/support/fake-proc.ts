@@ -1,8 +1,10 @@
-/** An in-memory /proc for the tracking logic: processes, environments, sockets, listeners. */
-import type { ProcEntry, ProcFs, TcpListener } from "../../src/process/proc-fs.ts";
+/** An in-memory process table for the tracking logic: processes, environments, sockets, listeners. */
+import type { ProcEntry, ProcFs, TcpListener } from "../../src/platform/types.ts";
 
 export class FakeProc implements ProcFs {
   available = true;
+  /** Like Linux's /proc: every listener of the box is seen. */
+  listenersComplete = true;
   readonly procs = new Map<number, ProcEntry>();
   readonly envs = new Map<number, string[]>();
   readonly sockets = new Map<number, Set<string>>();

@@ -49,6 +49,11 @@ export interface Exchange<T> {
   observer?: Observer | null | undefined;
   /** Only the first-byte limit applies (see `CallOptions.mayIdle`). */
   mayIdle?: boolean | undefined;
+  /**
+   * False when the API knows the request offers no tools: it cannot be a turn of an agent loop,
+   * so its conversation (which the hold policy follows) is not worked out. Absent: it is.
+   */
+  offersTools?: boolean | undefined;
   /** What the API parsed from the request. */
   parsed: T;
   /** The request body as the client sent it, for a capture (`[activity] capture`). */
@@ -85,7 +90,7 @@ export async function runExchange<T>(x: Exchange<T>): Promise<Response> {
   if (model.peer) return runPeer(x, model.peer);
   const call = new Call(gw, model, x.request.signal, x.log, x);
   call.loaded = gw.modelState(model.id) === "ready";
-  x.asks.conversation ??= conversationKey(x.request.headers, x.body);
+  if (x.offersTools !== false) x.asks.conversation ??= conversationKey(x.request.headers, x.body);
   if (x.placeholder && !call.loaded && model.sendLoadingState) {
     const placeholder = waitStatus(x, call);
     return call.capture ? call.capture.tee(placeholder) : placeholder;

@@ -241,6 +241,7 @@ export async function handleInference(req: InferenceRequest): Promise<Response> 
     placeholder: parsed.stream && STREAMING_PATHS.has(req.route),
     // An OpenAI answer says how it ended at its end: only that is scanned (observer.ts).
     observer: new Observer(watch ? OPENAI_TOOL_CALLS : null, { tail: true }),
+    offersTools: parsed.offersTools,
     body: bytes,
     parsed,
     send,

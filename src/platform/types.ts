@@ -60,6 +60,11 @@ export interface ProcFs {
   socketInodes(pid: number): Set<string> | null;
   listeners(): TcpListener[];
   /**
+   * `listeners()` without blocking qm while the sockets are read (on some kernels reading
+   * /proc/net/tcp takes milliseconds); absent where a platform has only the blocking one.
+   */
+  listenersAsync?(): Promise<TcpListener[]>;
+  /**
    * `list()` without blocking qm while the table is read, where reading it means running a
    * command (Darwin's `ps`); absent where `list()` is cheap (/proc).
    */

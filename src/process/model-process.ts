@@ -26,7 +26,7 @@ import { claimPort, portOf } from "./port-guard.ts";
 import { trackGroup, untrackGroup } from "./process-group.ts";
 import { sleepServer, wakeServer } from "./sleep-api.ts";
 import { type ModelSubprocess, spawnModel, withGpuIds } from "./spawn.ts";
-import { foreignListener, freePortFor } from "./start-guard.ts";
+import { foreignListenerAsync, freePortFor } from "./start-guard.ts";
 import { STDIO_DRAIN_MS } from "./stop-command.ts";
 import { terminate } from "./terminate.ts";
 import { tree } from "./tree-watch.ts";
@@ -224,6 +224,23 @@ export class ModelProcess {
     }
     const run = this.spawn(free);
     const { model } = run;
+    // Is the listener the model's own (not a stranger's that answers its health check)? Asked
+    // once something first answers on the port, while the model may still be loading, so a
+    // model that becomes ready seldom waits for the answer (reading sockets can take ms).
+    let ownership: Promise<QmError | null> | null = null;
+    const checkOwner = () => {
+      ownership ??= foreignListenerAsync(
+        model,
+        run.pid,
+        () => {
+          tree.scan();
+          return tree.members(run.pid);
+        },
+        run.start,
+        guard,
+      );
+      return ownership;
+    };
     const outcome: HealthOutcome | { kind: "exit" } = await Promise.race([
       model.checkEndpoint === null
         ? Promise.resolve<HealthOutcome>({ kind: "ready" })
@@ -234,6 +251,7 @@ export class ModelProcess {
             signal: run.abort.signal,
             timers: this.timers,
             fetch: this.opts.fetch,
+            onAnswer: () => void checkOwner(),
           }),
       run.exit.then(() => ({ kind: "exit" }) as const),
     ]);
@@ -264,8 +282,13 @@ export class ModelProcess {
     }
     if (model.checkEndpoint !== null) {
       // The 200 must have come from the model: a stranger may have bound the port since.
-      tree.scan();
-      const foreign = foreignListener(model, tree.members(run.pid), run.start, guard);
+      const foreign = await checkOwner();
+      if (run.stopRequested) {
+        throw new QmError(
+          "cancelled",
+          `loading model "${model.id}" was cancelled: it was stopped before it became ready`,
+        );
+      }
       if (foreign) {
         this.opts.log.warn(foreign.message);
         await this.stop();

@@ -112,5 +112,15 @@ export function procFs(root = "/proc"): ProcFs {
     listeners() {
       return ["tcp", "tcp6"].flatMap((f) => parseNetTcp(read(`${root}/net/${f}`) ?? ""));
     },
+    async listenersAsync() {
+      const texts = await Promise.all(
+        ["tcp", "tcp6"].map((f) =>
+          Bun.file(`${root}/net/${f}`)
+            .text()
+            .catch(() => ""),
+        ),
+      );
+      return texts.flatMap(parseNetTcp);
+    },
   };
 }

@@ -24,7 +24,7 @@ import { startLlama } from "./server.ts";
 /** `[--out FILE] [FAMILY…]`: by default every family of tiny-gguf.py. */
 const args = process.argv.slice(2);
 const outAt = args.indexOf("--out");
-const FIXTURE = join(import.meta.dir, "..", "..", "tests", "anthropic", "fixtures");
+const FIXTURE = join(import.meta.dir, "..", "..", "tests", "api", "anthropic", "fixtures");
 const OUT = outAt >= 0 ? (args.splice(outAt, 2)[1] ?? "") : join(FIXTURE, "token-counts.json");
 const FAMILIES = args.length > 0 ? args : ["llama3", "qwen3", "gemma4", "phi3"];
 

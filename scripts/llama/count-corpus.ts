@@ -1,8 +1,8 @@
 /**
  * Counts the prompt tokens of every request in `corpus.ts` the way qm does for a running
  * llama-server (translatePrompt → countPromptTokens: /apply-template + /tokenize), on each tiny
- * model family, and writes tests/anthropic/fixtures/token-counts.json, which
- * tests/anthropic/estimate.test.ts checks `estimatePrompt` against.
+ * model family, and writes tests/api/anthropic/fixtures/token-counts.json, which
+ * tests/api/anthropic/estimate.test.ts checks `estimatePrompt` against.
  *
  *   bun scripts/llama/count-corpus.ts        (needs build.sh and tiny-gguf.py run first)
  *   bun scripts/llama/count-corpus.ts --out /tmp/held-out.json gemma4 phi3

@@ -1,6 +1,5 @@
-/** src/shared/ring-buffer.ts and src/shared/log.ts (used by the supervisor). */
+/** The ring buffer that keeps a process's last log lines (src/shared/ring-buffer.ts). */
 import { describe, expect, test } from "bun:test";
-import { createLogger } from "../../src/shared/log.ts";
 import { RingBuffer } from "../../src/shared/ring-buffer.ts";
 
 describe("RingBuffer", () => {
@@ -21,39 +20,5 @@ describe("RingBuffer", () => {
 
   test("rejects a capacity below 1", () => {
     expect(() => new RingBuffer(0)).toThrow(RangeError);
-  });
-});
-
-describe("createLogger", () => {
-  const at = new Date("2026-11-30T03:00:00.000Z");
-
-  test("formats lines and filters by level", () => {
-    const lines: string[] = [];
-    const log = createLogger(
-      "info",
-      (l) => lines.push(l),
-      () => at,
-    );
-    log.debug("hidden");
-    log.info("hello");
-    log.warn("careful");
-    log.error("broken");
-    expect(lines).toEqual([
-      "2026-11-30T03:00:00.000Z INFO  hello",
-      "2026-11-30T03:00:00.000Z WARN  careful",
-      "2026-11-30T03:00:00.000Z ERROR broken",
-    ]);
-    expect(log.enabled("debug")).toBe(false);
-    expect(log.enabled("warn")).toBe(true);
-  });
-
-  test("debug level writes everything", () => {
-    const lines: string[] = [];
-    createLogger(
-      "debug",
-      (l) => lines.push(l),
-      () => at,
-    ).debug("x");
-    expect(lines).toEqual(["2026-11-30T03:00:00.000Z DEBUG x"]);
   });
 });

@@ -1,8 +1,8 @@
 """The official Python `ollama` client against a running qm (demo upstream models).
 
-Usage: python3 tests/ollama/python-client.py URL CHAT_MODEL EMBED_MODEL
+Usage: python3 tests/api/ollama/python-client.py URL CHAT_MODEL EMBED_MODEL
 Exits 0 and prints "ok" when every call answered as Ollama would; run by
-tests/ollama/python.test.ts when the interpreter has the `ollama` package.
+tests/api/ollama/python.test.ts when the interpreter has the `ollama` package.
 """
 
 import sys

@@ -164,7 +164,7 @@ describe("the ollama npm client", () => {
       [2, 0.5],
     ]);
     expect(res.prompt_eval_count).toBe(6);
-    expect(gw.asks.at(-1)?.keepAliveMs).toBe(600_000);
+    expect(gw.hooks.at(-1)?.keepAliveMs).toBe(600_000);
     const old = await ollama.embeddings({ model: "embedder", prompt: "a" });
     expect(old.embedding).toEqual([0, 0.5]);
     expect(jsonOf(up.last("/v1/embeddings")).input).toEqual(["a"]);

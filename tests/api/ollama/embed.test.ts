@@ -79,6 +79,6 @@ describe("keep_alive on the routes", () => {
     await post(app, "/api/chat", { model: "e", messages: msgs, stream: false });
     up.answer = vectors;
     await post(app, "/api/embeddings", { model: "e", prompt: "x", keep_alive: 0 });
-    expect(gw.asks.map((a) => a?.keepAliveMs)).toEqual([300_000, -1, undefined, 0]);
+    expect(gw.hooks.map((a) => a?.keepAliveMs)).toEqual([300_000, -1, undefined, 0]);
   });
 });

@@ -1,5 +1,6 @@
 /**
- * The figures an answer states about itself: token counts and how it ended. Read from whatever
+ * What an answer states about itself: its token counts (`usage`) and how it ended
+ * (`finish_reason`). Read from whatever
  * the answer carries — OpenAI `usage` (`prompt_tokens`, `completion_tokens`,
  * `prompt_tokens_details.cached_tokens`; https://platform.openai.com/docs/api-reference/chat/object),
  * the Responses and Anthropic names (`input_tokens`, `output_tokens`,
@@ -33,7 +34,7 @@ function interned(reason: string): string {
   return reason;
 }
 
-export class AnswerFigures {
+export class AnswerUsage {
   promptTokens: number | null = null;
   completionTokens: number | null = null;
   cachedTokens: number | null = null;
@@ -46,7 +47,7 @@ export class AnswerFigures {
   } | null = null;
 
   /** A `usage` object; later ones add to or replace what earlier ones said (Anthropic sends two). */
-  usage(value: unknown): void {
+  readUsage(value: unknown): void {
     const u = obj(value);
     if (!u) return;
     const completion = num(u.completion_tokens) ?? num(u.output_tokens);
@@ -67,7 +68,7 @@ export class AnswerFigures {
   }
 
   /** llama.cpp's `timings`. */
-  timings(value: unknown): void {
+  readTimings(value: unknown): void {
     const t = obj(value);
     if (!t) return;
     const evaluated = num(t.prompt_n);
@@ -80,18 +81,19 @@ export class AnswerFigures {
   }
 
   /** A finish reason; null (every chunk before the last says so) changes nothing. */
-  finish(value: unknown): void {
+  readFinishReason(value: unknown): void {
     if (typeof value === "string" && value !== "") this.finishReason = interned(value);
   }
 
   /** An OpenAI chat or completion answer, or one chunk of its stream, as parsed JSON. */
-  chunk(value: unknown): void {
+  readAnswer(value: unknown): void {
     const o = obj(value);
     if (!o) return;
-    if (o.usage !== undefined) this.usage(o.usage);
-    if (o.timings !== undefined) this.timings(o.timings);
+    if (o.usage !== undefined) this.readUsage(o.usage);
+    if (o.timings !== undefined) this.readTimings(o.timings);
     const choices = o.choices;
-    if (Array.isArray(choices) && choices.length > 0) this.finish(obj(choices[0])?.finish_reason);
+    if (Array.isArray(choices) && choices.length > 0)
+      this.readFinishReason(obj(choices[0])?.finish_reason);
   }
 
   get prompt(): number | null {

@@ -150,6 +150,6 @@ function objectEnd(text: string, start: number): number {
     else if (c === OPEN) depth++;
     else if (c === CLOSE && --depth === 0) return i + 1;
   }
-  // Past the bound: not a figure worth keeping; reading goes on after it.
+  // Past the bound: not a value worth keeping; reading goes on after it.
   return limit < text.length ? limit : -1;
 }

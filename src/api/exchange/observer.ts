@@ -9,18 +9,18 @@
  */
 
 import { AnswerScan } from "../../observe/answer-scan.ts";
-import { AnswerFigures } from "../../observe/figures.ts";
+import { AnswerUsage } from "../../observe/answer-usage.ts";
 import { type EndPattern, EndScan } from "../../proxy/end-scan.ts";
 import type { ChunkObserver } from "../../proxy/relay.ts";
 
 export class Observer implements ChunkObserver {
   private readonly scan: EndScan | null;
   private toolEnd = false;
-  /** What the answer said of itself; a translator fills it in (`figures.chunk`) as it parses. */
-  readonly figures = new AnswerFigures();
+  /** The answer's usage and finish reason; a translator fills it in (`readAnswer`) as it parses. */
+  readonly usage = new AnswerUsage();
   /**
    * Made on the first relayed chunk (a translated answer never needs one); null for good when
-   * nobody reads the figures (`figuresOff`).
+   * nobody reads the answer's usage (`ignoreUsage`).
    */
   private answer: AnswerScan | null | undefined;
 
@@ -31,12 +31,12 @@ export class Observer implements ChunkObserver {
 
   chunk(chunk: Uint8Array): void {
     this.scan?.feed(chunk);
-    if (this.answer === undefined) this.answer = new AnswerScan(this.figures);
+    if (this.answer === undefined) this.answer = new AnswerScan(this.usage);
     this.answer?.feed(chunk);
   }
 
-  /** Nothing reads the answer's figures: its bytes are not scanned for them. */
-  figuresOff(): void {
+  /** Nothing reads the answer's usage: its bytes are not scanned for it. */
+  ignoreUsage(): void {
     this.answer = null;
   }
 

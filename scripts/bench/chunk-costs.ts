@@ -16,7 +16,7 @@
 import { parseArgs } from "node:util";
 import { Observer } from "../../src/api/exchange/observer.ts";
 import { AnswerScan } from "../../src/observe/answer-scan.ts";
-import { AnswerFigures } from "../../src/observe/figures.ts";
+import { AnswerUsage } from "../../src/observe/answer-usage.ts";
 import { EndScan, OPENAI_TOOL_CALLS } from "../../src/proxy/end-scan.ts";
 import { ModelRewrite } from "../../src/proxy/model-rewrite.ts";
 import { relay } from "../../src/proxy/relay.ts";
@@ -142,7 +142,7 @@ const costs = {
     for (const x of chunks) s.feed(x);
   }),
   answer_scan: timeSync((chunks) => {
-    const s = new AnswerScan(new AnswerFigures());
+    const s = new AnswerScan(new AnswerUsage());
     for (const x of chunks) s.feed(x);
   }),
   model_rewrite_renamed: timeSync((chunks) => {

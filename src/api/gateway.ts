@@ -96,7 +96,7 @@ export interface InferenceGateway extends ModelLookup {
   record(r: RequestRecord, capture?: Capture | null): void;
   /**
    * Something reads the records (the activity log, or the metrics on a listener): when false,
-   * none is built and no answer's figures are read.
+   * none is built and no answer's usage is read.
    */
   readonly recording: boolean;
   /** Where requests and answers are captured (`[activity] capture`), or null when off. */

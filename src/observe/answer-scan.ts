@@ -1,14 +1,14 @@
 /**
- * Reads an answer's own figures off its bytes as they are relayed, without buffering or parsing
+ * Reads an answer's own usage and finish reason off its bytes as they are relayed, without buffering or parsing
  * the answer: each chunk is read as latin1 (one character per byte, so positions are byte
- * offsets; the figures are ASCII), then one string search per key for `"usage"`, `"timings"`,
+ * offsets; the keys are ASCII), then one string search per key for `"usage"`, `"timings"`,
  * `"finish_reason"` and `"stop_reason"`; only a hit's value — a small object or a short string —
  * is decoded. A JSON string never holds an unescaped `"`, so text inside the answer (content,
  * tool arguments) cannot look like a key. A key or value split across chunks is carried to the
  * next chunk: the last characters of each chunk (a key cut in two), or the value begun
  * (bounded).
  */
-import type { AnswerFigures } from "./figures.ts";
+import type { AnswerUsage } from "./answer-usage.ts";
 
 const USAGE = 0;
 const TIMINGS = 1;
@@ -44,7 +44,7 @@ export class AnswerScan {
   /** A key whose value had not ended with its chunk, and what followed it. */
   private open = "";
 
-  constructor(private readonly figures: AnswerFigures) {}
+  constructor(private readonly usage: AnswerUsage) {}
 
   feed(chunk: Uint8Array): void {
     let text = latin1.decode(chunk);
@@ -118,7 +118,7 @@ export class AnswerScan {
       if (c !== QUOTE) return i;
       const close = text.indexOf('"', i + 1);
       if (close < 0) return -1;
-      this.figures.finish(text.slice(i + 1, close));
+      this.usage.readFinishReason(text.slice(i + 1, close));
       return close + 1;
     }
     if (c !== OPEN) return i;
@@ -130,8 +130,8 @@ export class AnswerScan {
     } catch {
       return end;
     }
-    if (key === USAGE) this.figures.usage(parsed);
-    else if (key === TIMINGS) this.figures.timings(parsed);
+    if (key === USAGE) this.usage.readUsage(parsed);
+    else if (key === TIMINGS) this.usage.readTimings(parsed);
     return end;
   }
 }
@@ -150,6 +150,6 @@ function objectEnd(text: string, start: number): number {
     else if (c === OPEN) depth++;
     else if (c === CLOSE && --depth === 0) return i + 1;
   }
-  // Past the bound: not a figure worth keeping; reading goes on after it.
+  // Past the bound: not a value worth keeping; reading goes on after it.
   return limit < text.length ? limit : -1;
 }

@@ -21,6 +21,7 @@ import {
   realProbe,
   withPort,
 } from "./port-guard.ts";
+import { tree } from "./tree-watch.ts";
 
 const PORT = "$" + "{PORT}";
 
@@ -101,6 +102,31 @@ function foreign(model: ModelConfig, port: number, holder: Holder, deps: GuardDe
       `${who(port, holder, deps)} while the model was starting, and that process ` +
       "answered its health check; the model was stopped",
   );
+}
+
+/**
+ * Whether the listener on `model`'s port is its own (not a stranger's that answers its health
+ * check), asked at most once: the returned function starts the check on its first call and
+ * gives the same answer after. Called when something first answers on the port, while the
+ * model may still be loading, so a model that becomes ready seldom waits for it (reading the
+ * sockets can take milliseconds); the model's whole tree is read only when `leader` does not
+ * hold the listener itself.
+ */
+export function ownershipCheck(
+  model: ModelConfig,
+  leader: number,
+  leaderStart: number,
+  deps: GuardDeps,
+): () => Promise<QmError | null> {
+  let answer: Promise<QmError | null> | null = null;
+  const members = () => {
+    tree.scan();
+    return tree.members(leader);
+  };
+  return () => {
+    answer ??= foreignListenerAsync(model, leader, members, leaderStart, deps);
+    return answer;
+  };
 }
 
 export function foreignListener(

@@ -63,6 +63,8 @@ export class TreeWatch {
   private scans = 0;
   /** A background reading is under way. */
   private reading = false;
+  /** A `scanSoon` is pending. */
+  private soon = false;
   /** Called after any change to what is watched (the run file is rewritten from it). */
   onChange: (() => void) | null = null;
 
@@ -107,6 +109,20 @@ export class TreeWatch {
 
   private idle(): boolean {
     return !this.deps.fs.available || (this.runs.size === 0 && this.sessions.size === 0);
+  }
+
+  /**
+   * A scan as soon as the current work is done (a timer of the tree's own, at 0 ms): after a
+   * model turned ready, its descendants are recorded once its first grants have gone out,
+   * since a full read of the table can take milliseconds.
+   */
+  scanSoon(): void {
+    if (this.soon) return;
+    this.soon = true;
+    (this.deps.timers ?? realTimers).set(() => {
+      this.soon = false;
+      this.scan();
+    }, 0);
   }
 
   /** Re-reads the process table: records new descendants, forgets dead ones, reaps our zombies. */

@@ -64,7 +64,7 @@ export interface ForwardRequest {
   answerModel?: string | undefined;
   /**
    * qm asked the upstream for `stream_options.include_usage` on the client's behalf: cut the
-   * usage-only event out of the SSE answer (`UsageStrip`); the figures read it first.
+   * usage-only event out of the SSE answer (`UsageStrip`); the record's `AnswerUsage` reads it first.
    */
   stripUsage?: boolean | undefined;
   /** A mid-stream failure as the client's API writes it; default an OpenAI error event. */

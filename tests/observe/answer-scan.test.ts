@@ -1,16 +1,16 @@
 /**
  * The passthrough scan reads token counts and the finish reason off an answer's bytes as they
- * pass: the same figures whichever way the bytes are split into chunks.
+ * pass: the same counts whichever way the bytes are split into chunks.
  */
 import { describe, expect, test } from "bun:test";
 import { AnswerScan } from "../../src/observe/answer-scan.ts";
-import { AnswerFigures } from "../../src/observe/figures.ts";
+import { AnswerUsage } from "../../src/observe/answer-usage.ts";
 import { chunk, sseText } from "../support/openai-answers.ts";
 
 const enc = new TextEncoder();
 
-function figuresOf(pieces: Uint8Array[]) {
-  const f = new AnswerFigures();
+function usageOf(pieces: Uint8Array[]) {
+  const f = new AnswerUsage();
   const scan = new AnswerScan(f);
   for (const p of pieces) scan.feed(p);
   return {
@@ -22,16 +22,16 @@ function figuresOf(pieces: Uint8Array[]) {
 }
 
 /** The text whole, split in two at every byte, and one byte at a time: all read the same. */
-function expectEverySplit(text: string, expected: ReturnType<typeof figuresOf>) {
+function expectEverySplit(text: string, expected: ReturnType<typeof usageOf>) {
   const bytes = enc.encode(text);
-  expect(figuresOf([bytes])).toEqual(expected);
+  expect(usageOf([bytes])).toEqual(expected);
   for (let at = 0; at <= bytes.length; at++) {
-    expect({ at, got: figuresOf([bytes.subarray(0, at), bytes.subarray(at)]) }).toEqual({
+    expect({ at, got: usageOf([bytes.subarray(0, at), bytes.subarray(at)]) }).toEqual({
       at,
       got: expected,
     });
   }
-  expect(figuresOf([...bytes].map((b) => Uint8Array.of(b)))).toEqual(expected);
+  expect(usageOf([...bytes].map((b) => Uint8Array.of(b)))).toEqual(expected);
 }
 
 describe("answer scan", () => {
@@ -82,7 +82,7 @@ describe("answer scan", () => {
     expectEverySplit(text, { prompt: 23, completion: 9, cached: 20, finish: "end_turn" });
   });
 
-  test("the keys inside text (escaped) are not figures", () => {
+  test("the keys inside text (escaped) are not usage", () => {
     const content = 'the "usage": {"prompt_tokens": 99} and "finish_reason": "stop"';
     const text = sseText([chunk({ content })]);
     expectEverySplit(text, { prompt: null, completion: null, cached: null, finish: null });
@@ -91,7 +91,7 @@ describe("answer scan", () => {
   test("a usage value that never closes is dropped, and reading goes on", () => {
     const open = `{"usage":{"prompt_tokens":1,"pad":"${"x".repeat(5000)}`;
     const after = enc.encode('"}, "finish_reason":"stop"}');
-    const got = figuresOf([enc.encode(open), after]);
+    const got = usageOf([enc.encode(open), after]);
     expect(got.prompt).toBeNull();
   });
 });

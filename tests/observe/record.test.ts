@@ -1,7 +1,8 @@
 /**
  * Every request for a model leaves exactly one record when it is over, whichever API it came in
- * on: its status, wait, whether it waited for a load, its times, and the figures the answer
- * stated (token counts, finish reason) — read off passthrough bytes or told by the translator.
+ * on: its status, wait, whether it waited for a load, its times, and what the answer stated of
+ * itself (its usage: token counts, finish reason) — read off passthrough bytes or told by the
+ * translator.
  */
 import { beforeEach, describe, expect, test } from "bun:test";
 import type { RequestRecord } from "../../src/observe/record.ts";
@@ -160,7 +161,7 @@ describe("one record per request", () => {
 });
 
 describe("each API names itself", () => {
-  test("Anthropic, translated: the translator tells the figures (whole and streamed)", async () => {
+  test("Anthropic, translated: the translator tells the usage (whole and streamed)", async () => {
     up.answer = () => completion({ content: "Hello" }, "stop");
     const body = { model: "m", max_tokens: 50, messages: [{ role: "user", content: "hi" }] };
     await (await post(app, "/v1/messages", body)).text();

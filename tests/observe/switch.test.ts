@@ -1,7 +1,7 @@
 /**
  * The observability switch: `[activity] enabled = false` keeps no log and publishes no
  * `request` event; requests are counted in the metrics only when a listener serves them; with
- * neither, no record is built and no answer is scanned for its figures.
+ * neither, no record is built and no answer is scanned for its usage.
  */
 import { describe, expect, test } from "bun:test";
 import { Observer } from "../../src/api/exchange/observer.ts";
@@ -105,20 +105,16 @@ describe("nobody reading", () => {
     expect(gw.records).toEqual([]);
   });
 
-  test("the observer reads no figures, yet still sees a tool-call end", () => {
+  test("the observer reads no usage, yet still sees a tool-call end", () => {
     const answer = enc.encode(
       '{"choices":[{"finish_reason":"tool_calls"}],"usage":{"prompt_tokens":5,"completion_tokens":2}}',
     );
     const off = new Observer(OPENAI_TOOL_CALLS);
-    off.figuresOff();
+    off.ignoreUsage();
     off.chunk(answer);
-    expect([off.figures.prompt, off.figures.finishReason, off.toolCalls]).toEqual([
-      null,
-      null,
-      true,
-    ]);
+    expect([off.usage.prompt, off.usage.finishReason, off.toolCalls]).toEqual([null, null, true]);
     const on = new Observer(null);
     on.chunk(answer);
-    expect([on.figures.prompt, on.figures.finishReason]).toEqual([5, "tool_calls"]);
+    expect([on.usage.prompt, on.usage.finishReason]).toEqual([5, "tool_calls"]);
   });
 });

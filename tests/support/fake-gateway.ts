@@ -44,8 +44,8 @@ export interface FakeGw extends Gateway {
   leases: FakeLease[];
   states: Record<string, ModelState>;
   acquired: number;
-  /** The hooks of each acquire, in order (hold and patience asks included). */
-  asks: (AcquireHooks | undefined)[];
+  /** The hooks of each acquire, in order (hold, patience and keep-alive included). */
+  hooks: (AcquireHooks | undefined)[];
   /** When set, acquire waits for it (reporting `position`, if set, then loading first). */
   gate: Promise<void> | null;
   /** The queue position acquire reports before loading, while a gate is set. */
@@ -182,7 +182,7 @@ export function fakeGateway(toml: string, timers?: Timers): FakeGw {
     leases: [],
     states: {},
     acquired: 0,
-    asks: [],
+    hooks: [],
     gate: null,
     position: null,
     onWaiting: () => {},
@@ -237,7 +237,7 @@ export function fakeGateway(toml: string, timers?: Timers): FakeGw {
     resolveModel: async (name: string) => gw.resolve(name),
     logs: (id: string) => gw.logLines[id] ?? [],
     acquire(model: ModelConfig, signal: AbortSignal, hooks?: AcquireHooks): Promise<Lease> {
-      gw.asks.push(hooks);
+      gw.hooks.push(hooks);
       const wait = async () => {
         if (gw.gate) {
           if (gw.position !== null) hooks?.onPosition?.(gw.position);

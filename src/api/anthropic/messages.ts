@@ -15,7 +15,13 @@ import type { ToolInput } from "../chat/tool-json.ts";
 import type { OaiChatRequest } from "../chat/wire.ts";
 import type { Call } from "../exchange/call.ts";
 import { earlyStream } from "../exchange/early-stream.ts";
-import { type Asks, admit, type Exchange, headersOf, runExchange } from "../exchange/exchange.ts";
+import {
+  admit,
+  type Exchange,
+  headersOf,
+  runExchange,
+  type SchedulingOptions,
+} from "../exchange/exchange.ts";
 import { Observer } from "../exchange/observer.ts";
 import { filtered } from "../request/params.ts";
 import type { AnthropicRequest } from "./context.ts";
@@ -41,15 +47,15 @@ interface Translated {
 export async function handleMessages(ctx: AnthropicRequest): Promise<Response> {
   const { gw, request, opts } = ctx;
   const headers = new Headers({ "request-id": requestId() });
-  let asks: Asks;
+  let scheduling: SchedulingOptions;
   let parsed: ParsedRequest<MessagesRequest>;
   let oai: OaiChatRequest;
   let prompt: Prompt;
   try {
-    asks = admit(gw, request);
+    scheduling = admit(gw, request);
     parsed = await readRequest(gw, request, MessagesRequestSchema);
     if (parsed.model.anthropicNative)
-      return runExchange(nativeExchange(ctx, parsed, headers, asks));
+      return runExchange(nativeExchange(ctx, parsed, headers, scheduling));
     const { model, body } = parsed;
     const profile = profileOf(model);
     prompt = translatePrompt(body, profile);
@@ -73,7 +79,7 @@ export async function handleMessages(ctx: AnthropicRequest): Promise<Response> {
     gw,
     request,
     model,
-    asks,
+    scheduling,
     headers,
     api: ANTHROPIC,
     log: opts.log,
@@ -128,7 +134,7 @@ async function sendWhole(x: Exchange<Translated>, call: Call): Promise<Response>
     return anthropicError(fromUpstream(r, id), headersOf(x));
   }
   const json = call.parseAnswer(text);
-  call.observer.figures.chunk(json);
+  call.observer.usage.readAnswer(json);
   const message = fromOpenAI(json, x.parsed.shape);
   call.observer?.ended(message.stop_reason === "tool_use");
   call.finish(true);

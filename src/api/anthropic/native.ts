@@ -10,7 +10,7 @@ import { ANTHROPIC_TOOL_USE } from "../../proxy/end-scan.ts";
 import { forward } from "../../proxy/forward.ts";
 import { readRefusal } from "../chat/refusal.ts";
 import type { Call } from "../exchange/call.ts";
-import { type Asks, type Exchange, headersOf } from "../exchange/exchange.ts";
+import { type Exchange, headersOf, type SchedulingOptions } from "../exchange/exchange.ts";
 import { Observer } from "../exchange/observer.ts";
 import { applyParams } from "../request/params.ts";
 import type { AnthropicRequest } from "./context.ts";
@@ -24,7 +24,7 @@ interface Native {
   body: Uint8Array;
   pathAndQuery: string;
   /** The `model` the client sent, which its answer carries. */
-  asked: string;
+  requestedModel: string;
 }
 
 /** The client's headers minus Anthropic's own, which are qm's business, not the upstream's. */
@@ -62,7 +62,7 @@ async function send(x: Exchange<Native>, call: Call): Promise<Response> {
     headers: nativeHeaders(x.request.headers),
     body: x.parsed.body,
     call,
-    answerModel: x.parsed.asked,
+    answerModel: x.parsed.requestedModel,
     renderFailure,
   });
   if (res.status < 400) {
@@ -80,7 +80,7 @@ export function nativeExchange(
   ctx: AnthropicRequest,
   parsed: ParsedRequest<MessagesRequest>,
   headers: Headers,
-  asks: Asks,
+  scheduling: SchedulingOptions,
 ): Exchange<Native> {
   const { request } = ctx;
   const { model, body } = parsed;
@@ -93,7 +93,7 @@ export function nativeExchange(
     gw: ctx.gw,
     request,
     model,
-    asks,
+    scheduling,
     headers,
     api: ANTHROPIC,
     log: ctx.opts.log,
@@ -103,7 +103,7 @@ export function nativeExchange(
     parsed: {
       body: encoder.encode(JSON.stringify(payload)),
       pathAndQuery: `/v1/messages${q >= 0 ? request.url.slice(q) : ""}`,
-      asked: String(body.model),
+      requestedModel: String(body.model),
     },
     send,
   };

@@ -49,7 +49,7 @@ export interface StreamOptions {
 }
 
 /**
- * The translated stream of `call`'s answer: its time limits, its record's figures, its log,
+ * The translated stream of `call`'s answer: its time limits, its record's usage, its log,
  * and its end — the observer told whether it ended in tool calls, then the call finished once.
  */
 export function streamFor(
@@ -65,7 +65,7 @@ export function streamFor(
     pingMs: o.pingMs,
     timers: o.timers,
     deadline: call.deadline,
-    figures: call.observer.figures,
+    usage: call.observer.usage,
     logFailure: (error) => call.log.warn(failureLogLine(call.modelId, error, call.stderrTail())),
     onEnd: (answered, toolCalls) => {
       o.onEnd?.();

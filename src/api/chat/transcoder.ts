@@ -2,13 +2,13 @@
  * The pure middle of every translated stream: the upstream's SSE bytes in, however they are
  * split, the API's text out. It frames the bytes (`SseEvents`, WHATWG SSE; a huge data line
  * through `DeltaScanner` as it comes), reads each event into a step (`chunk.ts`), tells the
- * request's record the answer's figures, and hands the step to the API's `ChatTranslator`.
+ * request's record the answer's usage and finish reason, and hands the step to the API's `ChatTranslator`.
  * An upstream's `: qm-status` comment (a qm peer loading the model) is relayed as the same
  * comment, in its place among the events, where the API has comments. No I/O, no timers:
  * `translated-body.ts` reads and writes around it.
  */
 
-import type { AnswerFigures } from "../../observe/figures.ts";
+import type { AnswerUsage } from "../../observe/answer-usage.ts";
 import { relayedComment } from "../../shared/sse.ts";
 import { type ChatStep, emptyDelta, readChunk, readPiece } from "./chunk.ts";
 import { DeltaScanner } from "./delta-scan.ts";
@@ -25,7 +25,7 @@ export interface TranscoderOptions {
   /** Model id, for error messages. */
   model: string;
   /** Told the answer's usage, timings and finish reason as they come (the request's record). */
-  figures?: AnswerFigures | null | undefined;
+  usage?: AnswerUsage | null | undefined;
   /** `BIG_LINE_BYTES` unless a test asks for less. */
   bigLineBytes?: number | undefined;
   /** `MAX_EVENT_BYTES` unless a test asks for less. */
@@ -40,15 +40,15 @@ export class Transcoder {
     private readonly t: ChatTranslator,
     o: TranscoderOptions,
   ) {
-    const figures = o.figures ?? null;
+    const usage = o.usage ?? null;
     const maxEventBytes = o.maxEventBytes ?? MAX_EVENT_BYTES;
     /** The one delta every event is read into (translators keep none of it). */
     const into = emptyDelta();
     const step = (s: ChatStep) => {
-      if (figures !== null && s.kind === "delta") {
-        if (s.usage !== null) figures.usage(s.usage);
-        if (s.timings !== null) figures.timings(s.timings);
-        if (s.finish !== null) figures.finish(s.finish);
+      if (usage !== null && s.kind === "delta") {
+        if (s.usage !== null) usage.readUsage(s.usage);
+        if (s.timings !== null) usage.readTimings(s.timings);
+        if (s.finish !== null) usage.readFinishReason(s.finish);
       }
       this.out += t.step(s);
     };

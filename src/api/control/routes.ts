@@ -5,7 +5,12 @@ import type { Logger } from "../../shared/log.ts";
 import { sseComment, sseEvent } from "../../shared/sse.ts";
 import { noIdleTimeout } from "../edge/idle.ts";
 import type { Call } from "../exchange/call.ts";
-import { type Asks, type Exchange, headersOf, runExchange } from "../exchange/exchange.ts";
+import {
+  type Exchange,
+  headersOf,
+  runExchange,
+  type SchedulingOptions,
+} from "../exchange/exchange.ts";
 import type { ControlGateway, InferenceGateway } from "../gateway.ts";
 import { openaiError } from "../openai/errors.ts";
 import { LOAD } from "../openai/inference.ts";
@@ -117,7 +122,7 @@ export function controlRoutes(gw: ControlGateway & InferenceGateway, log: Logger
         gw,
         request,
         model,
-        asks: NO_ASKS,
+        scheduling: NO_SCHEDULING,
         api: LOAD,
         log,
         parsed: null,
@@ -197,7 +202,7 @@ function notReady(gw: ControlGateway): string | null {
   return null;
 }
 
-const NO_ASKS: Asks = {};
+const NO_SCHEDULING: SchedulingOptions = {};
 
 /** A load is an exchange whose answer is that the model is ready: it ends at once. */
 async function loaded(x: Exchange<null>, call: Call): Promise<Response> {

@@ -38,7 +38,7 @@ export interface CallOptions {
 export class Call implements UpstreamCall, DeadlineReport {
   readonly modelId: string;
   readonly deadline: Deadline;
-  /** The tee on the answer; every call has one (it reads the figures of the record). */
+  /** The tee on the answer; every call has one (it reads the record's usage and finish reason). */
   readonly observer: Observer;
   private lease: Lease | null = null;
   /** The granted model's base URL: the config it started with (its port may have moved). */
@@ -79,8 +79,8 @@ export class Call implements UpstreamCall, DeadlineReport {
     this.fetch = gw.fetch;
     this.answerNames = gw.answerNames;
     this.observer = opts.observer ?? new Observer(null);
-    // Nobody reads the record: the answer's figures are never looked for.
-    if (!gw.recording) this.observer.figuresOff();
+    // Nobody reads the record: the answer's usage is never looked for.
+    if (!gw.recording) this.observer.ignoreUsage();
     const store = gw.captures;
     if (store !== null && opts.request) this.capture = store.begin(opts.request, opts.body);
     this.api = opts.api?.name ?? "openai";
@@ -99,7 +99,7 @@ export class Call implements UpstreamCall, DeadlineReport {
   /** Aborts when the client leaves, a time limit passes or shutdown cuts the call. */
   readonly signal: AbortSignal;
 
-  /** The model was granted: from now on the end releases it. */
+  /** The model was granted: from now on `finish` releases it. */
   granted(lease: Lease): void {
     this.base = lease.model.proxy;
     this.waitedMs = lease.waitedMs;
@@ -109,7 +109,7 @@ export class Call implements UpstreamCall, DeadlineReport {
 
   /**
    * A peer's model: the call goes to the peer's URL with its key, and no lease is taken (the
-   * peer schedules it). The end tells the peer table the call is over.
+   * peer schedules it). `finish` tells the peer table the call is over.
    */
   viaPeer(target: PeerTarget): void {
     this.peer = target;
@@ -141,7 +141,7 @@ export class Call implements UpstreamCall, DeadlineReport {
 
   /**
    * The client's response is made (`streamed`: its body is a stream). The record goes out once
-   * both this and the end happened, whichever comes last: a stream's end comes after its
+   * both this and `finish` happened, whichever comes last: a stream's end comes after its
    * headers, a whole answer's or a failure's before them. Only the first call counts.
    */
   responded(status: number, streamed: boolean): void {
@@ -153,7 +153,7 @@ export class Call implements UpstreamCall, DeadlineReport {
 
   private report(): void {
     if (!this.gw.recording) return;
-    const f = this.observer.figures;
+    const f = this.observer.usage;
     const first = this.deadline.firstReadAt;
     const record: RequestRecord = {
       id: 0,

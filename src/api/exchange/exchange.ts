@@ -18,7 +18,14 @@ import { Call } from "./call.ts";
 import { conversationKey } from "./conversation.ts";
 import type { Observer } from "./observer.ts";
 
-export type Asks = Pick<AcquireHooks, "holdMs" | "patienceMs" | "keepAliveMs" | "conversation">;
+/**
+ * What one request asks of the scheduler besides its model: its hold (`X-QM-Hold-Ms`), its
+ * patience (`X-QM-Patience-Ms`), Ollama's `keep_alive`, and the conversation it belongs to.
+ */
+export type SchedulingOptions = Pick<
+  AcquireHooks,
+  "holdMs" | "patienceMs" | "keepAliveMs" | "conversation"
+>;
 
 /** How an API writes failures. */
 export interface ExchangeApi {
@@ -34,7 +41,7 @@ export interface Exchange<T> {
   gw: InferenceGateway;
   request: Request;
   model: ModelConfig;
-  asks: Asks;
+  scheduling: SchedulingOptions;
   /**
    * The API's own response headers (`Call.tag` adds `x-qm-model`, `-loaded`, `-wait-ms`); null
    * or absent when it has none, so a passthrough answer builds no set it never uses
@@ -71,7 +78,7 @@ export interface Exchange<T> {
 }
 
 /** Admission: refused during shutdown; `X-QM-Hold-Ms` / `X-QM-Patience-Ms` read and checked. */
-export function admit(gw: InferenceGateway, request: Request): Asks {
+export function admit(gw: InferenceGateway, request: Request): SchedulingOptions {
   if (gw.shuttingDown) throw new QmError("shutting_down", "qm is shutting down");
   return schedulingHeaders(request.headers);
 }
@@ -90,14 +97,16 @@ export async function runExchange<T>(x: Exchange<T>): Promise<Response> {
   if (model.peer) return runPeer(x, model.peer);
   const call = new Call(gw, model, x.request.signal, x.log, x);
   call.loaded = gw.modelState(model.id) === "ready";
-  if (x.offersTools !== false) x.asks.conversation ??= conversationKey(x.request.headers, x.body);
+  if (x.offersTools !== false) {
+    x.scheduling.conversation ??= conversationKey(x.request.headers, x.body);
+  }
   if (x.placeholder && !call.loaded && model.sendLoadingState) {
     const placeholder = waitStatus(x, call);
     return call.capture ? call.capture.tee(placeholder) : placeholder;
   }
   let res: Response;
   try {
-    call.granted(await gw.acquire(model, call.signal, x.asks));
+    call.granted(await gw.acquire(model, call.signal, x.scheduling));
     res = await x.send(x, call);
   } catch (err) {
     call.finish(false);
@@ -117,17 +126,17 @@ export async function runExchange<T>(x: Exchange<T>): Promise<Response> {
  */
 async function runPeer<T>(x: Exchange<T>, first: PeerTarget): Promise<Response> {
   const peers = x.gw.peers;
-  const asked = x.model.id;
+  const requested = x.model.id;
   if (x.request.headers.has(FORWARDED)) {
     // One hop only: boxes that are each other's peers must never pass a request round.
     const err = new QmError(
       "model_not_found",
-      `model "${asked}" is not on this box, and a request another box forwarded is not forwarded again`,
+      `model "${requested}" is not on this box, and a request another box forwarded is not forwarded again`,
       { param: "model" },
     );
     return x.api.error(err, headersOf(x));
   }
-  const explicit = asked !== first.remote;
+  const explicit = requested !== first.remote;
   const tried = new Set<string>();
   let target = first;
   for (;;) {
@@ -158,7 +167,8 @@ async function runPeer<T>(x: Exchange<T>, first: PeerTarget): Promise<Response> 
     } else if (admitted === "trial") {
       peers?.abandon(target.peer);
     }
-    const next = down && !explicit && !x.request.signal.aborted ? nextPeer(x, asked, tried) : null;
+    const next =
+      down && !explicit && !x.request.signal.aborted ? nextPeer(x, requested, tried) : null;
     if (next) {
       // The failed answer is dropped unread: its end releases what it held.
       await res?.body?.cancel().catch(() => {});
@@ -212,7 +222,7 @@ function isStream(type: string | null): boolean {
  */
 function waitStatus<T>(x: Exchange<T>, call: Call): Response {
   x.committed = true;
-  const { gw, model, asks } = x;
+  const { gw, model, scheduling } = x;
   const body = placeholderStream({
     model: model.id,
     start: async (progress) => {
@@ -220,10 +230,10 @@ function waitStatus<T>(x: Exchange<T>, call: Call): Response {
         const lease = await gw.acquire(model, call.signal, {
           onPosition: progress.onPosition,
           onLoading: progress.onLoading,
-          holdMs: asks.holdMs,
-          patienceMs: asks.patienceMs,
-          keepAliveMs: asks.keepAliveMs,
-          conversation: asks.conversation,
+          holdMs: scheduling.holdMs,
+          patienceMs: scheduling.patienceMs,
+          keepAliveMs: scheduling.keepAliveMs,
+          conversation: scheduling.conversation,
         });
         call.granted(lease);
         return await x.send(x, call);

@@ -16,7 +16,7 @@
  */
 
 import { AnswerScan } from "../../observe/answer-scan.ts";
-import { AnswerFigures } from "../../observe/figures.ts";
+import { AnswerUsage } from "../../observe/answer-usage.ts";
 import { type EndPattern, EndScan } from "../../proxy/end-scan.ts";
 import type { ChunkObserver } from "../../proxy/relay.ts";
 
@@ -26,11 +26,11 @@ export const TAIL_BYTES = 16 * 1024;
 export class Observer implements ChunkObserver {
   private readonly scan: EndScan | null;
   private toolEnd = false;
-  /** What the answer said of itself; a translator fills it in (`figures.chunk`) as it parses. */
-  readonly figures = new AnswerFigures();
+  /** The answer's usage and finish reason; a translator fills it in (`readAnswer`) as it parses. */
+  readonly usage = new AnswerUsage();
   /**
    * Made on the first scanned chunk (a translated answer never needs one); null for good when
-   * nobody reads the figures (`figuresOff`).
+   * nobody reads the answer's usage (`ignoreUsage`).
    */
   private answer: AnswerScan | null | undefined;
   /** `tail` mode: the last chunks, not yet scanned (null in the other mode, or once settled). */
@@ -62,14 +62,14 @@ export class Observer implements ChunkObserver {
 
   private read(chunk: Uint8Array): void {
     this.scan?.feed(chunk);
-    if (this.answer === undefined) this.answer = new AnswerScan(this.figures);
+    if (this.answer === undefined) this.answer = new AnswerScan(this.usage);
     this.answer?.feed(chunk);
   }
 
   /**
    * The answer is over: in `tail` mode, its kept end is scanned now (once). A single chunk
    * larger than that (a whole JSON body) is scanned over its last `TAIL_BYTES` only when it is
-   * much larger: the figures of an OpenAI answer follow its content.
+   * much larger: the usage of an OpenAI answer follows its content.
    */
   settle(): void {
     const last = this.last;
@@ -82,8 +82,8 @@ export class Observer implements ChunkObserver {
     this.read(bytes);
   }
 
-  /** Nothing reads the answer's figures: its bytes are not scanned for them. */
-  figuresOff(): void {
+  /** Nothing reads the answer's usage: its bytes are not scanned for it. */
+  ignoreUsage(): void {
     this.answer = null;
   }
 

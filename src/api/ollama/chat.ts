@@ -17,7 +17,13 @@ import type { Logger } from "../../shared/log.ts";
 import { profileOf } from "../chat/profile.ts";
 import { sendChat, streamFor } from "../chat/send.ts";
 import type { Call } from "../exchange/call.ts";
-import { type Asks, admit, type Exchange, headersOf, runExchange } from "../exchange/exchange.ts";
+import {
+  admit,
+  type Exchange,
+  headersOf,
+  runExchange,
+  type SchedulingOptions,
+} from "../exchange/exchange.ts";
 import { Observer } from "../exchange/observer.ts";
 import type { Gateway } from "../gateway.ts";
 import { badRequest, parseJsonObject, readBody } from "../request/body.ts";
@@ -26,14 +32,14 @@ import { filtered } from "../request/params.ts";
 import { fromCompletion } from "./answer.ts";
 import { fromUpstreamText, OLLAMA, ollamaError } from "./errors.ts";
 import { type Clock, type Kind, lineObject, realClock, type Timing } from "./lines.ts";
-import { chatRequest, generateRequest, modelName, type OllamaAsk } from "./request.ts";
+import { chatRequest, generateRequest, modelName, type OllamaRequest } from "./request.ts";
 import { NdjsonTranslator } from "./stream.ts";
 
 const NDJSON = "application/x-ndjson";
 
 interface Parsed {
   kind: Kind;
-  ask: OllamaAsk;
+  req: OllamaRequest;
   timing: Timing;
   clock: Clock;
 }
@@ -81,35 +87,35 @@ export async function handleGenerate(
   const { gw, log } = ctx;
   const clock = ctx.clock ?? realClock;
   const start = clock.now();
-  let asks: Asks;
-  let ask: OllamaAsk;
+  let scheduling: SchedulingOptions;
+  let req: OllamaRequest;
   let model: ModelConfig;
   let bytes: Uint8Array;
   try {
-    asks = admit(gw, request);
+    scheduling = admit(gw, request);
     bytes = await readBody(request, gw.config.server.maxBodyBytes);
     const body = parseJsonObject(bytes);
     const base = await ollamaModel(gw, modelName(body));
     const profile = profileOf(base);
     const upstreamModel = base.useModelName || base.id;
-    ask = (kind === "chat" ? chatRequest : generateRequest)(body, profile, upstreamModel);
-    model = await atContext(gw, base, ask.numCtx);
+    req = (kind === "chat" ? chatRequest : generateRequest)(body, profile, upstreamModel);
+    model = await atContext(gw, base, req.numCtx);
   } catch (err) {
     return ollamaError(asQmError(err));
   }
-  if (ask.loadOnly && ask.keepAliveMs === 0) return unload(ctx, model, ask, kind);
+  if (req.loadOnly && req.keepAliveMs === 0) return unload(ctx, model, req, kind);
   return runExchange<Parsed>({
     gw,
     request,
     model,
-    asks: { ...asks, keepAliveMs: ask.keepAliveMs },
+    scheduling: { ...scheduling, keepAliveMs: req.keepAliveMs },
     api: OLLAMA,
     log,
     // The translator parses the answer anyway: it tells the observer how it ended.
     observer: new Observer(null),
     body: bytes,
-    parsed: { kind, ask, clock, timing: { start, granted: start, sent: start } },
-    send: ask.loadOnly ? loaded : send,
+    parsed: { kind, req, clock, timing: { start, granted: start, sent: start } },
+    send: req.loadOnly ? loaded : send,
   });
 }
 
@@ -120,48 +126,48 @@ async function loaded(x: Exchange<Parsed>, call: Call): Promise<Response> {
 }
 
 /** `{"model": …, "keep_alive": 0}` alone: the model is unloaded now (`done_reason: "unload"`). */
-function unload(ctx: OllamaContext, model: ModelConfig, ask: OllamaAsk, kind: Kind): Response {
+function unload(ctx: OllamaContext, model: ModelConfig, req: OllamaRequest, kind: Kind): Response {
   try {
     ctx.gw.unload(model.id);
   } catch (err) {
     return ollamaError(asQmError(err));
   }
   const clock = ctx.clock ?? realClock;
-  const line = lineObject(ask.name, clock.iso(), kind, { content: "" }, { done_reason: "unload" });
+  const line = lineObject(req.name, clock.iso(), kind, { content: "" }, { done_reason: "unload" });
   return Response.json(line, { headers: { "x-qm-model": model.id } });
 }
 
 function lastLine(x: Exchange<Parsed>, call: Call, reason: string): Response {
   const headers = headersOf(x);
   call.tag(headers);
-  const { ask, kind, clock } = x.parsed;
-  const line = lineObject(ask.name, clock.iso(), kind, { content: "" }, { done_reason: reason });
+  const { req, kind, clock } = x.parsed;
+  const line = lineObject(req.name, clock.iso(), kind, { content: "" }, { done_reason: reason });
   headers.set("content-type", "application/json; charset=utf-8");
   return new Response(JSON.stringify(line), { status: 200, headers });
 }
 
 async function send(x: Exchange<Parsed>, call: Call): Promise<Response> {
-  const { ask, timing, clock } = x.parsed;
+  const { req, timing, clock } = x.parsed;
   timing.granted = timing.start + Math.max(0, call.waitedMs);
   const headers = headersOf(x);
   call.tag(headers);
   timing.sent = clock.now();
-  const res = await sendChat(call, ask.path, filtered(x.model, ask.upstream), ask.stream);
+  const res = await sendChat(call, req.path, filtered(x.model, req.upstream), req.stream);
   if (res.status !== 200 || !res.body) {
     const text = await call.readText(res);
     // The refusal is the whole exchange (an answer, if not a welcome one).
     call.finish(true);
     return ollamaError(fromUpstreamText(res.status, text, x.model.id), headers);
   }
-  return ask.stream ? sendStream(x, call, res, headers) : sendWhole(x, call, res, headers);
+  return req.stream ? sendStream(x, call, res, headers) : sendWhole(x, call, res, headers);
 }
 
 function sendStream(x: Exchange<Parsed>, call: Call, res: Response, headers: Headers): Response {
-  const { ask, kind, timing, clock } = x.parsed;
+  const { req, kind, timing, clock } = x.parsed;
   const translator = new NdjsonTranslator({
     kind,
-    model: ask.name,
-    think: ask.think,
+    model: req.name,
+    think: req.think,
     timing,
     clock,
   });
@@ -177,13 +183,13 @@ async function sendWhole(
   res: Response,
   headers: Headers,
 ): Promise<Response> {
-  const { ask, kind, timing, clock } = x.parsed;
+  const { req, kind, timing, clock } = x.parsed;
   const json = call.parseAnswer(await call.readText(res));
-  call.observer.figures.chunk(json);
+  call.observer.usage.readAnswer(json);
   const { body, toolCalls } = fromCompletion(json, {
     kind,
-    model: ask.name,
-    think: ask.think,
+    model: req.name,
+    think: req.think,
     timing,
     createdAt: clock.iso(),
     end: clock.now(),

@@ -8,7 +8,13 @@ import type { ModelConfig } from "../../config/types.ts";
 import { forward } from "../../proxy/forward.ts";
 import { asQmError, QmError } from "../../shared/errors.ts";
 import type { Call } from "../exchange/call.ts";
-import { type Asks, admit, type Exchange, headersOf, runExchange } from "../exchange/exchange.ts";
+import {
+  admit,
+  type Exchange,
+  headersOf,
+  runExchange,
+  type SchedulingOptions,
+} from "../exchange/exchange.ts";
 import { parseJsonObject, readBody } from "../request/body.ts";
 import { filtered } from "../request/params.ts";
 import { type OllamaContext, ollamaModel } from "./chat.ts";
@@ -52,12 +58,12 @@ export async function handleEmbed(
   const { gw, log } = ctx;
   const clock = ctx.clock ?? realClock;
   const start = clock.now();
-  let asks: Asks;
+  let scheduling: SchedulingOptions;
   let model: ModelConfig;
   let parsed: Parsed;
   let bytes: Uint8Array;
   try {
-    asks = admit(gw, request);
+    scheduling = admit(gw, request);
     bytes = await readBody(request, gw.config.server.maxBodyBytes);
     const body = parseJsonObject(bytes);
     const name = modelName(body);
@@ -65,7 +71,7 @@ export async function handleEmbed(
     const { inputs, dimensions } = inputsOf(body, route);
     const upstream: Json = { model: model.useModelName || model.id, input: inputs };
     if (dimensions !== undefined) upstream.dimensions = dimensions;
-    asks = { ...asks, keepAliveMs: keepAliveMs(body.keep_alive) };
+    scheduling = { ...scheduling, keepAliveMs: keepAliveMs(body.keep_alive) };
     parsed = { route, name, inputs, upstream, start, clock };
   } catch (err) {
     return ollamaError(asQmError(err));
@@ -74,7 +80,7 @@ export async function handleEmbed(
     gw,
     request,
     model,
-    asks,
+    scheduling,
     api: OLLAMA,
     log,
     body: bytes,
@@ -141,8 +147,8 @@ async function send(x: Exchange<Parsed>, call: Call): Promise<Response> {
     return ollamaError(err, headersOf(x));
   }
   const usage = isObject(json) && isObject(json.usage) ? json.usage : {};
-  // The answer is parsed here, not relayed: its figures are told to the record.
-  call.observer.figures.usage(usage);
+  // The answer is parsed here, not relayed: its usage is told to the record.
+  call.observer.usage.readUsage(usage);
   call.finish(true);
   return answer(x, call, out as number[][], num(usage.prompt_tokens) ?? 0);
 }

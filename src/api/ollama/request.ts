@@ -20,7 +20,8 @@ import {
 } from "./options.ts";
 import { ChatBody, check, GenerateBody, type MessageBody } from "./wire.ts";
 
-export interface OllamaAsk {
+/** One Ollama chat or generate request, read, and the chat request it becomes upstream. */
+export interface OllamaRequest {
   /** The model as the client named it (echoed in every answer). */
   name: string;
   stream: boolean;
@@ -62,7 +63,7 @@ export function modelName(body: Json): string {
 }
 
 /** `/api/chat`. */
-export function chatRequest(raw: Json, profile: Profile, upstreamModel: string): OllamaAsk {
+export function chatRequest(raw: Json, profile: Profile, upstreamModel: string): OllamaRequest {
   const name = modelName(raw);
   const body = check<ChatBody>(ChatBody, raw);
   const c = common(body, profile, upstreamModel);
@@ -80,7 +81,7 @@ export function chatRequest(raw: Json, profile: Profile, upstreamModel: string):
 }
 
 /** `/api/generate`: the prompt as a user turn (after `system`), or as it is when `raw`. */
-export function generateRequest(raw: Json, profile: Profile, upstreamModel: string): OllamaAsk {
+export function generateRequest(raw: Json, profile: Profile, upstreamModel: string): OllamaRequest {
   const name = modelName(raw);
   const body = check<GenerateBody>(GenerateBody, raw);
   const c = common(body, profile, upstreamModel);

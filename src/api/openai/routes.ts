@@ -4,7 +4,7 @@ import { forward } from "../../proxy/forward.ts";
 import { asQmError, QmError } from "../../shared/errors.ts";
 import type { Logger } from "../../shared/log.ts";
 import type { Call } from "../exchange/call.ts";
-import { type Asks, admit, type Exchange, runExchange } from "../exchange/exchange.ts";
+import { admit, type Exchange, runExchange, type SchedulingOptions } from "../exchange/exchange.ts";
 import type { Gateway } from "../gateway.ts";
 import { readBody } from "../request/body.ts";
 import { openaiError } from "./errors.ts";
@@ -122,10 +122,10 @@ async function upstream(gw: Gateway, request: Request, log: Logger): Promise<Res
     );
   }
   const bodiless = request.method === "GET" || request.method === "HEAD";
-  let asks: Asks;
+  let scheduling: SchedulingOptions;
   let body: Uint8Array | null = null;
   try {
-    asks = admit(gw, request);
+    scheduling = admit(gw, request);
     if (!bodiless) body = await readBody(request, gw.config.server.maxBodyBytes);
   } catch (err) {
     return openaiError(asQmError(err), { "x-qm-model": model.id });
@@ -134,7 +134,7 @@ async function upstream(gw: Gateway, request: Request, log: Logger): Promise<Res
     gw,
     request,
     model,
-    asks,
+    scheduling,
     api: UPSTREAM,
     log,
     // A GET through /upstream (a model's web UI, an event stream) may idle for long.

@@ -14,7 +14,13 @@ import { sendChat, streamFor } from "../chat/send.ts";
 import type { OaiChatRequest, OaiMessage } from "../chat/wire.ts";
 import type { Call } from "../exchange/call.ts";
 import { earlyStream } from "../exchange/early-stream.ts";
-import { type Asks, admit, type Exchange, headersOf, runExchange } from "../exchange/exchange.ts";
+import {
+  admit,
+  type Exchange,
+  headersOf,
+  runExchange,
+  type SchedulingOptions,
+} from "../exchange/exchange.ts";
 import { Observer } from "../exchange/observer.ts";
 import type { Gateway } from "../gateway.ts";
 import { openaiError } from "../openai/errors.ts";
@@ -102,17 +108,17 @@ export async function handleResponses(
   opts: ResponsesOptions,
 ): Promise<Response> {
   const { log } = opts;
-  let asks: Asks;
+  let scheduling: SchedulingOptions;
   let parsed: Parsed;
   let model: Awaited<ReturnType<typeof resolveModel>>;
   let bytes: Uint8Array;
   try {
-    asks = admit(gw, request);
+    scheduling = admit(gw, request);
     bytes = await readBody(request, gw.config.server.maxBodyBytes);
     const body = parseJsonObject(bytes);
     model = await resolveModel(gw, body.model);
     if (model.responsesNative) {
-      return runExchange(nativeExchange(request, gw, model, asks, log, bytes, body));
+      return runExchange(nativeExchange(request, gw, model, scheduling, log, bytes, body));
     }
     const store = storeOf(gw);
     const { history, store: wanted } = continuation(checkRequest(body), store);
@@ -149,7 +155,7 @@ export async function handleResponses(
     gw,
     request,
     model,
-    asks,
+    scheduling,
     api: RESPONSES_API,
     log,
     placeholder: parsed.chat.stream === true,
@@ -181,7 +187,7 @@ async function sendWhole(x: Exchange<Parsed>, call: Call): Promise<Response> {
   }
   headers.set("content-type", "application/json");
   const json = call.parseAnswer(text);
-  call.observer.figures.chunk(json);
+  call.observer.usage.readAnswer(json);
   const response = fromChat(json, x.parsed.shape);
   keepAnswer(x.parsed.keep, response);
   call.observer?.ended(hasCalls(response.output as OutputItem[]));

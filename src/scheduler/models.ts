@@ -1,7 +1,7 @@
 import type { Config, ModelConfig } from "../config/types.ts";
 import type { Clock } from "../shared/clock.ts";
 import type { GapEstimate } from "./gaps.ts";
-import type { ModelState } from "./types.ts";
+import type { ModelState, RequestKey } from "./types.ts";
 
 export interface ModelEntry {
   readonly id: string;
@@ -26,6 +26,12 @@ export interface ModelEntry {
    */
   holdCandidate: HoldBasis | null;
   hold: (HoldBasis & { from: number; swapBackMs: number }) | null;
+  /**
+   * Whose hold it is (design.md, "Fair share", 4): the key of the request whose window the hold
+   * has, and while requests are in flight, of the one whose window is the candidate.
+   */
+  holdKey: RequestKey | null;
+  holdCandidateKey: RequestKey | null;
   /** How its last hold ended by expiry or by a waiter (for status); kept until the next hold. */
   holdEnded: HoldEnd | null;
   /** Set during a drain: a waiter past its patience needs it idle, so it takes no new work. */
@@ -66,7 +72,7 @@ export interface HoldBasis {
  */
 export interface HoldEnd {
   change: "expired" | "preempted" | "dropped";
-  reason: "gap spent" | "loop ended" | "patience" | "cost" | "fairness";
+  reason: "gap spent" | "loop ended" | "patience" | "cost" | "fairness" | "priority";
   /** Clock time. */
   at: number;
 }
@@ -117,6 +123,8 @@ export class ModelTable {
       holdCandidate: null,
       hold: null,
       holdEnded: null,
+      holdKey: null,
+      holdCandidateKey: null,
       draining: false,
       concurrencyLimit: m.concurrencyLimit,
       ttlMs: m.ttlS * 1000,
@@ -167,6 +175,8 @@ export class ModelTable {
       m.holdCandidateMs = 0;
       m.holdCandidate = null;
       m.hold = null;
+      m.holdKey = null;
+      m.holdCandidateKey = null;
       // A request's keep-alive is for the process it ran on; a new one starts with `ttl_s`.
       m.keepAliveMs = null;
     }

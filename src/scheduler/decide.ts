@@ -49,6 +49,12 @@ export interface DecideView {
    * (hold-cost.ts). Null under `"fixed"`: holds stand until the waiter's patience.
    */
   holdVerdict(req: DecideRequest, evict: readonly string[]): HoldVerdict | null;
+  /**
+   * Step 5a with keys sharing the GPU: another key ahead of this waiter's (a higher priority, or
+   * a better claim) still waits for one of `evict`, and this waiter's key has not waited its
+   * patience for a turn (absent: never).
+   */
+  wanted?(req: DecideRequest, evict: readonly string[]): boolean;
   /** Step 5b with keys sharing the GPU: how the waiter ranks against the holders (absent: peer). */
   holdRank?(req: DecideRequest, evict: readonly string[]): HoldRank;
   /** The eviction policy's answer for bringing `id` in (asked only when the tree gets there). */
@@ -68,7 +74,7 @@ export type QueueReason =
   | { why: "aborting" | "unavailable" | "full" | "stopping" | "collision" | "freeing" }
   /** Its key has `maxConcurrency` requests in flight (step 1b, the scheduler's). */
   | { why: "key_limit" }
-  | { why: "busy"; evict: string[] }
+  | { why: "busy" | "wanted"; evict: string[] }
   | { why: "held"; evict: string[]; quantumMs?: number };
 
 export type Decision =
@@ -108,6 +114,8 @@ export function decide(req: DecideRequest, view: DecideView): Decision {
   if (evict.some((v) => view.inTransition(v))) return queue("collision");
   // 5. it would evict a model that is still busy → queue.
   if (evict.some((v) => view.model(v).inflight > 0)) return { kind: "queue", why: "busy", evict };
+  // 5a. keys ahead of this one's (fair share) still wait for a model it would evict → queue.
+  if (view.wanted?.(req, evict)) return { kind: "queue", why: "wanted", evict };
   // 5b. it would evict a model under an idle-grace hold → queue, until this waiter's patience
   //     runs out; then it preempts (and becomes the incumbent itself). Under the cost policy
   //     it also breaks the holds when holding costs more than the swap there and back, or

@@ -64,9 +64,28 @@ export function turnPatienceSpent(b: FairBooks, q: Queued): boolean {
 }
 
 /**
+ * Step 5a: a key ahead of `key` — a higher weight, or a better claim — waits for one of `evict`
+ * (under its cap). (The caller skips this once the waiter's key has waited its patience for a
+ * turn.) The waiter's own key's other waiters do not count: within a key, first come, first
+ * served, as without keys.
+ */
+export function wanted(b: FairBooks, key: RequestKey, evict: readonly string[]): boolean {
+  const w = b.fair.weight(key);
+  const claim = b.fair.claim(key.name);
+  for (const v of evict) {
+    for (const j of b.fair.keysWaitingFor(v)) {
+      if (j === key.name || b.fair.room(j) <= 0) continue;
+      if (b.fair.weightOf(j) > w || b.fair.claim(j) <= claim) return true;
+    }
+  }
+  return false;
+}
+
+/**
  * Design 3: the models to drain for keys owed their share. For the head of each key's waiters
- * for a model that needs a swap, blocked only by busy models (none held by a higher key): when
- * every key wanting those models has no higher weight and a worse claim, they take no new work.
+ * for a model that needs a swap, blocked by busy models (or about to evict idle ones others
+ * want), none held by a higher key: when every key wanting those models has no higher weight
+ * and a worse claim, they take no new work, so the swap comes before anything else there.
  */
 export function shareDrains(
   b: FairBooks,
@@ -83,7 +102,8 @@ export function shareDrains(
     heads.add(head);
     if (!needsSwap(q) || b.fair.atCap(q)) continue;
     const d = decide(q);
-    if (d.kind !== "queue" || d.why !== "busy") continue;
+    const blocked = d.kind === "queue" && d.why === "busy";
+    if (!blocked && (d.kind !== "swap" || d.evict.length === 0)) continue;
     const w = b.fair.weight(q.key);
     if (d.evict.some((v) => (holderWeight(b, v) ?? 0) > w)) continue;
     if (!owed(b.fair, q.key, d.evict)) continue;

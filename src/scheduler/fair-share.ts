@@ -56,7 +56,10 @@ export class FairShare {
     return this.config.enabled;
   }
 
-  /** More than one key has work or debt: only then is there anything to share. */
+  /**
+   * More than one key has been seen: only then is there anything to share. (Keys are never
+   * forgotten: the edge passes only configured keys and `anonymous`, so the table is bounded.)
+   */
   get contested(): boolean {
     return this.on && this.keys.size > 1;
   }
@@ -82,9 +85,8 @@ export class FairShare {
       return;
     }
     let least = Number.POSITIVE_INFINITY;
-    for (const [name, k] of this.keys) {
+    for (const k of this.keys.values()) {
       if (k.inflight > 0 || k.waiting > 0) least = Math.min(least, k.share);
-      else if (k.share <= this.floor && name !== key.name) this.keys.delete(name);
     }
     if (least !== Number.POSITIVE_INFINITY) this.floor = Math.max(this.floor, least);
     if (s) {
@@ -162,10 +164,14 @@ export class FairShare {
     return arrangeLine(line, (model, waiters) => this.order(model, waiters));
   }
 
-  /** One model's waiters in the order they are to be granted. */
+  /**
+   * One model's waiters in the order they are to be granted: in arrival order within each key
+   * (a later request may have started or joined a swap first), keys by their tags.
+   */
   order(model: string, waiters: readonly Queued[]): Queued[] {
-    if (!this.on) return [...waiters];
-    return fairOrder(waiters, this.books.get(model), {
+    if (!this.contested) return [...waiters];
+    const arrived = [...waiters].sort((a, b) => a.seq - b.seq);
+    return fairOrder(arrived, this.books.get(model), {
       weight: (q) => this.weight(q.key),
       room: (name) => this.room(name),
     });
@@ -181,6 +187,11 @@ export class FairShare {
   keysWanting(model: string): Set<string> {
     const book = this.books.get(model);
     return new Set([...(book?.inflight.keys() ?? []), ...(book?.waiting.keys() ?? [])]);
+  }
+
+  /** The keys waiting for `model` (queued, or on its swap). */
+  keysWaitingFor(model: string): Iterable<string> {
+    return this.books.get(model)?.waiting.keys() ?? [];
   }
 
   /** The highest weight among the keys wanting `model` (0: none). */

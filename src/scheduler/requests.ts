@@ -10,6 +10,7 @@ import {
   outranked,
   shareDrains,
   turnPatienceSpent,
+  wanted,
 } from "./fair-drains.ts";
 import { ANONYMOUS, type FairShare } from "./fair-share.ts";
 import type { GapBook } from "./gaps.ts";
@@ -61,6 +62,9 @@ export class Requests {
   /** Models marked draining by keys owed their share, at the last drain. */
   private shareMarked: string[] = [];
   private readonly fairBooks: FairBooks;
+  /** Arrival numbers; and whether the line was put in fair order (undone once it is off). */
+  private seq = 0;
+  private arranged = false;
 
   constructor(private readonly p: Parts) {
     const { models, swaps, holds, queue, fair, clock } = p;
@@ -88,6 +92,10 @@ export class Requests {
           (except) => queue.countWhere((q) => q.spec.id !== except && counts(q)),
         );
       },
+      wanted: (req, evict) =>
+        fair.contested &&
+        !req.turnPatienceSpent &&
+        wanted(this.books(), req.key ?? ANONYMOUS, evict),
       holdRank: (req, evict) =>
         fair.contested ? holdRank(this.books(), req.key ?? ANONYMOUS, evict) : "peer",
       evictionFor: (id) => p.settings.policy.evictionFor(id, models.runningLru()),
@@ -108,7 +116,7 @@ export class Requests {
       );
       return;
     }
-    const q = waiter(spec, this.p.clock.now(), this.p.settings.defaults, ANONYMOUS);
+    const q = waiter(spec, this.p.clock.now(), this.p.settings.defaults, ANONYMOUS, this.seq++);
     this.p.fair.arrived(q.key);
     // A request of a conversation whose last answer ended in tool calls ends its tool gap.
     this.p.gaps.asked(conversationOf(spec.model, q.conversation), this.p.clock.now());
@@ -211,10 +219,13 @@ export class Requests {
    */
   private trackTurn(q: Queued, d: Decision): void {
     q.turnAt = null;
-    if (!this.p.fair.contested || d.kind !== "queue" || (d.why !== "held" && d.why !== "busy")) {
+    if (!this.p.fair.contested || d.kind !== "queue") return;
+    if (
+      d.why !== "wanted" &&
+      !((d.why === "held" || d.why === "busy") && outranked(this.books(), q, d.evict))
+    ) {
       return;
     }
-    if (!outranked(this.books(), q, d.evict)) return;
     const at = this.p.fair.turnSince(q) + q.patienceMs;
     if (at > this.p.clock.now()) q.turnAt = at;
   }
@@ -271,10 +282,16 @@ export class Requests {
       }
       return;
     }
+    // With keys sharing the model, its waiters go back to the line and the drain after this
+    // event grants them, in their fair order together with any queued for it.
+    if (this.p.fair.contested) {
+      this.p.queue.unshift(swap.waiters);
+      return;
+    }
     // Waiters beyond the concurrency limit (or their key's cap) go back to the head of the
-    // line, in their fair order.
+    // line, in order.
     const overflow: Queued[] = [];
-    for (const w of this.p.fair.order(swap.target, swap.waiters)) {
+    for (const w of swap.waiters) {
       if (this.p.models.hasSlot(swap.target) && !this.p.fair.atCap(w)) this.deliver(w);
       else overflow.push(w);
     }
@@ -323,7 +340,14 @@ export class Requests {
    * lower-priority one: its key's, design.md "Fair share", 4), and for keys owed their share.
    */
   drain(): void {
-    if (this.p.fair.contested) this.p.queue.arrange((line) => this.p.fair.arrange(line));
+    if (this.p.fair.contested) {
+      this.p.queue.arrange((line) => this.p.fair.arrange(line));
+      this.arranged = true;
+    } else if (this.arranged) {
+      // Fair share turned off by a reload: first come, first served from now on.
+      this.p.queue.arrange((line) => [...line].sort((a, b) => a.seq - b.seq));
+      this.arranged = false;
+    }
     for (const id of this.shareMarked) {
       const m = this.p.models.get(id);
       if (m) m.draining = false;

@@ -29,6 +29,8 @@ export interface Queued {
    * out (design.md, "Fair share", 4), for the wake timer; else null.
    */
   turnAt: number | null;
+  /** Its place in arrival order (first come, first served when fair share is turned off). */
+  seq: number;
   /** Counted among its key's waiters (`FairShare.enter`, until `leave`). */
   counted: boolean;
 }
@@ -43,6 +45,7 @@ export function waiter(
   now: number,
   defaults: { holdMs: number; patienceMs: number },
   anonymous: RequestKey,
+  seq = 0,
 ): Queued {
   return {
     spec,
@@ -57,6 +60,7 @@ export function waiter(
     quantumAt: null,
     key: spec.key ?? anonymous,
     turnAt: null,
+    seq,
     counted: false,
   };
 }

@@ -138,10 +138,10 @@ export class FairShare {
     s.inflight++;
     const book = this.book(model);
     book.inflight.set(name, (book.inflight.get(name) ?? 0) + 1);
+    book.lastGrant.set(name, now);
     // Shares and tags weigh keys against each other: with one key there is nothing to weigh,
     // and a key that comes along starts level with it.
     if (!this.contested) return;
-    book.lastGrant.set(name, now);
     const w = this.weight(q.key);
     s.share += 1 / w;
     charge(book, name, w);

@@ -244,6 +244,34 @@ describe("holds and priority", () => {
     expect(h.fx.lastSwap()).toMatchObject({ target: "b", evict: ["a"] });
   });
 
+  test("a batch waiter's patience counts from its key's last grant on its model, not its arrival", () => {
+    const h = keyed(
+      'patience_ms = 20000\nhold_policy = "fixed"\nhold_ms = 60000',
+      "[models.a]\n[models.b]\nconcurrency_limit = 1\n",
+    );
+    const start = h.clock.now();
+    const batch = [h.askAs("b", notebook), h.askAs("b", notebook), h.askAs("b", notebook)];
+    h.finishSwap();
+    h.clock.advance(10_000);
+    h.sched.serveDone(batch[0]!); // the second is granted at start + 10 s
+    h.clock.advance(2_000);
+    const round = h.askAs("a", agent); // drains b for the agent
+    h.clock.advance(8_000);
+    h.sched.serveDone(batch[1]!);
+    h.finishSwap();
+    h.sched.serveDone(round, { toolCalls: true }); // held until start + 80 s
+    expect(h.fx.lastSwap().target).toBe("a");
+    // Past its own patience (arrived at start), not past its key's turn (start + 10 s + 20 s).
+    expect(h.fx.wake).toBe(start + 30_000);
+    h.clock.set(start + 25_000);
+    h.sched.wake();
+    expect(h.fx.lastSwap().target).toBe("a");
+    h.clock.set(start + 30_000);
+    h.sched.wake();
+    expect(h.fx.holds.at(-1)).toMatch(/^a:preempted/);
+    expect(h.fx.lastSwap()).toMatchObject({ target: "b", evict: ["a"] });
+  });
+
   test("a higher-priority waiter breaks a lower key's hold at once (dropped, reason priority)", () => {
     const h = keyed('hold_policy = "fixed"\nhold_ms = 60000', "[models.a]\n[models.b]\n");
     const r = h.askAs("a", notebook);

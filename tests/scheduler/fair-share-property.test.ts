@@ -4,7 +4,7 @@
  * conservation, holds by priority, no starvation — checked after every event; and, without
  * keys, the same decisions with fair share on and off. design.md, "Fair share between keys".
  */
-import { afterAll, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import fc from "fast-check";
 import type { Config } from "../../src/config/types.ts";
 import { GroupPolicy } from "../../src/policy/group.ts";
@@ -205,7 +205,6 @@ function run(s: Setup) {
       const n = (counts.get(name) ?? 0) + 1;
       counts.set(name, n);
       behind.set(h.id, counts);
-      (globalThis as any).STATS[n] = ((globalThis as any).STATS[n] ?? 0) + 1;
       const bound = Math.floor(weightOf(r.key) / weightOf(h.key)) + 1;
       if (n > bound)
         violations.push(`${h.id} (${k}) waited for ${n} grants of ${name} on ${model}`);

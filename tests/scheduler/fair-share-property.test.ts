@@ -384,8 +384,6 @@ function keylessLog(ops: Op[], fair: boolean): string[] {
   return [...fx.log, ...fx.holds, ...positions, `wakes ${fx.wakes.join(",")}`];
 }
 
-(globalThis as any).STATS = {};
-afterAll(() => console.log("STATS", JSON.stringify((globalThis as any).STATS)));
 describe("fair share between keys, under random arrivals of several keys", () => {
   test("B1 within a model, caps, FIFO within a key, work conservation, holds by priority, nobody starved", () => {
     fc.assert(

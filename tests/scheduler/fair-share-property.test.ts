@@ -120,13 +120,23 @@ const setup: fc.Arbitrary<Setup> = fc.record({
   ops: fc.array(op, { minLength: 1, maxLength: 70 }),
 });
 
+/** A hold broken by a swap: whose it was (null: not known), and how. */
+interface Break {
+  model: string;
+  change: HoldChange;
+  holder: string | null;
+  why?: HoldWhy;
+}
+
 /** Effects that keep what is pending, and each hold break with the swap that caused it. */
 class Recording extends FakeEffects {
   readonly pendingSwaps: Swap[] = [];
   readonly pendingStops: string[] = [];
   /** Holds broken in the event under way, awaiting the swap's first waiter (`loading`). */
-  broken: { model: string; change: HoldChange; why?: HoldWhy }[] = [];
-  onBreak: (b: { model: string; change: HoldChange; why?: HoldWhy }, by: number) => void = () => {};
+  broken: Break[] = [];
+  onBreak: (b: Break, by: number) => void = () => {};
+  /** Whose hold `model` is, as the scheduler has it at this moment. */
+  holderOf: (model: string) => string | null = () => null;
   override startSwap(swap: Swap): void {
     super.startSwap(swap);
     this.pendingSwaps.push(swap);
@@ -138,7 +148,7 @@ class Recording extends FakeEffects {
   override holdChanged(model: string, change: HoldChange, untilMs: number, why?: HoldWhy): void {
     super.holdChanged(model, change, untilMs, why);
     if (change === "dropped" || change === "preempted") {
-      this.broken.push({ model, change, ...(why ? { why } : {}) });
+      this.broken.push({ model, change, holder: this.holderOf(model), ...(why ? { why } : {}) });
     }
   }
   override loading(requestId: number, model: string): void {
@@ -177,6 +187,9 @@ function run(s: Setup) {
   /** B1: grants on a head's model to each other key since it became its key's head. */
   const behind = new Map<number, Map<string, number>>();
   const violations: string[] = [];
+  /** Grants to each pair of keys on a model (`model j k`) while both wait for it. */
+  const shares = new Map<string, [number, number]>();
+  const weightByName = (name: string) => weightOf(KEYS.find((k) => nameOf(k) === name));
   let nextId = 1;
 
   const heads = (model: string) => {
@@ -195,9 +208,14 @@ function run(s: Setup) {
   fx.grant = (id, model) => {
     const r = asked.get(id)!;
     const name = nameOf(r.key);
-    // First come, first served within a key, for each model.
+    // First come, first served within a key, for each model, once keys share (with one key the
+    // scheduler decides as it always did: a younger request that broke a hold sooner is served
+    // with the swap it started).
     const head = heads(model).get(name);
-    if (head && head.id !== id) violations.push(`${id} of ${name} granted before ${head.id}`);
+    const shared = new Set([...asked.values()].map((a) => nameOf(a.key))).size > 1;
+    if (shared && head && head.id !== id) {
+      violations.push(`${id} of ${name} granted before ${head.id}`);
+    }
     // B1: every other key's head that could run counts this grant against its bound.
     for (const [k, h] of heads(model)) {
       if (k === name || !hasRoom(k)) continue;
@@ -208,6 +226,26 @@ function run(s: Setup) {
       const bound = Math.floor(weightOf(r.key) / weightOf(h.key)) + 1;
       if (n > bound)
         violations.push(`${h.id} (${k}) waited for ${n} grants of ${name} on ${model}`);
+    }
+    // Shares: over a stretch where two keys both wait for the model (under their caps), their
+    // grants over their weights differ by at most 1/w + 1/w' (start-time fair queuing).
+    const backlogged = [...heads(model).keys()].filter(hasRoom).sort();
+    for (const pair of [...shares.keys()].filter((p) => p.startsWith(`${model} `))) {
+      const [, j, k] = pair.split(" ");
+      if (!backlogged.includes(j!) || !backlogged.includes(k!)) shares.delete(pair);
+    }
+    for (const [i, j] of backlogged.entries()) {
+      for (const k of backlogged.slice(i + 1)) {
+        const pair = `${model} ${j} ${k}`;
+        const n = shares.get(pair) ?? [0, 0];
+        if (name === j) n[0]++;
+        if (name === k) n[1]++;
+        shares.set(pair, n);
+        const [wj, wk] = [weightByName(j), weightByName(k)];
+        if (Math.abs(n[0]! / wj - n[1]! / wk) > 1 / wj + 1 / wk + 1e-9) {
+          violations.push(`${j} and ${k} got ${n[0]} and ${n[1]} grants on ${model}`);
+        }
+      }
     }
     waiting.delete(id);
     live.push(id);
@@ -224,11 +262,11 @@ function run(s: Setup) {
     fail(id, error);
   };
 
-  /** The keys holding each model, as the last event left them. */
-  let heldFor = new Map<string, string | null>();
+  // Whose hold a model is, as the scheduler has it at the moment the hold breaks.
+  fx.holderOf = (model) => sched.snapshot().models.find((m) => m.id === model)?.heldFor ?? null;
   fx.onBreak = (b, by) => {
     const r = asked.get(by)!;
-    const holder = heldFor.get(b.model) ?? null;
+    const holder = b.holder;
     if (holder === null) return;
     const hw = weightOf(KEYS.find((k) => nameOf(k) === holder));
     const w = weightOf(r.key);
@@ -304,7 +342,6 @@ function run(s: Setup) {
   const check = () => {
     expect(violations).toEqual([]);
     const snap = sched.snapshot();
-    heldFor = new Map(snap.models.map((m) => [m.id, m.heldFor]));
     // Work conservation: a waiter under its key's cap means work, a transition or a hold.
     const eligible = [...waiting.values()].filter((r) => hasRoom(nameOf(r.key)));
     if (eligible.length > 0) {
@@ -385,7 +422,7 @@ function keylessLog(ops: Op[], fair: boolean): string[] {
 }
 
 describe("fair share between keys, under random arrivals of several keys", () => {
-  test("B1 within a model, caps, FIFO within a key, work conservation, holds by priority, nobody starved", () => {
+  test("B1 and shares within a model, caps, FIFO within a key, work conservation, holds by priority, nobody starved", () => {
     fc.assert(
       fc.property(setup, (s) => run(s)),
       { numRuns: 250 },

@@ -272,6 +272,35 @@ describe("holds and priority", () => {
     expect(h.fx.lastSwap()).toMatchObject({ target: "b", evict: ["a"] });
   });
 
+  test("past its own patience but not its key's, a batch waiter does not drain the interactive key's model", () => {
+    const h = keyed(
+      "patience_ms = 20000\nhold_ms = 0",
+      "[models.a]\nconcurrency_limit = 2\n[models.b]\nconcurrency_limit = 1\n",
+    );
+    const start = h.clock.now();
+    const batch = [h.askAs("b", notebook), h.askAs("b", notebook), h.askAs("b", notebook)];
+    h.finishSwap();
+    h.clock.set(start + 10_000);
+    h.sched.serveDone(batch[0]!); // the notebook's turn on b: start + 10 s
+    h.clock.set(start + 12_000);
+    const r1 = h.askAs("a", agent); // drains b
+    h.clock.set(start + 20_000);
+    h.sched.serveDone(batch[1]!);
+    h.finishSwap();
+    h.askAs("a", agent);
+    // batch[2]: 26 s since it came, 16 s since its key's turn: a keeps taking the agent's work.
+    h.clock.set(start + 26_000);
+    h.sched.serveDone(r1);
+    h.clock.set(start + 27_000);
+    const r3 = h.askAs("a", agent);
+    expect(h.fx.granted.at(-1)).toBe(r3);
+    // Past its key's patience too, it drains a: the agent's next request waits.
+    h.clock.set(start + 30_000);
+    h.sched.serveDone(r3);
+    const r4 = h.askAs("a", agent);
+    expect(h.fx.granted).not.toContain(r4);
+  });
+
   test("a higher-priority waiter breaks a lower key's hold at once (dropped, reason priority)", () => {
     const h = keyed('hold_policy = "fixed"\nhold_ms = 60000', "[models.a]\n[models.b]\n");
     const r = h.askAs("a", notebook);

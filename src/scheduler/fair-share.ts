@@ -210,11 +210,6 @@ export class FairShare {
     return Math.max(q.arrivedAt, last);
   }
 
-  /** Per key waiting for `model`: how many. */
-  waitingKeys(model: string): Record<string, number> {
-    return Object.fromEntries(this.books.get(model)?.waiting ?? []);
-  }
-
   /** Keys known now: their priority, requests waiting and in flight, and share. */
   snapshot() {
     return [...this.keys.values()].map((s) => ({

@@ -98,6 +98,17 @@ type LiveSettings = Pick<ModelConfig, "id" | "concurrencyLimit" | "ttlS"> &
 export class ModelTable {
   private readonly byId = new Map<string, ModelEntry>();
   private tick = 0;
+  /**
+   * Bumped by every change to which models hold memory or their LRU order (state, use, the
+   * table itself): `runningLru` is kept until it moves, and so may the policy's answers be.
+   */
+  private changes = 0;
+  private lru: { at: number; ids: string[] } | null = null;
+
+  /** Moves whenever `runningLru()` may answer differently. */
+  get version(): number {
+    return this.changes;
+  }
 
   constructor(
     config: Pick<Config, "models">,
@@ -109,6 +120,7 @@ export class ModelTable {
 
   add(m: LiveSettings): void {
     if (this.byId.has(m.id)) return;
+    this.changes++;
     this.byId.set(m.id, {
       id: m.id,
       state: "stopped",
@@ -155,6 +167,7 @@ export class ModelTable {
   /** Forgets a model (a retired one, once stopped). */
   delete(id: string): void {
     this.byId.delete(id);
+    this.changes++;
   }
 
   get(id: string): ModelEntry | undefined {
@@ -169,6 +182,7 @@ export class ModelTable {
     const m = this.byId.get(id);
     if (!m || m.state === state) return;
     m.state = state;
+    this.changes++;
     // A hold protects a running process; once it is gone there is nothing to protect.
     if (state !== "ready") {
       m.heldUntil = 0;
@@ -201,7 +215,9 @@ export class ModelTable {
 
   touch(id: string): void {
     const m = this.byId.get(id);
-    if (m) m.lastUse = ++this.tick;
+    if (!m) return;
+    m.lastUse = ++this.tick;
+    this.changes++;
   }
 
   adjustInflight(id: string, delta: number): void {
@@ -222,6 +238,11 @@ export class ModelTable {
    * ones are not in it: like stopped ones, they hold no GPU memory the policy accounts for.
    */
   runningLru(): string[] {
+    if (this.lru?.at !== this.changes) this.lru = { at: this.changes, ids: this.sortLru() };
+    return [...this.lru.ids];
+  }
+
+  private sortLru(): string[] {
     return this.all()
       .filter((m) => m.state === "starting" || m.state === "ready" || m.state === "stopping")
       .sort((a, b) => a.lastUse - b.lastUse || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))

@@ -193,7 +193,15 @@ export class Scheduler {
   }
 
   snapshot() {
-    return schedulerSnapshot({ ...this.p, inflight: this.p.grants.size, now: this.p.clock.now() });
+    const { models, queue, swaps, fair, grants, clock } = this.p;
+    return schedulerSnapshot({
+      models,
+      queue,
+      swaps,
+      fair,
+      inflight: grants.size,
+      now: clock.now(),
+    });
   }
 
   // ── the run loop ──────────────────────────────────────────────────────────────────────────
@@ -210,6 +218,7 @@ export class Scheduler {
     try {
       for (let h = this.pending.shift(); h; h = this.pending.shift()) {
         clock.begin();
+        this.requests.beginEvent();
         holds.expire();
         h();
         if (this.anyRetired) this.anyRetired = reapRetired(this.p.models, this.p.swaps);

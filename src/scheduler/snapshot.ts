@@ -3,7 +3,7 @@ import { shownConversation } from "./grants.ts";
 import { idleExpiry, type ModelTable } from "./models.ts";
 import type { SwapBook } from "./swaps.ts";
 import type { WaitLine } from "./wait-line.ts";
-import { heldWait } from "./waiter.ts";
+import { heldWait, type Queued } from "./waiter.ts";
 
 /** What the scheduler's read-only snapshot is made from. */
 export interface SnapshotParts {
@@ -19,18 +19,30 @@ export interface SnapshotParts {
 /** The scheduler's state for status pages, metrics and tests; never used to gate a decision. */
 export function schedulerSnapshot(p: SnapshotParts) {
   const { models, queue, swaps, fair, now } = p;
-  const queuedFor = new Map<string, number>();
-  for (const q of [...queue, ...swaps.waiters()]) {
-    queuedFor.set(q.spec.model, (queuedFor.get(q.spec.model) ?? 0) + 1);
-  }
+  const queuedFor = new Map<string, Record<string, number>>();
+  const count = (q: Queued) => {
+    let keys = queuedFor.get(q.spec.model);
+    if (!keys) {
+      keys = {};
+      queuedFor.set(q.spec.model, keys);
+    }
+    keys[q.key.name] = (keys[q.key.name] ?? 0) + 1;
+  };
+  for (const q of queue) count(q);
+  for (const q of swaps.waiters()) count(q);
+  const total = (keys: Record<string, number> | undefined) => {
+    let n = 0;
+    for (const k in keys) n += keys[k]!;
+    return n;
+  };
   return {
     models: models.all().map((m) => ({
       id: m.id,
       state: m.state,
       inflight: m.inflight,
-      queued: queuedFor.get(m.id) ?? 0,
-      /** Who waits for it: per key, how many (as of the end of the last event). */
-      queuedKeys: fair.waitingKeys(m.id),
+      queued: total(queuedFor.get(m.id)),
+      /** Who waits for it: per key, how many. */
+      queuedKeys: queuedFor.get(m.id) ?? {},
       lastError: m.lastError,
       unloadPending: m.unloadPending,
       heldUntil: m.heldUntil > now ? m.heldUntil : null,

@@ -165,7 +165,7 @@ export class Requests {
 
   /** A new event: the policy's answers are asked afresh (a reload may have changed it). */
   beginEvent(): void {
-    this.evictions.clear();
+    if (this.evictions.size > 0) this.evictions.clear();
   }
 
   /**

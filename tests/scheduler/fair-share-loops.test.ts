@@ -177,7 +177,7 @@ describe("holds and patience by priority, under random agent loops and batch bac
       fc.property(scenario, (s) => {
         play(s);
       }),
-      { numRuns: 150 },
+      { numRuns: 100 },
     );
   }, 60_000);
 });

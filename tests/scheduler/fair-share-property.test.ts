@@ -425,7 +425,7 @@ describe("fair share between keys, under random arrivals of several keys", () =>
   test("B1 and shares within a model, caps, FIFO within a key, work conservation, holds by priority, nobody starved", () => {
     fc.assert(
       fc.property(setup, (s) => run(s)),
-      { numRuns: 250 },
+      { numRuns: 150 },
     );
   }, 60_000);
 
@@ -434,7 +434,7 @@ describe("fair share between keys, under random arrivals of several keys", () =>
       fc.property(fc.array(op, { minLength: 1, maxLength: 70 }), (ops) => {
         expect(keylessLog(ops, true)).toEqual(keylessLog(ops, false));
       }),
-      { numRuns: 150 },
+      { numRuns: 100 },
     );
   }, 60_000);
 });

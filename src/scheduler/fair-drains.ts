@@ -5,6 +5,7 @@
  */
 import type { Decision, HoldRank } from "./decide.ts";
 import type { FairShare } from "./fair-share.ts";
+import type { GapBook } from "./gaps.ts";
 import type { ModelTable } from "./models.ts";
 import type { RequestKey } from "./types.ts";
 import type { Queued } from "./waiter.ts";
@@ -13,6 +14,8 @@ import type { Queued } from "./waiter.ts";
 export interface FairBooks {
   fair: FairShare;
   models: ModelTable;
+  /** Which conversations are in a tool gap. */
+  gaps: GapBook;
   now: number;
 }
 
@@ -65,14 +68,19 @@ export function turnPatienceSpent(b: FairBooks, q: Queued): boolean {
 
 /**
  * Step 5a: a key ahead of `key` — a higher weight, or a better claim — waits for one of `evict`
- * (under its cap). (The caller skips this once the waiter's key has waited its patience for a
- * turn.) The waiter's own key's other waiters do not count: within a key, first come, first
- * served, as without keys.
+ * (under its cap), or a higher-priority key's agent loop whose hold it was is in its tool gap
+ * (its hold may have run out: the loop is still expected back). (The caller skips this once the
+ * waiter's key has waited its patience for a turn.) The waiter's own key's other waiters do not
+ * count: within a key, first come, first served, as without keys.
  */
 export function wanted(b: FairBooks, key: RequestKey, evict: readonly string[]): boolean {
   const w = b.fair.weight(key);
   const claim = b.fair.claim(key.name);
   for (const v of evict) {
+    const m = b.models.get(v);
+    if (m?.holdKey && m.holdConversation !== null && b.fair.weight(m.holdKey) > w) {
+      if (b.gaps.inGap(m.holdConversation, b.now)) return true;
+    }
     for (const j of b.fair.keysWaitingFor(v)) {
       if (j === key.name || b.fair.room(j) <= 0) continue;
       if (b.fair.weightOf(j) > w || b.fair.claim(j) <= claim) return true;

@@ -32,6 +32,9 @@ export interface ModelEntry {
    */
   holdKey: RequestKey | null;
   holdCandidateKey: RequestKey | null;
+  /** The conversation of that request (`conversationOf`): the loop the hold waits for. */
+  holdConversation: string | null;
+  holdCandidateConversation: string | null;
   /** How its last hold ended by expiry or by a waiter (for status); kept until the next hold. */
   holdEnded: HoldEnd | null;
   /** Set during a drain: a waiter past its patience needs it idle, so it takes no new work. */
@@ -137,6 +140,8 @@ export class ModelTable {
       holdEnded: null,
       holdKey: null,
       holdCandidateKey: null,
+      holdConversation: null,
+      holdCandidateConversation: null,
       draining: false,
       concurrencyLimit: m.concurrencyLimit,
       ttlMs: m.ttlS * 1000,
@@ -191,6 +196,8 @@ export class ModelTable {
       m.hold = null;
       m.holdKey = null;
       m.holdCandidateKey = null;
+      m.holdConversation = null;
+      m.holdCandidateConversation = null;
       // A request's keep-alive is for the process it ran on; a new one starts with `ttl_s`.
       m.keepAliveMs = null;
     }

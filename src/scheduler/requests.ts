@@ -71,7 +71,7 @@ export class Requests {
 
   constructor(private readonly p: Parts) {
     const { models, swaps, holds, queue, fair, clock } = p;
-    this.fairBooks = { fair, models, now: 0 };
+    this.fairBooks = { fair, models, gaps: p.gaps, now: 0 };
     this.view = {
       model: (id) => models.get(id)!,
       hasSlot: (id) => models.hasSlot(id),
@@ -337,6 +337,7 @@ export class Requests {
     this.p.holds.finished(m, g.holdMs, outcome, g.conversation);
     if (m.holdCandidateMs !== candidateMs || m.holdCandidate !== basis) {
       m.holdCandidateKey = g.key;
+      m.holdCandidateConversation = g.conversation;
     }
     if (g.keepAliveMs !== undefined) m.keepAliveMs = g.keepAliveMs;
     this.p.models.adjustInflight(g.model, -1);
@@ -345,8 +346,12 @@ export class Requests {
     if (unload) this.p.swaps.stopOutsideSwap([g.model], { kind: "unload" });
     const earned = m.holdCandidateMs > 0 ? m.holdCandidateKey : null;
     this.p.holds.drained(m, unload);
-    if (earned !== null && m.heldUntil > this.p.clock.now()) m.holdKey = earned;
+    if (earned !== null && m.heldUntil > this.p.clock.now()) {
+      m.holdKey = earned;
+      m.holdConversation = m.holdCandidateConversation;
+    }
     m.holdCandidateKey = null;
+    m.holdCandidateConversation = null;
     // `keep_alive: 0`: idle now, and asked to go once idle (no wake needed for "now").
     if (!unload && m.keepAliveMs === 0) {
       this.p.swaps.evictOutsideSwap(this.p.holds.idleExpired(this.view.stopping), {

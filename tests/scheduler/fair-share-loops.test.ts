@@ -1,9 +1,9 @@
 /**
  * Holds and patience by priority under random agent loops and batch backlogs (fake clock, the
- * real scheduler, a timeline as in hold-cost-property.test.ts): an interactive key's hold is
- * broken by a lower key only once that key has waited its patience for a turn, nor is a model
- * an interactive key is using drained for a lower one before then; every loop and every batch
- * request ends. design.md, "Fair share between keys", 4.
+ * real scheduler, a timeline as in hold-cost-property.test.ts): an interactive key's hold — and
+ * its loop's model while the loop is in a tool gap — is taken by a lower key only once that key
+ * has waited its patience for a turn, nor is a model an interactive key is using drained for a
+ * lower one before then; every loop and every batch request ends. design.md, "Fair share between keys", 4.
  */
 import { describe, expect, test } from "bun:test";
 import fc from "fast-check";
@@ -82,6 +82,9 @@ function play(s: Scenario): string[] {
   const onGrant = new Map<number, () => void>();
   let broken: { change: HoldChange; why?: HoldWhy; holder: string | null }[] = [];
   let wakeAt: number | null = null;
+  /** The request whose swap is starting (`loading` comes just before `startSwap`). */
+  let starter = 0;
+  let agentInGap = false;
 
   const sched: Scheduler = new Scheduler(
     cfg,
@@ -97,6 +100,15 @@ function play(s: Scenario): string[] {
       }
       override startSwap(swap: Swap): void {
         super.startSwap(swap);
+        // The agent's loop in its tool gap (its hold may have run out): a lower key takes its
+        // model only past its patience for a turn.
+        const r = asked.get(starter)!;
+        if (agentInGap && swap.evict.includes("a") && r.key !== AGENT) {
+          const since = Math.max(r.at, lastGrant.get(r.key.name) ?? 0);
+          if (t.now - since < s.patienceMs) {
+            violations.push(`${r.key.name} took a from the agent's loop at ${t.now}`);
+          }
+        }
         t.at(s.loadMs, () => sched.swapDone(swap.id, { ok: true }));
       }
       override stopModels(models: string[]): void {
@@ -120,6 +132,7 @@ function play(s: Scenario): string[] {
       }
       override loading(id: number, model: string): void {
         super.loading(id, model);
+        starter = id;
         const r = asked.get(id)!;
         for (const b of broken) {
           if (b.holder === null || WEIGHT[r.key.name]! >= WEIGHT[b.holder]!) continue;
@@ -155,12 +168,15 @@ function play(s: Scenario): string[] {
     }
   };
   let round = 0;
-  const agentRound = () =>
+  const agentRound = () => {
+    agentInGap = false;
     ask(AGENT, "a", s.agent.genMs, (id) => {
       const last = round >= s.agent.gaps.length;
+      agentInGap = !last;
       sched.serveDone(id, { toolCalls: !last });
       if (!last) t.at(s.agent.gaps[round++]!, agentRound);
     });
+  };
   t.at(1000, agentRound);
   for (const b of s.batch) {
     t.at(b.atMs, () => ask(NOTEBOOK, "b", b.genMs, (id) => sched.serveDone(id)));

@@ -105,10 +105,11 @@ export function shareDrains(
   const heads = new Set<string>();
   const out = new Set<string>();
   for (const q of line) {
+    if (!needsSwap(q)) continue;
     const head = `${q.spec.model}\u0000${q.key.name}`;
     if (heads.has(head)) continue;
     heads.add(head);
-    if (!needsSwap(q) || b.fair.atCap(q)) continue;
+    if (b.fair.atCap(q)) continue;
     const d = decide(q);
     const blocked = d.kind === "queue" && d.why === "busy";
     if (!blocked && (d.kind !== "swap" || d.evict.length === 0)) continue;

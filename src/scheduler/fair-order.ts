@@ -52,28 +52,35 @@ export function fairOrder(
   if (byKey.size <= 1) return [...waiters];
   const place = new Map<Queued, number>(waiters.map((q, i) => [q, i]));
   const sim: ModelTags = { virtual: tags?.virtual ?? 0, finish: new Map(tags?.finish) };
-  const next = new Map<string, number>();
+  // Per key: its waiters, how many of them may be granted now, and how many the order took.
+  const keys = [...byKey].map(([name, list]) => ({
+    name,
+    list,
+    room: Math.min(list.length, facts.room(name)),
+    taken: 0,
+  }));
   const out: Queued[] = [];
   for (;;) {
-    let best: { key: string; head: Queued; s: number; w: number } | null = null;
-    for (const [key, list] of byKey) {
-      const i = next.get(key) ?? 0;
-      if (i >= list.length || i >= facts.room(key)) continue;
-      const head = list[i]!;
-      const s = startTag(sim, key);
+    let best: { k: (typeof keys)[number]; s: number; w: number } | null = null;
+    for (const k of keys) {
+      if (k.taken >= k.room) continue;
+      const head = k.list[k.taken]!;
+      const s = startTag(sim, k.name);
       const w = facts.weight(head);
       if (
         best === null ||
         s < best.s ||
-        (s === best.s && (w > best.w || (w === best.w && place.get(head)! < place.get(best.head)!)))
+        (s === best.s &&
+          (w > best.w ||
+            (w === best.w && place.get(head)! < place.get(best.k.list[best.k.taken]!)!)))
       ) {
-        best = { key, head, s, w };
+        best = { k, s, w };
       }
     }
     if (best === null) break;
-    out.push(best.head);
-    charge(sim, best.key, best.w);
-    next.set(best.key, (next.get(best.key) ?? 0) + 1);
+    out.push(best.k.list[best.k.taken]!);
+    charge(sim, best.k.name, best.w);
+    best.k.taken++;
   }
   if (out.length === waiters.length) return out;
   const taken = new Set(out);
@@ -90,16 +97,11 @@ export function arrangeLine(
   order: (model: string, waiters: readonly Queued[]) => Queued[],
 ): Queued[] {
   const byModel = new Map<string, Queued[]>();
-  let keyed = false;
-  const first = line[0]?.key.name;
   for (const q of line) {
-    if (q.key.name !== first) keyed = true;
     const list = byModel.get(q.spec.model);
     if (list) list.push(q);
     else byModel.set(q.spec.model, [q]);
   }
-  // A line of one key is already in order.
-  if (!keyed) return [...line];
   const ordered = new Map<string, Queued[]>();
   for (const [model, list] of byModel) ordered.set(model, order(model, list));
   const taken = new Map<string, number>();

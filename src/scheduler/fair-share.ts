@@ -210,6 +210,12 @@ export class FairShare {
     return Math.max(q.arrivedAt, last);
   }
 
+  /** Per key waiting for `model` (queued, or on its swap): how many. */
+  waitingKeys(model: string): Record<string, number> {
+    const waiting = this.books.get(model)?.waiting;
+    return waiting === undefined || waiting.size === 0 ? {} : Object.fromEntries(waiting);
+  }
+
   /** Keys known now: their priority, requests waiting and in flight, and share. */
   snapshot() {
     return [...this.keys.values()].map((s) => ({

@@ -193,12 +193,13 @@ export class Scheduler {
   }
 
   snapshot() {
-    const { models, queue, swaps, fair, grants, clock } = this.p;
+    const { models, queue, swaps, fair, gaps, grants, clock } = this.p;
     return schedulerSnapshot({
       models,
       queue,
       swaps,
       fair,
+      gaps,
       inflight: grants.size,
       now: clock.now(),
     });

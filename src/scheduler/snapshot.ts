@@ -1,9 +1,10 @@
 import type { FairShare } from "./fair-share.ts";
+import type { GapBook } from "./gaps.ts";
 import { shownConversation } from "./grants.ts";
 import { idleExpiry, type ModelTable } from "./models.ts";
 import type { SwapBook } from "./swaps.ts";
 import type { WaitLine } from "./wait-line.ts";
-import { heldWait, type Queued } from "./waiter.ts";
+import { heldWait } from "./waiter.ts";
 
 /** What the scheduler's read-only snapshot is made from. */
 export interface SnapshotParts {
@@ -11,6 +12,7 @@ export interface SnapshotParts {
   queue: WaitLine;
   swaps: SwapBook;
   fair: FairShare;
+  gaps: GapBook;
   /** Granted requests not yet done. */
   inflight: number;
   now: number;
@@ -18,36 +20,33 @@ export interface SnapshotParts {
 
 /** The scheduler's state for status pages, metrics and tests; never used to gate a decision. */
 export function schedulerSnapshot(p: SnapshotParts) {
-  const { models, queue, swaps, fair, now } = p;
-  const queuedFor = new Map<string, Record<string, number>>();
-  const count = (q: Queued) => {
-    let keys = queuedFor.get(q.spec.model);
-    if (!keys) {
-      keys = {};
-      queuedFor.set(q.spec.model, keys);
-    }
-    keys[q.key.name] = (keys[q.key.name] ?? 0) + 1;
-  };
-  for (const q of queue) count(q);
-  for (const q of swaps.waiters()) count(q);
-  const total = (keys: Record<string, number> | undefined) => {
-    let n = 0;
-    for (const k in keys) n += keys[k]!;
-    return n;
-  };
+  const { models, queue, swaps, fair, gaps, now } = p;
+  const queuedFor = new Map<string, number>();
+  for (const q of queue) queuedFor.set(q.spec.model, (queuedFor.get(q.spec.model) ?? 0) + 1);
+  for (const q of swaps.waiters()) {
+    queuedFor.set(q.spec.model, (queuedFor.get(q.spec.model) ?? 0) + 1);
+  }
   return {
     models: models.all().map((m) => ({
       id: m.id,
       state: m.state,
       inflight: m.inflight,
-      queued: total(queuedFor.get(m.id)),
+      queued: queuedFor.get(m.id) ?? 0,
       /** Who waits for it: per key, how many. */
-      queuedKeys: queuedFor.get(m.id) ?? {},
+      queuedKeys: fair.waitingKeys(m.id),
       lastError: m.lastError,
       unloadPending: m.unloadPending,
       heldUntil: m.heldUntil > now ? m.heldUntil : null,
       /** The key whose hold it is (null: none, or not known). */
       heldFor: m.heldUntil > now ? (m.holdKey?.name ?? null) : null,
+      /**
+       * The key whose agent loop, last held here, is in a tool gap (its hold may have run out):
+       * lower keys leave the model to it (design.md, "Fair share", 4).
+       */
+      loopOf:
+        m.state === "ready" && m.holdConversation !== null && gaps.inGap(m.holdConversation, now)
+          ? (m.holdKey?.name ?? null)
+          : null,
       hold:
         m.hold !== null && m.heldUntil > now
           ? {
@@ -74,7 +73,9 @@ export function schedulerSnapshot(p: SnapshotParts) {
       })),
     swaps: swaps.snapshot(),
     inflight: p.inflight,
-    /** Keys with work or debt: priority, requests in flight, share (design.md, "Fair share"). */
-    keys: fair.snapshot(),
+    /** Keys seen: priority, requests waiting and in flight, share (design.md, "Fair share"). */
+    get keys() {
+      return fair.snapshot();
+    },
   };
 }

@@ -193,7 +193,7 @@ describe("holds and patience by priority, under random agent loops and batch bac
       fc.property(scenario, (s) => {
         play(s);
       }),
-      { numRuns: 100 },
+      { numRuns: 60 },
     );
   }, 60_000);
 });

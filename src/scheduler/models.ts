@@ -107,6 +107,7 @@ export class ModelTable {
    */
   private changes = 0;
   private lru: { at: number; ids: string[] } | null = null;
+  private entries: ModelEntry[] | null = null;
 
   /** Moves whenever `runningLru()` may answer differently. */
   get version(): number {
@@ -124,6 +125,7 @@ export class ModelTable {
   add(m: LiveSettings): void {
     if (this.byId.has(m.id)) return;
     this.changes++;
+    this.entries = null;
     this.byId.set(m.id, {
       id: m.id,
       state: "stopped",
@@ -173,14 +175,17 @@ export class ModelTable {
   delete(id: string): void {
     this.byId.delete(id);
     this.changes++;
+    this.entries = null;
   }
 
   get(id: string): ModelEntry | undefined {
     return this.byId.get(id);
   }
 
-  all(): ModelEntry[] {
-    return [...this.byId.values()];
+  /** Every entry, in the order they joined (the same array until one joins or leaves). */
+  all(): readonly ModelEntry[] {
+    this.entries ??= [...this.byId.values()];
+    return this.entries;
   }
 
   setState(id: string, state: ModelState, detail?: string): void {

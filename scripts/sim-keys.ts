@@ -2,7 +2,7 @@
 // agent loop on one model, a batch key flooding another with 300 requests, and a normal chat
 // user on the batch key's model, driven through the real scheduler with a fake clock, with fair
 // share on (`[scheduler.fair_share]`, the default) and off. Reported per key: p50 / p95 wait
-// (asked → granted) and time to first token (wait + the server's first-token time), when its
+// (asked → granted), the longest wait, and time to first token (wait + the server's first-token time), when its
 // last request ended; then swaps, and GPU idle time (nothing running and nothing loading) in
 // all and while someone waited. Deterministic: the tool gaps and the chat user's pauses come
 // from a seeded generator.
@@ -66,6 +66,7 @@ export interface KeyFigures {
   requests: number;
   p50WaitMs: number;
   p95WaitMs: number;
+  maxWaitMs: number;
   p50TtftMs: number;
   p95TtftMs: number;
   /** When its last request ended. */
@@ -266,6 +267,7 @@ export function simulateKeys(fairShare: boolean, p: KeysParams = KEYS_DEFAULTS):
       requests: mine.length,
       p50WaitMs: percentile(waits, 0.5),
       p95WaitMs: percentile(waits, 0.95),
+      maxWaitMs: Math.max(...waits),
       p50TtftMs: percentile(ttfts, 0.5),
       p95TtftMs: percentile(ttfts, 0.95),
       doneMs: Math.max(...mine.map((a) => a.doneAt!)),
@@ -292,11 +294,11 @@ export function printKeys(prefix = ""): KeysResult[] {
     `${p.batchRequests} requests on general (${sec(p.batchGenMs)} each, ${p.batchSlots} slots), ` +
     `a normal chat user on general (${p.chatRequests} questions, ${sec(p.chatGenMs)} each); ` +
     `coder and general take turns on the GPU, ${sec(p.loadMs)} to load.\n\n` +
-    "| fair share | key | priority | p50 wait | p95 wait | p50 TTFT | p95 TTFT | last done |\n" +
-    "|---|---|---|---|---|---|---|---|\n";
+    "| fair share | key | priority | p50 wait | p95 wait | max wait | p50 TTFT | p95 TTFT | last done |\n" +
+    "|---|---|---|---|---|---|---|---|---|\n";
   for (const r of results) {
     for (const k of r.keys) {
-      out += `| ${r.fairShare ? "on" : "off"} | ${k.key} | ${k.priority} | ${sec(k.p50WaitMs)} | ${sec(k.p95WaitMs)} | ${sec(k.p50TtftMs)} | ${sec(k.p95TtftMs)} | ${sec(k.doneMs)} |\n`;
+      out += `| ${r.fairShare ? "on" : "off"} | ${k.key} | ${k.priority} | ${sec(k.p50WaitMs)} | ${sec(k.p95WaitMs)} | ${sec(k.maxWaitMs)} | ${sec(k.p50TtftMs)} | ${sec(k.p95TtftMs)} | ${sec(k.doneMs)} |\n`;
     }
   }
   out +=

@@ -134,7 +134,6 @@ export function simulateKeys(fairShare: boolean, p: KeysParams = KEYS_DEFAULTS):
     }
     last = t.now;
   };
-  let wakeAt: number | null = null;
   const effects: Effects = {
     grant(id) {
       mark();
@@ -183,12 +182,7 @@ export function simulateKeys(fairShare: boolean, p: KeysParams = KEYS_DEFAULTS):
     position() {},
     loading() {},
     wakeAt(at) {
-      wakeAt = at;
-      if (at !== null) {
-        t.at(Math.max(0, at - t.now), () => {
-          if (wakeAt !== null && t.now >= wakeAt) sched.wake();
-        });
-      }
+      t.arm(at, () => sched.wake());
     },
     holdChanged() {},
     stateChanged(model, state) {

@@ -121,11 +121,26 @@ export class Timeline {
     while (i > 0 && this.events[i - 1]!.at > e.at) i--;
     this.events.splice(i, 0, e);
   }
-  run(limitMs: number): void {
+  /** Runs the events up to `limitMs` in order, `after` each one. */
+  run(limitMs: number, after?: () => void): void {
     for (let e = this.events.shift(); e && e.at <= limitMs; e = this.events.shift()) {
       this.now = e.at;
       e.fn();
+      after?.();
     }
+  }
+
+  private armed: number | null = null;
+  /**
+   * The scheduler's one wake timer (`Effects.wakeAt`) on this timeline: `wake` runs at `at`,
+   * unless it was re-armed (or disarmed, null) since.
+   */
+  arm(at: number | null, wake: () => void): void {
+    this.armed = at;
+    if (at === null) return;
+    this.at(Math.max(0, at - this.now), () => {
+      if (this.armed !== null && this.now >= this.armed) wake();
+    });
   }
 }
 
@@ -162,7 +177,6 @@ export function simulate(mode: Mode, p: SimParams = DEFAULTS): SimResult {
   // What the runtime measures: each load and wake, from its swap's start until ready.
   const loadTimes = new LoadTimes(() => t.now);
   let nextId = 1;
-  let wakeAt: number | null = null;
 
   const effects: Effects = {
     grant(id) {
@@ -214,12 +228,7 @@ export function simulate(mode: Mode, p: SimParams = DEFAULTS): SimResult {
     position() {},
     loading() {},
     wakeAt(at) {
-      wakeAt = at;
-      if (at !== null) {
-        t.at(Math.max(0, at - t.now), () => {
-          if (wakeAt !== null && t.now >= wakeAt) sched.wake();
-        });
-      }
+      t.arm(at, () => sched.wake());
     },
     holdChanged() {},
     stateChanged(model, state, detail) {

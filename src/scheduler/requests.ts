@@ -1,8 +1,9 @@
 import type { Config } from "../config/types.ts";
-import type { Eviction, EvictionPolicy } from "../policy/types.ts";
+import type { EvictionPolicy } from "../policy/types.ts";
 import { QmError } from "../shared/errors.ts";
 import { type DecideView, type Decision, decide } from "./decide.ts";
 import type { EventClock } from "./event-clock.ts";
+import { EvictionMemo } from "./eviction-memo.ts";
 import {
   type FairBooks,
   holdersWeight,
@@ -65,13 +66,12 @@ export class Requests {
   /** Arrival numbers; and whether the line was put in fair order (undone once it is off). */
   private seq = 0;
   private arranged = false;
-  /** The policy's answers this event, while the models holding memory stay as they were. */
-  private readonly evictions = new Map<string, Eviction>();
-  private evictionsAt = -1;
+  private readonly evictions: EvictionMemo;
 
   constructor(private readonly p: Parts) {
     const { models, swaps, holds, queue, fair, clock } = p;
     this.fairBooks = { fair, models, gaps: p.gaps, now: 0 };
+    this.evictions = new EvictionMemo(models, () => p.settings.policy);
     this.view = {
       model: (id) => models.get(id)!,
       hasSlot: (id) => models.hasSlot(id),
@@ -101,7 +101,7 @@ export class Requests {
         wanted(this.books(), req.key ?? ANONYMOUS, evict),
       holdRank: (req, evict) =>
         fair.contested ? holdRank(this.books(), req.key ?? ANONYMOUS, evict) : "peer",
-      evictionFor: (id) => this.evictionFor(id),
+      evictionFor: (id) => this.evictions.evictionFor(id),
       ramSleeper: () => this.ramSleeper(),
     };
   }
@@ -165,26 +165,7 @@ export class Requests {
 
   /** A new event: the policy's answers are asked afresh (a reload may have changed it). */
   beginEvent(): void {
-    if (this.evictions.size > 0) this.evictions.clear();
-  }
-
-  /**
-   * The policy's answer for bringing `id` in. Every waiter is re-decided on every pass of the
-   * drain, and the answer only changes with the models holding memory (or the event), so it is
-   * kept until they change.
-   */
-  private evictionFor(id: string): Eviction {
-    const { models, settings } = this.p;
-    if (this.evictionsAt !== models.version) {
-      this.evictions.clear();
-      this.evictionsAt = models.version;
-    }
-    let plan = this.evictions.get(id);
-    if (!plan) {
-      plan = settings.policy.evictionFor(id, models.runningLru());
-      this.evictions.set(id, plan);
-    }
-    return plan;
+    this.evictions.clear();
   }
 
   /** What the cross-model fair-share rules read (fair-drains.ts), as of this event. */

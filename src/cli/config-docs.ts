@@ -141,7 +141,7 @@ export const CONFIG_DOCS: Record<DocumentedSection, SectionDoc> = {
       },
       fair_share: {
         meaning:
-          "How keys (`[keys.NAME]`) share the GPU, by their `priority`. `enabled`: within one model's queue, keys take turns in proportion to their weights (`interactive`, `normal`, `batch`), first come first served within a key; when a swap is needed, a key that has had less than its share drains a busy model of keys of no higher priority; a waiter of a lower priority never breaks a higher one's hold but by its patience, counted since its key was last served on that model. `false`: first come, first served (keys keep their `max_concurrency`). Requests without a key are the key `anonymous` at `normal`. See src/scheduler/design.md, \"Fair share\".",
+          "How keys (`[keys.NAME]`) share the GPU, by their `priority`. `enabled`: within one model's queue, keys take turns in proportion to their weights (`interactive`, `normal`, `batch`), first come first served within a key; when a swap is needed, a key that has had less than its share drains a busy model of keys of no higher priority; a waiter of a lower priority never breaks a higher one's hold, nor takes the model of a higher one's agent loop in a tool gap, but by its patience, counted since its key was last served on that model. Keys of equal weight share as peers. `false`: first come, first served (keys keep their `max_concurrency`). Requests without a key are the key `anonymous` at `normal`. See src/scheduler/design.md, \"Fair share\".",
         example: { enabled: true, interactive: 8, normal: 2, batch: 1 },
       },
     },

@@ -7,7 +7,8 @@
 // (`evict = "stop"`), put to sleep and woken (`evict = "sleep"`), or stopped with their KV cache
 // saved and restored (`keep_kv = true`); there each turn after a reload also pays for its prompt:
 // whole when the cache is gone, only the new part when restored. Then the hold policies' grid
-// (sim-grid.ts; `--grid` prints only that). Every time can be set on the command line
+// (sim-grid.ts; `--grid` prints only that); then keys sharing the GPU with fair share on and off
+// (sim-keys.ts; `--keys` prints only that). Every time can be set on the command line
 // (`--load-ms 30000`, `--prefill-ms`, …), and the prefill pair read from the JSON line
 // `scripts/llama/keep-kv.ts` printed (`--from FILE`).
 import { readFileSync } from "node:fs";
@@ -17,6 +18,7 @@ import { LoadTimes } from "../src/runtime/load-times.ts";
 import { Scheduler } from "../src/scheduler/scheduler.ts";
 import type { Effects, Swap } from "../src/scheduler/types.ts";
 import { printGrid } from "./sim-grid.ts";
+import { printKeys } from "./sim-keys.ts";
 
 export interface SimParams {
   rounds: number;
@@ -109,7 +111,7 @@ export interface SimResult {
 }
 
 /** A tiny discrete-event loop: callbacks run in time order (ties in insertion order). */
-class Timeline {
+export class Timeline {
   now = 0;
   private seq = 0;
   private readonly events: { at: number; seq: number; fn: () => void }[] = [];
@@ -119,11 +121,26 @@ class Timeline {
     while (i > 0 && this.events[i - 1]!.at > e.at) i--;
     this.events.splice(i, 0, e);
   }
-  run(limitMs: number): void {
+  /** Runs the events up to `limitMs` in order, `after` each one. */
+  run(limitMs: number, after?: () => void): void {
     for (let e = this.events.shift(); e && e.at <= limitMs; e = this.events.shift()) {
       this.now = e.at;
       e.fn();
+      after?.();
     }
+  }
+
+  private armed: number | null = null;
+  /**
+   * The scheduler's one wake timer (`Effects.wakeAt`) on this timeline: `wake` runs at `at`,
+   * unless it was re-armed (or disarmed, null) since.
+   */
+  arm(at: number | null, wake: () => void): void {
+    this.armed = at;
+    if (at === null) return;
+    this.at(Math.max(0, at - this.now), () => {
+      if (this.armed !== null && this.now >= this.armed) wake();
+    });
   }
 }
 
@@ -160,7 +177,6 @@ export function simulate(mode: Mode, p: SimParams = DEFAULTS): SimResult {
   // What the runtime measures: each load and wake, from its swap's start until ready.
   const loadTimes = new LoadTimes(() => t.now);
   let nextId = 1;
-  let wakeAt: number | null = null;
 
   const effects: Effects = {
     grant(id) {
@@ -212,12 +228,7 @@ export function simulate(mode: Mode, p: SimParams = DEFAULTS): SimResult {
     position() {},
     loading() {},
     wakeAt(at) {
-      wakeAt = at;
-      if (at !== null) {
-        t.at(Math.max(0, at - t.now), () => {
-          if (wakeAt !== null && t.now >= wakeAt) sched.wake();
-        });
-      }
+      t.arm(at, () => sched.wake());
     },
     holdChanged() {},
     stateChanged(model, state, detail) {
@@ -275,7 +286,7 @@ export function paramsFrom(argv: readonly string[], base: SimParams): SimParams 
   };
   for (let i = 0; i < argv.length; i++) {
     const flag = argv[i]!;
-    if (flag === "--grid") continue;
+    if (flag === "--grid" || flag === "--keys") continue;
     if (flag === "--from") {
       const text = readFileSync(argv[++i]!, "utf8");
       const line = text.trim().split("\n").at(-1)!;
@@ -328,6 +339,11 @@ function printLoops(args: readonly string[]): void {
 
 if (import.meta.main) {
   const args = process.argv.slice(2);
-  if (!args.includes("--grid")) printLoops(args);
-  printGrid(args.includes("--grid") ? "" : "\n");
+  if (args.includes("--keys")) {
+    printKeys();
+  } else {
+    if (!args.includes("--grid")) printLoops(args);
+    printGrid(args.includes("--grid") ? "" : "\n");
+    if (!args.includes("--grid")) printKeys("\n");
+  }
 }

@@ -139,6 +139,11 @@ export const CONFIG_DOCS: Record<DocumentedSection, SectionDoc> = {
         meaning:
           '`"cost"`: a hold lasts the tool gap its conversation is expected to take (learned from its earlier gaps), ends when the gap is spent or the loop answers without tool calls, and is dropped for a waiting request when the idle it would cost exceeds swapping the waiter\'s model in and the held one back (measured load or wake times); a request waits behind idle holds for at most three such round trips. `"fixed"`: a hold lasts `hold_ms` and gives way only to a request past its `patience_ms`.',
       },
+      fair_share: {
+        meaning:
+          "How keys (`[keys.NAME]`) share the GPU, by their `priority`. `enabled`: within one model's queue, keys take turns in proportion to their weights (`interactive`, `normal`, `batch`), first come first served within a key; when a swap is needed, a key that has had less than its share drains a busy model of keys of no higher priority; a waiter of a lower priority never breaks a higher one's hold, nor takes the model of a higher one's agent loop in a tool gap, but by its patience, counted since its key was last served on that model. Keys of equal weight share as peers. `false`: first come, first served (keys keep their `max_concurrency`). Requests without a key are the key `anonymous` at `normal`. See src/scheduler/design.md, \"Fair share\".",
+        example: { enabled: true, interactive: 8, normal: 2, batch: 1 },
+      },
     },
   },
   activity: {

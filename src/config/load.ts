@@ -126,6 +126,14 @@ export function loadConfigText(text: string, opts: LoadOptions): Config {
       holdOn: scheduler.hold_on,
       holdPolicy: scheduler.hold_policy,
       maxQueue: scheduler.max_queue,
+      fairShare: {
+        enabled: scheduler.fair_share.enabled,
+        weights: {
+          interactive: scheduler.fair_share.interactive,
+          normal: scheduler.fair_share.normal,
+          batch: scheduler.fair_share.batch,
+        },
+      },
     },
     activity: {
       enabled: file.activity.enabled,

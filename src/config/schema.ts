@@ -18,6 +18,14 @@ const seconds = (value: number) =>
   Type.Number({ minimum: 0, maximum: Math.floor(MAX_TIMER_MS / 1000), default: value });
 const millis = (value: number) =>
   Type.Integer({ minimum: 0, maximum: MAX_TIMER_MS, default: value });
+/** A fair-share weight: a key's share of the GPU against the others', in whole numbers. */
+const weight = (value: number, priority: string) =>
+  Type.Integer({
+    minimum: 1,
+    maximum: 1000,
+    default: value,
+    description: `The weight of keys with priority = "${priority}".`,
+  });
 const strings = (value: string[] = []) => Type.Array(Type.String(), { default: value });
 /** A string enum; the cast keeps the literal union in `Static` (`.map` loses it). */
 const oneOf = <const T extends readonly string[]>(values: T, value: T[number]) =>
@@ -71,6 +79,22 @@ export const SchedulerSchema = Type.Object(
     hold_on: oneOf(["tool_calls", "request"], "tool_calls"),
     /** `"cost"`: hold or yield by what each costs (src/scheduler/design.md); `"fixed"`: `hold_ms`. */
     hold_policy: oneOf(["cost", "fixed"], "cost"),
+    /** Sharing the GPU between keys by priority (src/scheduler/design.md, "Fair share"). */
+    fair_share: Type.Object(
+      {
+        enabled: Type.Boolean({
+          default: true,
+          description: "Share by priority; false: first come, first served.",
+        }),
+        interactive: weight(4, "interactive"),
+        normal: weight(2, "normal"),
+        batch: weight(1, "batch"),
+      },
+      {
+        additionalProperties: false,
+        default: { enabled: true, interactive: 4, normal: 2, batch: 1 },
+      },
+    ),
   },
   closed,
 );

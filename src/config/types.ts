@@ -49,6 +49,15 @@ export interface SchedulerConfig {
   holdPolicy: "cost" | "fixed";
   /** Most requests waiting at once; beyond it 503. */
   maxQueue: number;
+  /** Sharing the GPU between keys (`[scheduler.fair_share]`); absent: the defaults. */
+  fairShare?: FairShareConfig;
+}
+
+/** `[scheduler.fair_share]`: whether keys share by priority, and each priority's weight. */
+export interface FairShareConfig {
+  /** Off: keys keep their `max_concurrency`, and the rest is first come, first served. */
+  enabled: boolean;
+  weights: { interactive: number; normal: number; batch: number };
 }
 
 export interface ResourcesConfig {

@@ -219,7 +219,7 @@ export class QmMetrics {
     };
     this.holdsDropped = counter(
       "qm_holds_dropped_total",
-      'Holds dropped by hold_policy = "cost" for a waiting request: reason "cost" (holding cost more than swapping there and back) or "fairness" (the request reached its bound).',
+      'Holds dropped for a waiting request: reason "cost" (holding cost more than swapping there and back) or "fairness" (the request reached its bound), under hold_policy = "cost"; or "priority" (a request of a higher-priority key).',
       ["model", "reason"],
     );
     this.gauges = new Gauges(this.registry);

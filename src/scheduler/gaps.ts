@@ -64,6 +64,15 @@ export class GapBook {
     return gap;
   }
 
+  /**
+   * `conversation` is in a tool gap at `now`: it answered in tool calls and has not come back,
+   * for no longer than a tool gap lasts (`MAX_GAP_MS`).
+   */
+  inGap(conversation: string, now: number): boolean {
+    const p = this.pending.get(conversation);
+    return p !== undefined && now - p.at <= MAX_GAP_MS;
+  }
+
   /** `conversation` answered in tool calls and has not come back yet. */
   waiting(conversation: string | null): boolean {
     return conversation !== null && this.pending.has(conversation);

@@ -13,8 +13,11 @@ function priorGap(holdMs: number): GapEstimate {
   return { typicalMs: holdMs, windowMs: Math.ceil(holdMs * WINDOW_FACTOR), source: "prior" };
 }
 
-/** Why a swap breaks holds: a waiter past its patience, or (cost policy) the verdict's reason. */
-export type HoldBreak = "patience" | "cost" | "fairness";
+/**
+ * Why a swap breaks holds: a waiter past its patience, (cost policy) the verdict's reason, or a
+ * waiter of a higher-priority key.
+ */
+export type HoldBreak = "patience" | "cost" | "fairness" | "priority";
 
 /** What the cost verdict knows of the waiter (see `Holds.verdict`). */
 export interface HoldWaiter {
@@ -267,8 +270,8 @@ export class Holds {
   }
 
   /**
-   * Earliest TTL, hold expiry, patience deadline or fairness bound (cost policy) still ahead:
-   * when the queue may unblock.
+   * Earliest TTL, hold expiry, patience deadline (of a request, or of its key's turn) or
+   * fairness bound (cost policy) still ahead: when the queue may unblock.
    */
   nextDeadline(queue: Iterable<Queued>): number | null {
     const now = this.clock.now();
@@ -278,6 +281,8 @@ export class Holds {
       if (due > now && (at === null || due < at)) at = due;
       const fair = q.quantumAt;
       if (fair !== null && fair > now && (at === null || fair < at)) at = fair;
+      const turn = q.turnAt;
+      if (turn !== null && turn > now && (at === null || turn < at)) at = turn;
     }
     return at;
   }

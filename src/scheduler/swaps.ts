@@ -250,16 +250,13 @@ export class SwapBook {
     return false;
   }
 
-  /** Drops a waiter whose client left; false when it was not waiting on any swap. */
-  dropWaiter(requestId: number): boolean {
+  /** Drops a waiter whose client left; undefined when it was not waiting on any swap. */
+  dropWaiter(requestId: number): Queued | undefined {
     for (const swap of this.swaps.values()) {
       const j = swap.waiters.findIndex((q) => q.spec.id === requestId);
-      if (j >= 0) {
-        swap.waiters.splice(j, 1);
-        return true;
-      }
+      if (j >= 0) return swap.waiters.splice(j, 1)[0];
     }
-    return false;
+    return undefined;
   }
 
   /** Takes every waiter off every swap (shutdown); the swaps themselves run on. */

@@ -26,6 +26,22 @@ export interface RequestSpec {
    * whose tool gaps the cost policy learns. Absent: the model's requests count as one.
    */
   conversation?: string | undefined;
+  /**
+   * The key it was made with (`[keys.NAME]`, resolved by the edge): who it is charged to when
+   * keys share the GPU (design.md, "Fair share"). Absent: the key `anonymous`, priority
+   * `normal`, no cap. `maxConcurrency`: most of its requests in flight at once; 0 = no cap.
+   */
+  key?: RequestKey | undefined;
+}
+
+/** A key's priority: its weight when keys share the GPU (`[scheduler.fair_share]`). */
+export type KeyPriority = "interactive" | "normal" | "batch";
+
+/** What the scheduler is told of a request's key. */
+export interface RequestKey {
+  name: string;
+  priority: KeyPriority;
+  maxConcurrency: number;
 }
 
 /** A swap: stop `evict` (in parallel), start `target`, wait until it is ready. */
@@ -56,12 +72,16 @@ export type SwapResult =
  * one, a renewal included), `expired` (its deadline passed while the model was still up: with
  * `hold_policy = "cost"`, its expected gap is spent), `preempted` (a waiter past its patience
  * evicted it while held) or `dropped` (`hold_policy = "cost"`: a waiter evicted it because
- * holding cost more than swapping, or because it reached its fairness bound; `HoldWhy.reason`).
+ * holding cost more than swapping, or because it reached its fairness bound; or a waiter of a
+ * higher-priority key evicted it; `HoldWhy.reason`).
  */
 export type HoldChange = "granted" | "expired" | "preempted" | "dropped";
 
-/** Why a hold was dropped (`HoldChange` `dropped`). */
-export type HoldDropReason = "cost" | "fairness";
+/**
+ * Why a hold was dropped (`HoldChange` `dropped`): by the cost verdict (`cost`, `fairness`),
+ * or for a waiter of a higher-priority key (`priority`).
+ */
+export type HoldDropReason = "cost" | "fairness" | "priority";
 
 /**
  * The figures a hold is weighed by (`hold_policy = "cost"`), reported with `granted` and

@@ -34,6 +34,7 @@ describe("defaults", () => {
       holdOn: "tool_calls",
       holdPolicy: "cost",
       maxQueue: 512,
+      fairShare: { enabled: true, weights: { interactive: 4, normal: 2, batch: 1 } },
     });
     expect(config.resources).toEqual({
       vramBudgetGb: 0,
@@ -229,6 +230,7 @@ models_dir = "/models"
       holdOn: "request",
       holdPolicy: "cost",
       maxQueue: 512,
+      fairShare: { enabled: true, weights: { interactive: 4, normal: 2, batch: 1 } },
     });
     expect(config.resources).toEqual({
       vramBudgetGb: 24,

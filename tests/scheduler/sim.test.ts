@@ -11,6 +11,7 @@ import {
   simulate,
 } from "../../scripts/sim.ts";
 import { grid } from "../../scripts/sim-grid.ts";
+import { KEYS_DEFAULTS, simulateKeys } from "../../scripts/sim-keys.ts";
 
 describe("agent-loop simulation (fake clock, deterministic)", () => {
   const [request, toolCalls, off, cost] = MODES.map((m) => simulate(m));
@@ -93,5 +94,27 @@ describe("the hold policies' grid (sim-grid.ts)", () => {
       const cell = [c.swapBack, c.agents, c.loadMs, c.gapMs];
       expect({ cell, ok: cost!.swaps <= forever!.swaps + 1 }).toEqual({ cell, ok: true });
     }
+  });
+});
+
+describe("keys sharing one GPU (sim-keys.ts): an agent loop, a batch flood, a chat user", () => {
+  const [on, off] = [simulateKeys(true), simulateKeys(false)];
+  const key = (r: typeof on, name: string) => r.keys.find((k) => k.key === name)!;
+
+  test("fair share on: the interactive key's p95 wait is at most 2 s plus one model load", () => {
+    expect(key(on, "agent").p95WaitMs).toBeLessThanOrEqual(2000 + KEYS_DEFAULTS.loadMs);
+    // Without fair share the same loop waits behind the batch flood.
+    expect(key(off, "agent").p95WaitMs).toBeGreaterThan(2000 + KEYS_DEFAULTS.loadMs);
+  });
+
+  test("the batch key still completes: every one of its requests is served", () => {
+    // simulateKeys throws should any request never finish.
+    expect(key(on, "notebook").requests).toBe(KEYS_DEFAULTS.batchRequests);
+    // And it is done before everything is without fair share.
+    expect(key(on, "notebook").doneMs).toBeLessThan(off.makespanMs);
+  });
+
+  test("fair share takes no more swaps than first come, first served, plus 10 %", () => {
+    expect(on.swaps).toBeLessThanOrEqual(off.swaps * 1.1);
   });
 });

@@ -351,7 +351,7 @@ export const CONFIG_DOCS: Record<DocumentedSection, SectionDoc> = {
       },
       keep_kv: {
         meaning:
-          "llama-server only: keep the model's KV cache across a stop. qm adds `--slot-save-path <state_dir>/kv/<model>/`; before any stop of a ready model but a crash or shutdown (a swap, the TTL, an unload, a restart) it saves each slot with a cached prompt (`POST /slots/{id}?action=save`), and after the next start, before the first request is let in, restores them (`action=restore`), so an agent's long prompt is not processed again. Failures are logged and the model carries on cold. The files go when the model's command or env changes; the folder goes when a reload removes the model or turns its `keep_kv` off, once its process has stopped. Refused for a command that does not run `llama-server`.",
+          "llama-server only: keep the model's KV cache across a stop. qm adds `--slot-save-path <state_dir>/kv/<model>/`; before any stop of a ready model but a crash or shutdown (a swap, the TTL, an unload, a restart) it saves each slot with a cached prompt (`POST /slots/{id}?action=save`), and after the next start, before the first request is let in, restores them (`action=restore`), so an agent's long prompt is not processed again. Failures are logged and the model carries on cold. The files go when the model's command, env or context size changes (a new `${PORT}` is no change), or its model file does (path, size, mtime); the folder goes when a reload removes the model or turns its `keep_kv` off, once its process has stopped. Refused for a command that does not run `llama-server`.",
         example: true,
       },
       keep_kv_max_mb: {

@@ -168,8 +168,13 @@ export interface KeepKv {
   maxBytes: number;
   /** `keep_kv_timeout_s` in milliseconds: one deadline for a whole save (or restore). */
   timeoutMs: number;
-  /** Hash of the argv (without the save path) and env: files saved under another are removed. */
+  /**
+   * Hash of the command and env as written (before `${PORT}` is filled in; without the save
+   * path) and the context size: files saved under another are removed.
+   */
   hash: string;
+  /** The model file (`-m`), stamped (size, mtime) with the saved files: another stamp drops them. */
+  modelFile: string | null;
 }
 
 /** A managed node's model: the node, its key, the node's id for the model. */

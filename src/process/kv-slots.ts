@@ -40,6 +40,8 @@ interface SavedSlot {
 
 interface Manifest {
   hash: string;
+  /** The model file's stamp when the files were saved (`modelStamp`); absent: no model file. */
+  model?: string;
   slots: Record<string, SavedSlot>;
 }
 
@@ -119,15 +121,20 @@ export class KvSlots {
     try {
       mkdirSync(this.kv.dir, { recursive: true });
       const manifest = this.readManifest();
-      if (manifest === null || manifest.hash !== this.kv.hash) {
+      const stamp = modelStamp(this.kv.modelFile);
+      if (!this.matches(manifest, stamp)) {
         const files = readdirSync(this.kv.dir);
         for (const f of files) rmSync(join(this.kv.dir, f), { force: true, recursive: true });
         if (files.length > 0) {
+          const why =
+            manifest !== null && manifest.hash === this.kv.hash
+              ? "its model file changed"
+              : "its config changed";
           this.deps.log.info(
-            `model "${this.id}": saved KV cache removed (${files.length} files; its config changed)`,
+            `model "${this.id}": saved KV cache removed (${files.length} files; ${why})`,
           );
         }
-        this.writeManifest({ hash: this.kv.hash, slots: {} });
+        this.writeManifest(this.fresh(stamp));
       }
     } catch (err) {
       this.deps.log.warn(`model "${this.id}": keep_kv folder ${this.kv.dir}: ${message(err)}`);
@@ -145,8 +152,10 @@ export class KvSlots {
         outcome.failed.push({ slot: -1, reason: "GET /slots: not a list of slots" });
         return;
       }
-      const manifest = this.readManifest() ?? { hash: this.kv.hash, slots: {} };
-      manifest.hash = this.kv.hash;
+      const stamp = modelStamp(this.kv.modelFile);
+      const old = this.readManifest();
+      // Slots saved under another config or model file are not kept beside these.
+      const manifest = this.matches(old, stamp) && old !== null ? old : this.fresh(stamp);
       for (const slot of slots) {
         try {
           const answer = await call(`${base}/slots/${slot.id}?action=save`, {
@@ -181,7 +190,8 @@ export class KvSlots {
   async restore(base: string): Promise<KvOutcome> {
     const outcome: KvOutcome = { done: [], failed: [], timedOut: false };
     const manifest = this.readManifest();
-    if (manifest === null || manifest.hash !== this.kv.hash) return outcome;
+    // Never into another model: the file the server loaded must be the one the slots came from.
+    if (manifest === null || !this.matches(manifest, modelStamp(this.kv.modelFile))) return outcome;
     const entries = Object.entries(manifest.slots).filter(([, s]) =>
       existsFile(join(this.kv.dir, s.file)),
     );
@@ -294,6 +304,19 @@ export class KvSlots {
     }
   }
 
+  /** The files were saved under this config and this model file. */
+  private matches(manifest: Manifest | null, stamp: string | null): boolean {
+    return (
+      manifest !== null && manifest.hash === this.kv.hash && (manifest.model ?? null) === stamp
+    );
+  }
+
+  private fresh(stamp: string | null): Manifest {
+    return stamp === null
+      ? { hash: this.kv.hash, slots: {} }
+      : { hash: this.kv.hash, model: stamp, slots: {} };
+  }
+
   private readManifest(): Manifest | null {
     try {
       const raw = JSON.parse(readFileSync(join(this.kv.dir, MANIFEST), "utf8")) as unknown;
@@ -307,7 +330,9 @@ export class KvSlots {
           savedAt: typeof s.savedAt === "number" ? s.savedAt : 0,
         };
       }
-      return { hash: raw.hash, slots };
+      return typeof raw.model === "string"
+        ? { hash: raw.hash, model: raw.model, slots }
+        : { hash: raw.hash, slots };
     } catch {
       return null;
     }
@@ -322,6 +347,21 @@ export class KvSlots {
     } catch (err) {
       this.deps.log.warn(`model "${this.id}": keep_kv manifest: ${message(err)}`);
     }
+  }
+}
+
+/**
+ * What tells one model file from another without reading it: its path, size and mtime (a
+ * file replaced or re-downloaded under the same name gets a new mtime). Null: no model file
+ * in the command; a file that cannot be read stamps as missing, (its server cannot start either).
+ */
+export function modelStamp(path: string | null): string | null {
+  if (path === null) return null;
+  try {
+    const st = statSync(path);
+    return JSON.stringify([path, st.size, st.mtimeMs]);
+  } catch {
+    return JSON.stringify([path, "missing"]);
   }
 }
 

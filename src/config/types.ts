@@ -134,6 +134,8 @@ export interface ModelConfig {
   group: string;
   /** `keep_kv = true` (llama-server): where and how its slots are saved across a stop; else null. */
   keepKv: KeepKv | null;
+  /** `ctx_step`: a `?ctx=N` request is rounded up to a multiple of this (src/runtime/design.md). */
+  ctxStep: number;
   /**
    * The model's strings with every macro resolved except `${PORT}`, `${MODEL_ID}` (and
    * `${PID}`): what a `model?ctx=N` variant is minted from, with a port of its own.

@@ -239,11 +239,23 @@ export class Runtime implements Effects, Gateway {
     this.wake = new WakeTimer(timers, () => this.scheduler.wake());
     this.timers = timers;
     this.replacePeers(config.peers);
-    this.variants = new Variants(config, opts.log, (variant) => {
-      this.config.models[variant.id] = variant;
-      this.runner.add(variant);
-      this.scheduler.addModel(variant);
-    });
+    this.variants = new Variants(
+      config,
+      opts.log,
+      (variant) => {
+        this.config.models[variant.id] = variant;
+        this.runner.add(variant);
+        this.scheduler.addModel(variant);
+      },
+      undefined,
+      {
+        state: (id) => this.modelState(id),
+        // A leased variant was asked to stay: it is left to its holder.
+        unload: (id) => {
+          if (this.leases.list(id).length === 0) this.scheduler.unload(id);
+        },
+      },
+    );
     this.reloads = new ConfigReloads({
       config,
       log: opts.log,

@@ -81,6 +81,7 @@ describe("defaults", () => {
       stallTimeoutMs: 120_000,
       scrapeUpstreamMetrics: false,
       keepKv: null,
+      ctxStep: 4096,
       group: DEFAULT_GROUP,
       template: {
         cmd: "server",
@@ -281,6 +282,7 @@ models_dir = "/models"
       stallTimeoutMs: 120_000,
       scrapeUpstreamMetrics: false,
       keepKv: null,
+      ctxStep: 4096,
       group: "gpu",
       template: {
         cmd: "llama-server --port ${PORT} -m /models/qwen.gguf",

@@ -17,8 +17,8 @@ import {
 import { schemaErrors } from "../../src/demo/json-schema.ts";
 import tools from "../demo/fixtures/claude-code-2.1.197-tools.json";
 import { BUILD_TIMEOUT_MS, needsBinary } from "../support/binary.ts";
-import type { QmServer } from "../support/qm-process.ts";
-import { shippedQm } from "./support.ts";
+import { type QmServer, startQm } from "../support/qm-process.ts";
+import { shippedConfig } from "./support.ts";
 
 beforeAll(needsBinary, BUILD_TIMEOUT_MS);
 setDefaultTimeout(120_000);
@@ -40,7 +40,9 @@ type Block = {
 
 describe.skipIf(!claude.ok)(title, () => {
   beforeAll(async () => {
-    ({ qm, dir } = await shippedQm());
+    const shipped = shippedConfig();
+    dir = shipped.dir;
+    qm = await startQm(shipped.path);
   });
   afterAll(async () => {
     if (qm) expect(await qm.stop()).toBe(0);

@@ -14,8 +14,8 @@ import {
   writeCodexHome,
 } from "../../scripts/clients/clients.ts";
 import { BUILD_TIMEOUT_MS, needsBinary } from "../support/binary.ts";
-import type { QmServer } from "../support/qm-process.ts";
-import { shippedQm } from "./support.ts";
+import { type QmServer, startQm } from "../support/qm-process.ts";
+import { shippedConfig } from "./support.ts";
 
 beforeAll(needsBinary, BUILD_TIMEOUT_MS);
 setDefaultTimeout(120_000);
@@ -29,7 +29,9 @@ let dir: string;
 
 describe.skipIf(!codex.ok)(title, () => {
   beforeAll(async () => {
-    ({ qm, dir } = await shippedQm());
+    const shipped = shippedConfig();
+    dir = shipped.dir;
+    qm = await startQm(shipped.path);
   });
   afterAll(async () => {
     if (qm) expect(await qm.stop()).toBe(0);

@@ -7,8 +7,9 @@ import { type QmServer, ROOT, startQm } from "../support/qm-process.ts";
 /**
  * The shipped config as a user runs it, moved off its fixed ports: listening on port 0, its
  * `${PORT}`s from a random base, its state in a scratch dir (`dir`, also the clients' home).
+ * Returns the copy's path, for `startQm`.
  */
-export async function shippedQm(): Promise<{ qm: QmServer; dir: string }> {
+export function shippedConfig(): { path: string; dir: string } {
   const dir = mkdtempSync(join(tmpdir(), "qm-clients-"));
   const shipped = readFileSync(join(ROOT, "quartermaster.toml"), "utf8");
   const listen = /^listen = \[.*\].*$/m;
@@ -21,5 +22,5 @@ export async function shippedQm(): Promise<{ qm: QmServer; dir: string }> {
     .replace(startPort, `start_port = ${20000 + Math.floor(Math.random() * 30000)}`);
   const path = join(dir, "quartermaster.toml");
   writeFileSync(path, text);
-  return { qm: await startQm(path), dir };
+  return { path, dir };
 }

@@ -31,7 +31,6 @@ function testFiles(dir: string): string[] {
 const RUNS_BINARY: Record<string, string[]> = {
   "support/qm-process.ts": ["startQm", "QM"],
   "support/e2e.ts": ["serve"],
-  "clients/support.ts": ["shippedQm"],
 };
 
 /** True when `text` imports something from RUNS_BINARY (an import list may span lines). */

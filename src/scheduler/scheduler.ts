@@ -301,7 +301,7 @@ export class Scheduler {
     }
     const q = waiter(spec, this.clock.now(), this.defaults);
     // A request of a conversation whose last answer ended in tool calls ends its tool gap.
-    this.gaps.asked(conversationOf(spec.model, q.conversation), this.clock.now());
+    this.gaps.asked(conversationOf(spec.model, q.conversation), this.clock.now(), spec.toolResult);
     const decision = this.decide(q);
     // The waiting line is bounded: past `max_queue`, only a request that is served at once
     // gets in; the rest are told to come back (503 + Retry-After) rather than pile up.

@@ -25,6 +25,12 @@ export interface RequestSpec {
    * whose tool gaps the cost policy learns. Absent: the model's requests count as one.
    */
   conversation?: string | undefined;
+  /**
+   * The request carries a tool result (a `tool` message, a `tool_result` block, a Responses
+   * `*_call_output` item): its conversation is an agent loop that runs its tools (design.md,
+   * "Evidence of a loop"). Absent: not known, taken as carrying one.
+   */
+  toolResult?: boolean | undefined;
 }
 
 /** A swap: stop `evict` (in parallel), start `target`, wait until it is ready. */

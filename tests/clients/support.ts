@@ -2,7 +2,7 @@
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { type QmServer, ROOT, startQm } from "../support/qm-process.ts";
+import { ROOT } from "../support/qm-process.ts";
 
 /**
  * The shipped config as a user runs it, moved off its fixed ports: listening on port 0, its

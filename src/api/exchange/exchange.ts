@@ -17,8 +17,12 @@ import { Call } from "./call.ts";
 import { conversationKey } from "./conversation.ts";
 import type { Observer } from "./observer.ts";
 import type { ApiName } from "./record.ts";
+import { carriesToolResult } from "./tool-result.ts";
 
-export type Asks = Pick<AcquireHooks, "holdMs" | "patienceMs" | "keepAliveMs" | "conversation">;
+export type Asks = Pick<
+  AcquireHooks,
+  "holdMs" | "patienceMs" | "keepAliveMs" | "conversation" | "toolResult"
+>;
 
 /** How an API writes failures. */
 export interface ExchangeApi {
@@ -86,6 +90,7 @@ export async function runExchange<T>(x: Exchange<T>): Promise<Response> {
   const call = new Call(gw, model, x.request.signal, x.log, x);
   call.loaded = gw.modelState(model.id) === "ready";
   x.asks.conversation ??= conversationKey(x.request.headers, x.body);
+  x.asks.toolResult ??= carriesToolResult(x.body);
   if (x.placeholder && !call.loaded && model.sendLoadingState) {
     const placeholder = waitStatus(x, call);
     return call.capture ? call.capture.tee(placeholder) : placeholder;
@@ -219,6 +224,7 @@ function waitStatus<T>(x: Exchange<T>, call: Call): Response {
           patienceMs: asks.patienceMs,
           keepAliveMs: asks.keepAliveMs,
           conversation: asks.conversation,
+          toolResult: asks.toolResult,
         });
         call.granted(lease);
         return await x.send(x, call);

@@ -137,7 +137,7 @@ export const CONFIG_DOCS: Record<DocumentedSection, SectionDoc> = {
       },
       hold_policy: {
         meaning:
-          '`"cost"`: a hold lasts the tool gap its conversation is expected to take (learned from its earlier gaps), ends when the gap is spent or the loop answers without tool calls, and is dropped for a waiting request when the idle it would cost exceeds swapping the waiter\'s model in and the held one back (measured load or wake times); a request waits behind idle holds for at most three such round trips. `"fixed"`: a hold lasts `hold_ms` and gives way only to a request past its `patience_ms`.',
+          '`"cost"`: a hold lasts the tool gap its conversation is expected to take (learned from its earlier gaps), ends when the gap is spent or the loop answers without tool calls, and is dropped for a waiting request when the idle it would cost exceeds swapping the waiter\'s model in and the held one back (measured load or wake times); a request waits behind idle holds for at most three such round trips. With `hold_on = "tool_calls"`, a tool-call answer is held only with evidence that a tool result will follow: its conversation has sent one, or its model\'s recent tool-call answers were mostly followed by one (so clients that offer tools on every call but never run them stop holding the GPU). `"fixed"`: a hold lasts `hold_ms` and gives way only to a request past its `patience_ms`.',
       },
     },
   },

@@ -1,7 +1,7 @@
 /**
  * Real agent clients against qm: installing them from npm into a cache (never into the repo's
  * node_modules), their config pointed at a qm, and the environment that keeps them on loopback.
- * Used by the client tests (tests/clients/) and `scripts/clients/codex.ts`.
+ * Used by the client tests (tests/integration/clients/) and `scripts/clients/codex.ts`.
  */
 import { existsSync, mkdirSync, mkdtempSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { homedir, tmpdir } from "node:os";

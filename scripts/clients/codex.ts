@@ -1,6 +1,6 @@
 /**
  * Codex CLI end to end against the compiled `dist/qm`, with a scripted upstream that reasons
- * (`npm test` runs Codex against the demo model: tests/clients/codex.test.ts).
+ * (`npm test` runs Codex against the demo model: tests/integration/clients/codex.test.ts).
  * `bun scripts/clients/codex.ts [path/to/codex]` (default: $CODEX_BIN, else the Codex the client
  * tests install, clients.ts). qm serves one model, the scripted `fake-upstream.ts`; Codex talks to
  * qm through a custom provider (`wire_api = "responses"`) in a temporary CODEX_HOME, with its

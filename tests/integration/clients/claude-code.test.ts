@@ -13,11 +13,11 @@ import {
   installClient,
   jsonLines,
   runClient,
-} from "../../scripts/clients/clients.ts";
-import { schemaErrors } from "../../src/demo/json-schema.ts";
-import tools from "../demo/fixtures/claude-code-2.1.197-tools.json";
-import { BUILD_TIMEOUT_MS, needsBinary } from "../support/binary.ts";
-import { type QmServer, startQm } from "../support/qm-process.ts";
+} from "../../../scripts/clients/clients.ts";
+import { schemaErrors } from "../../../src/demo/json-schema.ts";
+import tools from "../../demo/fixtures/claude-code-2.1.197-tools.json";
+import { BUILD_TIMEOUT_MS, needsBinary } from "../../support/binary.ts";
+import { type QmServer, startQm } from "../../support/qm-process.ts";
 import { shippedConfig } from "./support.ts";
 
 beforeAll(needsBinary, BUILD_TIMEOUT_MS);
@@ -25,7 +25,7 @@ setDefaultTimeout(120_000);
 
 const claude = await installClient(CLAUDE_CODE);
 const title = `Claude Code ${CLAUDE_CODE.version}${claude.ok ? "" : ` (skipped: ${claude.reason})`}`;
-if (!claude.ok) console.warn(`tests/clients/claude-code.test.ts: ${title}`);
+if (!claude.ok) console.warn(`tests/integration/clients/claude-code.test.ts: ${title}`);
 
 let qm: QmServer;
 let dir: string;

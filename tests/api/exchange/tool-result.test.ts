@@ -4,11 +4,11 @@
  */
 import { beforeEach, describe, expect, test } from "bun:test";
 import fc from "fast-check";
-import { carriesToolResult } from "../../src/api/exchange/tool-result.ts";
-import { useFakeFetch } from "../support/fake-fetch.ts";
-import { type FakeGw, fakeGateway, modelToml } from "../support/fake-gateway.ts";
-import { type App, appOf, post } from "../support/in-process.ts";
-import { completion } from "../support/openai-answers.ts";
+import { carriesToolResult } from "../../../src/api/exchange/tool-result.ts";
+import { useFakeFetch } from "../../support/fake-fetch.ts";
+import { type FakeGw, fakeGateway, modelToml } from "../../support/fake-gateway.ts";
+import { type App, appOf, post } from "../../support/in-process.ts";
+import { completion } from "../../support/openai-answers.ts";
 
 const bytes = (body: unknown) => new TextEncoder().encode(JSON.stringify(body));
 const pretty = (body: unknown) => new TextEncoder().encode(JSON.stringify(body, null, 1));

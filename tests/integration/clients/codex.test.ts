@@ -12,9 +12,9 @@ import {
   jsonLines,
   runClient,
   writeCodexHome,
-} from "../../scripts/clients/clients.ts";
-import { BUILD_TIMEOUT_MS, needsBinary } from "../support/binary.ts";
-import { type QmServer, startQm } from "../support/qm-process.ts";
+} from "../../../scripts/clients/clients.ts";
+import { BUILD_TIMEOUT_MS, needsBinary } from "../../support/binary.ts";
+import { type QmServer, startQm } from "../../support/qm-process.ts";
 import { shippedConfig } from "./support.ts";
 
 beforeAll(needsBinary, BUILD_TIMEOUT_MS);
@@ -22,7 +22,7 @@ setDefaultTimeout(120_000);
 
 const codex = await installClient(CODEX);
 const title = `Codex CLI ${CODEX.version}${codex.ok ? "" : ` (skipped: ${codex.reason})`}`;
-if (!codex.ok) console.warn(`tests/clients/codex.test.ts: ${title}`);
+if (!codex.ok) console.warn(`tests/integration/clients/codex.test.ts: ${title}`);
 
 let qm: QmServer;
 let dir: string;

@@ -1,8 +1,8 @@
-/** qm on the shipped quartermaster.toml, for the real clients' tests (tests/clients/). */
+/** qm on the shipped quartermaster.toml, for the real clients' tests (tests/integration/clients/). */
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { ROOT } from "../support/qm-process.ts";
+import { ROOT } from "../../support/qm-process.ts";
 
 /**
  * The shipped config as a user runs it, moved off its fixed ports: listening on port 0, its

@@ -29,6 +29,20 @@ export function resolve(schema: Schema, root: unknown): Schema | boolean {
   return isObject(at) || typeof at === "boolean" ? at : true;
 }
 
+/**
+ * The schema of an array's item at `index`: a tuple's own (`prefixItems`, or draft 4-7's
+ * `items` array), else the rest's (`items`, or `additionalItems` after a tuple); undefined: any.
+ */
+export function itemSchema(s: Schema, index: number): unknown {
+  const tuple = Array.isArray(s.prefixItems)
+    ? s.prefixItems
+    : Array.isArray(s.items)
+      ? s.items
+      : [];
+  if (index < tuple.length) return tuple[index];
+  return Array.isArray(s.items) ? s.additionalItems : s.items;
+}
+
 /** `pattern` (as JavaScript reads it) matches; a pattern it cannot read matches anything. */
 export function matches(pattern: string, text: string): boolean {
   try {
@@ -140,14 +154,8 @@ function checkArray(
   if (s.uniqueItems === true && new Set(v.map((x) => JSON.stringify(x))).size !== v.length) {
     errors.push(`${here}: items are not unique`);
   }
-  const tuple = Array.isArray(s.prefixItems)
-    ? s.prefixItems
-    : Array.isArray(s.items)
-      ? s.items
-      : [];
-  const rest = Array.isArray(s.items) ? s.additionalItems : s.items;
   v.forEach((item, i) => {
-    const sub = i < tuple.length ? tuple[i] : rest;
+    const sub = itemSchema(s, i);
     if (sub !== undefined) check(sub, item, root, `${at}/${i}`, errors, depth + 1);
   });
 }

@@ -4,7 +4,15 @@
  * first value; strings a hint from their property's name, or a value of their `format`;
  * numbers 1, moved into their range. Checked by `schemaErrors` (json-schema.ts).
  */
-import { isObject, MAX_DEPTH, matches, resolve, type Schema, schemaErrors } from "./json-schema.ts";
+import {
+  isObject,
+  itemSchema,
+  MAX_DEPTH,
+  matches,
+  resolve,
+  type Schema,
+  schemaErrors,
+} from "./json-schema.ts";
 
 /** Values for the simple string formats (`format`), each valid for it. */
 const FORMATS: Record<string, string> = {
@@ -107,16 +115,10 @@ function objectOf(s: Schema, root: unknown, depth: number): Record<string, unkno
 }
 
 function arrayOf(s: Schema, root: unknown, name: string, depth: number): unknown[] {
-  const tuple = Array.isArray(s.prefixItems)
-    ? s.prefixItems
-    : Array.isArray(s.items)
-      ? s.items
-      : [];
-  const rest = Array.isArray(s.items) ? s.additionalItems : s.items;
   const min = Math.max(typeof s.minItems === "number" ? s.minItems : 0, 0);
   const out: unknown[] = [];
   for (let i = 0; i < min; i++) {
-    const sub = i < tuple.length ? tuple[i] : (rest ?? true);
+    const sub = itemSchema(s, i) ?? true;
     const item = exampleOf(sub, root, name, depth + 1);
     // `uniqueItems`: a repeat is told apart, where the item's schema allows the change.
     const seen =

@@ -42,6 +42,8 @@ export interface AcquireHooks {
    * id, or its opening messages' hash), whose tool gaps the scheduler learns.
    */
   conversation?: string | undefined;
+  /** The request carries a tool result (`exchange/tool-result.ts`): its conversation loops. */
+  toolResult?: boolean | undefined;
 }
 
 export interface LeaseInfo {

@@ -137,7 +137,7 @@ export const CONFIG_DOCS: Record<DocumentedSection, SectionDoc> = {
       },
       hold_policy: {
         meaning:
-          '`"cost"`: a hold lasts the tool gap its conversation is expected to take (learned from its earlier gaps), ends when the gap is spent or the loop answers without tool calls, and is dropped for a waiting request when the idle it would cost exceeds swapping the waiter\'s model in and the held one back (measured load or wake times); a request waits behind idle holds for at most three such round trips. `"fixed"`: a hold lasts `hold_ms` and gives way only to a request past its `patience_ms`.',
+          '`"cost"`: a hold lasts the tool gap its conversation is expected to take (learned from its earlier gaps), ends when the gap is spent or the loop answers without tool calls, and is dropped for a waiting request when the idle it would cost exceeds swapping the waiter\'s model in and the held one back (measured load or wake times); a request waits behind idle holds for at most three such round trips. With `hold_on = "tool_calls"`, a tool-call answer is held only with evidence that a tool result will follow: its conversation has sent one, or its model\'s recent tool-call answers were mostly followed by one (so clients that offer tools on every call but never run them stop holding the GPU). `"fixed"`: a hold lasts `hold_ms` and gives way only to a request past its `patience_ms`.',
       },
       fair_share: {
         meaning:
@@ -354,9 +354,14 @@ export const CONFIG_DOCS: Record<DocumentedSection, SectionDoc> = {
           'Merge the server\'s own Prometheus metrics (`GET {proxy}/metrics`) into qm\'s `/metrics` while the model is ready, each series labelled `model="ID"` (a `model` label of its own becomes `upstream_model`). `"auto"`: on for `llama-server` started with `--metrics` and for vLLM, off otherwise; `true` or `false` decides.',
         example: true,
       },
+      ctx_step: {
+        meaning:
+          "A request for the model at a context size (`ID?ctx=N`, or Ollama's `options.num_ctx`, which clients such as aider set from the prompt's size) is rounded up to a multiple of this, and served by the base model or a `?ctx=` variant already running whose context is at least that large; only when none runs is a variant started, and the model's other live variants are then unloaded (unless a swapping group or a VRAM budget decides who stays). `1`: sizes kept exact.",
+        example: 8192,
+      },
       keep_kv: {
         meaning:
-          "llama-server only: keep the model's KV cache across a stop. qm adds `--slot-save-path <state_dir>/kv/<model>/`; before any stop of a ready model but a crash or shutdown (a swap, the TTL, an unload, a restart) it saves each slot with a cached prompt (`POST /slots/{id}?action=save`), and after the next start, before the first request is let in, restores them (`action=restore`), so an agent's long prompt is not processed again. Failures are logged and the model carries on cold. The files go when the model's command or env changes; the folder goes when a reload removes the model or turns its `keep_kv` off, once its process has stopped. Refused for a command that does not run `llama-server`.",
+          "llama-server only: keep the model's KV cache across a stop. qm adds `--slot-save-path <state_dir>/kv/<model>/`; before any stop of a ready model but a crash or shutdown (a swap, the TTL, an unload, a restart) it saves each slot with a cached prompt (`POST /slots/{id}?action=save`), and after the next start, before the first request is let in, restores them (`action=restore`), so an agent's long prompt is not processed again. Failures are logged and the model carries on cold. The files go when the model's command, env or context size changes (a new `${PORT}` is no change), or its model file does (path, size, mtime); the folder goes when a reload removes the model or turns its `keep_kv` off, once its process has stopped. Refused for a command that does not run `llama-server`.",
         example: true,
       },
       keep_kv_max_mb: {

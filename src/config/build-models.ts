@@ -18,7 +18,7 @@ import {
 import type { PortAllocator } from "./ports.ts";
 import type { ConfigFile, ModelFile, PeerFile } from "./schema.ts";
 import type { BodyParams, KeepKv, ModelConfig, NodeSettings, PeerConfig } from "./types.ts";
-import { isLlamaServer, scrapesMetricsByDefault } from "./variant.ts";
+import { contextSize, isLlamaServer, modelPath, scrapesMetricsByDefault } from "./variant.ts";
 
 export interface BuildContext {
   issues: Issues;
@@ -106,7 +106,12 @@ function buildModel(ctx: BuildContext, id: string, m: ModelFile, ports: PortAllo
     );
   }
   const env_ = Object.fromEntries(env.map(([name, e]) => [name, text(e)]));
-  const keepKv = m.keep_kv ? keepKvOf(ctx, id, m, argv, env_) : null;
+  const keepKv = m.keep_kv
+    ? keepKvOf(ctx, id, m, argv, {
+        cmd: raw(fields.cmd),
+        env: Object.fromEntries(env.map(([name, e]) => [name, raw(e)])),
+      })
+    : null;
   const config: ModelConfig = {
     id,
     cmd: keepKv ? `${cmd} --slot-save-path ${keepKv.dir}/` : cmd,
@@ -142,6 +147,7 @@ function buildModel(ctx: BuildContext, id: string, m: ModelFile, ports: PortAllo
       : { gpus: typeof m.gpus === "number" ? m.gpus : [...new Set(m.gpus)].sort((a, b) => a - b) }),
     group: "", // set once groups are known
     keepKv,
+    ctxStep: m.ctx_step,
     template: {
       cmd: raw(fields.cmd),
       proxy: raw(fields.proxy),
@@ -156,14 +162,18 @@ function buildModel(ctx: BuildContext, id: string, m: ModelFile, ports: PortAllo
 
 /**
  * `keep_kv = true`: llama-server only (its `--slot-save-path` and `/slots` API); the folder is
- * `<state_dir>/kv/<id made safe>`, and the hash covers what makes a saved cache another's.
+ * `<state_dir>/kv/<id made safe>`, and the hash covers what makes a saved cache another's: the
+ * command and env as written, before `${PORT}` is filled in (a port is where the server
+ * listens, not what it computes — a reload or a restart may hand out another), and the context
+ * size. The model file is stamped when the process starts (`KvSlots.prepare`), not here: it
+ * can change on disk without any reload.
  */
 function keepKvOf(
   ctx: BuildContext,
   id: string,
   m: ModelFile,
   argv: string[],
-  env: Record<string, string>,
+  template: { cmd: string; env: Record<string, string> },
 ): KeepKv | null {
   if (argv.length > 0 && !isLlamaServer(argv)) {
     ctx.issues.at(
@@ -183,8 +193,20 @@ function keepKvOf(
     dir: `${kvRoot(ctx.stateDir)}/${safeName(id)}`,
     maxBytes: m.keep_kv_max_mb * 1024 * 1024,
     timeoutMs: Math.round(m.keep_kv_timeout_s * 1000),
-    hash: Bun.hash(JSON.stringify([argv, env])).toString(16),
+    hash: Bun.hash(JSON.stringify([words(template.cmd), template.env, contextSize(argv)])).toString(
+      16,
+    ),
+    modelFile: modelPath(argv),
   };
+}
+
+/** A command's words (so a re-wrapped command is the same command); the text if it cannot split. */
+function words(cmd: string): string[] | string {
+  try {
+    return splitCommand(cmd);
+  } catch {
+    return cmd;
+  }
 }
 
 /** The folder that holds every `keep_kv` model's folder. */

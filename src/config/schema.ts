@@ -199,6 +199,8 @@ export const ModelSchema = Type.Object(
     keep_kv_max_mb: Type.Integer({ minimum: 1, maximum: 16777216, default: 4096 }),
     /** One deadline for all saves before a stop (and all restores after a start). */
     keep_kv_timeout_s: Type.Number({ minimum: 0.1, maximum: 3600, default: 20 }),
+    /** A `?ctx=N` request (Ollama's `num_ctx`) is rounded up to a multiple of this. */
+    ctx_step: Type.Integer({ minimum: 1, maximum: 1_000_000, default: 4096 }),
     /** Loaded at startup (after `server.preload`, in file order). */
     preload: Type.Boolean({ default: false }),
     /** How many GPUs it needs (default 1 with several cards), or the fixed cards it runs on. */

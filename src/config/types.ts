@@ -152,6 +152,8 @@ export interface ModelConfig {
   group: string;
   /** `keep_kv = true` (llama-server): where and how its slots are saved across a stop; else null. */
   keepKv: KeepKv | null;
+  /** `ctx_step`: a `?ctx=N` request is rounded up to a multiple of this (src/runtime/design.md). */
+  ctxStep: number;
   /**
    * The model's strings with every macro resolved except `${PORT}`, `${MODEL_ID}` (and
    * `${PID}`): what a `model?ctx=N` variant is minted from, with a port of its own.
@@ -186,8 +188,13 @@ export interface KeepKv {
   maxBytes: number;
   /** `keep_kv_timeout_s` in milliseconds: one deadline for a whole save (or restore). */
   timeoutMs: number;
-  /** Hash of the argv (without the save path) and env: files saved under another are removed. */
+  /**
+   * Hash of the command and env as written (before `${PORT}` is filled in; without the save
+   * path) and the context size: files saved under another are removed.
+   */
   hash: string;
+  /** The model file (`-m`), stamped (size, mtime) with the saved files: another stamp drops them. */
+  modelFile: string | null;
 }
 
 /** A managed node's model: the node, its key, the node's id for the model. */

@@ -206,7 +206,13 @@ export function assemble(config: Config, opts: RuntimeOptions, face: RuntimeFace
     managed: managedLookup(config, () => scheduler),
     fetch: opts.fetch,
   });
-  const variants = new Variants(config, log, addModel);
+  const variants = new Variants(config, log, addModel, undefined, {
+    state: modelState,
+    // A leased variant was asked to stay: it is left to its holder.
+    unload: (id) => {
+      if (leases.count(id) === 0) scheduler.unload(id);
+    },
+  });
   const reloads = new ConfigReloads({
     config,
     log,

@@ -6,7 +6,7 @@ import { kvRoot, safeName } from "../config/build-models.ts";
 import { ConfigError } from "../config/errors.ts";
 import type { Config, ModelConfig } from "../config/types.ts";
 import type { EvictionPolicy } from "../policy/types.ts";
-import { removeKvFolders } from "../process/kv-slots.ts";
+import { removeKvFolders } from "../process/kv-folders.ts";
 import type { Reconfigure } from "../scheduler/scheduler.ts";
 import type { ModelState } from "../scheduler/types.ts";
 import type { Logger } from "../shared/log.ts";

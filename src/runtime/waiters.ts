@@ -71,6 +71,7 @@ export class Waiters {
         patienceMs: hooks.patienceMs,
         keepAliveMs: hooks.keepAliveMs,
         conversation: hooks.conversation,
+        toolResult: hooks.toolResult,
       });
       // Most requests are granted (or refused) synchronously above; only one that has to
       // wait needs to hear about its client leaving.

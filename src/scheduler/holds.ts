@@ -93,18 +93,23 @@ export class Holds {
    * A granted request of `conversation` finished on `m`. Only a response that can be followed
    * by another round earns a hold (`hold_on`); its tool gap starts now. `"fixed"`: the window
    * is the one its own request asked for. `"cost"`: a request that asked for none (`0`) gets
-   * none; otherwise the window is the conversation's expected gap (`GapBook.estimate`), or the
-   * window it asked for while no gap was ever seen.
+   * none, nor does one without evidence that a tool result will follow (`GapBook.earnsHold`,
+   * with `hold_on = "tool_calls"`); otherwise the window is the conversation's expected gap
+   * (`GapBook.estimate`), or the window it asked for while no gap was ever seen.
    */
   finished(m: ModelEntry, holdMs: number, outcome: ServeOutcome, conversation: string): void {
     if (!this.holdOnEveryRequest && !outcome.toolCalls) return;
-    this.gaps.answered(conversation, m.id, this.clock.now());
+    const now = this.clock.now();
     if (this.policy === "fixed") {
+      this.gaps.answered(conversation, m.id, now, holdMs > 0 ? holdMs : null);
       m.holdCandidateMs = Math.max(m.holdCandidateMs, holdMs);
       return;
     }
-    if (holdMs <= 0) return;
     const est = this.gaps.estimate(conversation, m.id) ?? priorGap(holdMs);
+    // The evidence is taken before this answer joins the record it is judged by.
+    const evidence = this.holdOnEveryRequest || this.gaps.earnsHold(conversation, m.id, now);
+    this.gaps.answered(conversation, m.id, now, holdMs > 0 ? est.windowMs : null);
+    if (holdMs <= 0 || !evidence) return;
     if (est.windowMs <= m.holdCandidateMs) return;
     m.holdCandidateMs = est.windowMs;
     m.holdCandidate = {

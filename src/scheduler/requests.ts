@@ -122,7 +122,11 @@ export class Requests {
     const q = waiter(spec, this.p.clock.now(), this.p.settings.defaults, ANONYMOUS, this.seq++);
     this.p.fair.arrived(q.key);
     // A request of a conversation whose last answer ended in tool calls ends its tool gap.
-    this.p.gaps.asked(conversationOf(spec.model, q.conversation), this.p.clock.now());
+    this.p.gaps.asked(
+      conversationOf(spec.model, q.conversation),
+      this.p.clock.now(),
+      spec.toolResult,
+    );
     const decision = this.decide(q);
     // The waiting line is bounded: past `max_queue`, only a request that is served at once
     // gets in; the rest are told to come back (503 + Retry-After) rather than pile up.

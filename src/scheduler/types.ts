@@ -27,6 +27,12 @@ export interface RequestSpec {
    */
   conversation?: string | undefined;
   /**
+   * The request carries a tool result (a `tool` message, a `tool_result` block, a Responses
+   * `*_call_output` item): its conversation is an agent loop that runs its tools (design.md,
+   * "Evidence of a loop"). Absent: not known, taken as carrying one.
+   */
+  toolResult?: boolean | undefined;
+  /**
    * The key it was made with (`[keys.NAME]`, resolved by the edge): who it is charged to when
    * keys share the GPU (design.md, "Fair share"). Absent: the key `anonymous`, priority
    * `normal`, no cap. `maxConcurrency`: most of its requests in flight at once; 0 = no cap.

@@ -82,6 +82,7 @@ describe("defaults", () => {
       stallTimeoutMs: 120_000,
       scrapeUpstreamMetrics: false,
       keepKv: null,
+      ctxStep: 4096,
       group: DEFAULT_GROUP,
       template: {
         cmd: "server",
@@ -283,6 +284,7 @@ models_dir = "/models"
       stallTimeoutMs: 120_000,
       scrapeUpstreamMetrics: false,
       keepKv: null,
+      ctxStep: 4096,
       group: "gpu",
       template: {
         cmd: "llama-server --port ${PORT} -m /models/qwen.gguf",

@@ -1,3 +1,4 @@
+// biome-ignore-all lint/suspicious/noTemplateCurlyInString: ${PORT} is qm's macro, literal text here
 /**
  * A reload that removes a `keep_kv` model, or turns its `keep_kv` off, deletes its saved KV
  * folder once its process is down (a running one may still save there); other folders stay.
@@ -100,6 +101,26 @@ describe("keep_kv folders across a reload", () => {
     await settle();
     t.fakes.of("a").stopped();
     await settle();
+    expect(saved(state, "a")).toBe(true);
+  });
+
+  test("an unchanged reload of a running model on ${PORT} restarts nothing and keeps its cache", async () => {
+    const state = stateDir("a");
+    const onPort = [
+      "[models.a]",
+      'cmd = "llama-server -m a.gguf --port ${PORT}"',
+      "keep_kv = true",
+      "",
+    ].join("\n");
+    const t = setupWith(`[server]\nstate_dir = "${state}"\n`, onPort);
+    const lease = await t.up("a");
+    const port = t.rt.config.models.a!.port;
+    // The running model holds its port, so the reloaded config hands ${PORT} out afresh.
+    const outcome = t.reload(onPort);
+    expect(outcome.ok && outcome.changes).toMatchObject({ restart_pending: {} });
+    expect(t.rt.reloads.restartPending("a")).toBe(false);
+    expect(t.rt.config.models.a!.port).toBe(port);
+    lease.release();
     expect(saved(state, "a")).toBe(true);
   });
 

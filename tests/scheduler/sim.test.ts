@@ -12,6 +12,7 @@ import {
 } from "../../scripts/sim.ts";
 import { grid } from "../../scripts/sim-grid.ts";
 import { KEYS_DEFAULTS, simulateKeys } from "../../scripts/sim-keys.ts";
+import { oneShotRows } from "../../scripts/sim-one-shot.ts";
 
 describe("agent-loop simulation (fake clock, deterministic)", () => {
   const [request, toolCalls, off, cost] = MODES.map((m) => simulate(m));
@@ -65,6 +66,37 @@ describe("agent-loop simulation (fake clock, deterministic)", () => {
     expect(p).toMatchObject({ loadMs: 30000, prefillMs: 4000, restoredPrefillMs: 100 });
     expect(() => paramsFrom(["--load-ms", "-1"], DEFAULTS)).toThrow(/bad value/);
     expect(() => paramsFrom(["--nope", "1"], DEFAULTS)).toThrow(/unknown flag/);
+  });
+});
+
+describe("one-shot clients and the evidence of a loop (sim-one-shot.ts)", () => {
+  const rows = oneShotRows();
+  const pick = (scenario: string, rule: string) =>
+    rows.find((r) => r.scenario.startsWith(scenario) && r.rule.startsWith(rule))!;
+
+  test("agent loops keep their swaps and their time when requests say what they carry", () => {
+    const before = pick("the reference agent loops", "cost, before");
+    const now = pick("the reference agent loops", "cost, evidence");
+    expect(now).toEqual({ ...before, rule: now.rule });
+    expect(now.swaps).toBe(2);
+    const mixedBefore = pick("bind_tools calls + an agent loop", "cost, before");
+    const mixedNow = pick("bind_tools calls + an agent loop", "cost, evidence");
+    expect(mixedNow.swaps).toBeLessThanOrEqual(mixedBefore.swaps);
+  });
+
+  test("tool calls never run stop holding the GPU: the other client waits less", () => {
+    for (const scenario of [
+      "bind_tools calls (langchain) + a chat",
+      "bind_tools calls + an agent",
+    ]) {
+      const before = pick(scenario, "cost, before");
+      const now = pick(scenario, "cost, evidence");
+      expect({ scenario, better: now.otherMaxMs < before.otherMaxMs / 2 }).toEqual({
+        scenario,
+        better: true,
+      });
+      expect(now.otherMeanMs).toBeLessThan(before.otherMeanMs);
+    }
   });
 });
 

@@ -17,14 +17,16 @@ import { schedulingHeaders } from "../request/scheduling.ts";
 import { Call } from "./call.ts";
 import { conversationKey } from "./conversation.ts";
 import type { Observer } from "./observer.ts";
+import { carriesToolResult } from "./tool-result.ts";
 
 /**
  * What one request asks of the scheduler besides its model: its hold (`X-QM-Hold-Ms`), its
- * patience (`X-QM-Patience-Ms`), Ollama's `keep_alive`, and the conversation it belongs to.
+ * patience (`X-QM-Patience-Ms`), Ollama's `keep_alive`, the conversation it belongs to, and
+ * whether it carries a tool result (the evidence of an agent loop).
  */
 export type SchedulingOptions = Pick<
   AcquireHooks,
-  "holdMs" | "patienceMs" | "keepAliveMs" | "conversation"
+  "holdMs" | "patienceMs" | "keepAliveMs" | "conversation" | "toolResult"
 >;
 
 /** How an API writes failures. */
@@ -100,6 +102,7 @@ export async function runExchange<T>(x: Exchange<T>): Promise<Response> {
   if (x.offersTools !== false) {
     x.scheduling.conversation ??= conversationKey(x.request.headers, x.body);
   }
+  x.scheduling.toolResult ??= carriesToolResult(x.body);
   if (x.placeholder && !call.loaded && model.sendLoadingState) {
     const placeholder = waitStatus(x, call);
     return call.capture ? call.capture.tee(placeholder) : placeholder;
@@ -234,6 +237,7 @@ function waitStatus<T>(x: Exchange<T>, call: Call): Response {
           patienceMs: scheduling.patienceMs,
           keepAliveMs: scheduling.keepAliveMs,
           conversation: scheduling.conversation,
+          toolResult: scheduling.toolResult,
         });
         call.granted(lease);
         return await x.send(x, call);

@@ -109,8 +109,13 @@ describe.each(SDKS)("%s against dist/qm", (_name, Sdk) => {
         },
       ],
     });
-    expect(second.stop_reason).toBe("tool_use");
+    // The tool's result ends the demo's loop: a text answer quoting it.
+    expect(second.stop_reason).toBe("end_turn");
     expect((second.content[0] as { thinking: string }).thinking).toStartWith("Let me think");
+    expect(second.content[1]).toEqual({
+      type: "text",
+      text: "Done. The tool said: 12C and sunny",
+    } as never);
   });
 
   test("countTokens is the upstream's own count", async () => {

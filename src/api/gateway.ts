@@ -4,7 +4,7 @@
  * metrics routes (`ObserveGateway`). The runtime implements all three (`Gateway`); api never
  * imports it, and a test fakes only the part its routes use.
  */
-import type { Config, ModelConfig } from "../config/types.ts";
+import type { Config, KeyPriority, ModelConfig } from "../config/types.ts";
 import type { ActivityLog } from "../observe/activity.ts";
 import type { Capture, CaptureStore } from "../observe/capture.ts";
 import type { QmMetrics } from "../observe/prometheus.ts";
@@ -21,6 +21,21 @@ export interface Lease {
   readonly model: ModelConfig;
   readonly waitedMs: number;
   release(outcome?: ServeOutcome): void;
+}
+
+/**
+ * The key a request came with, as the waiters and the scheduler weigh it (`[keys.NAME]`): its
+ * name (never the secret), its priority, and the most of its requests in flight at once on
+ * the box (0: no cap of its own; over it, requests wait). The waiters also read the most of its
+ * requests that may wait (`maxQueued`, 0: no cap of its own; over it, 503 `queue_full`) and
+ * whether a reload revoked it (its waiting requests then get 401).
+ */
+export interface RequestKey {
+  readonly name: string;
+  readonly priority: KeyPriority;
+  readonly maxConcurrency: number;
+  readonly maxQueued?: number;
+  readonly revoked?: boolean;
 }
 
 export interface AcquireHooks {
@@ -41,6 +56,8 @@ export interface AcquireHooks {
    * id, or its opening messages' hash), whose tool gaps the scheduler learns.
    */
   conversation?: string | undefined;
+  /** The key the request came with; absent: `anonymous`, with no cap of its own. */
+  key?: RequestKey | undefined;
 }
 
 export interface LeaseInfo {

@@ -92,6 +92,14 @@ export interface GpuReadingJson {
   foreign_gb: number;
 }
 
+/** One request waiting for a model (`StatusJson.waiting`). */
+export interface WaitingJson {
+  key: string;
+  model: string;
+  waited_ms: number;
+  position: number | null;
+}
+
 export interface StatusJson {
   version: string;
   /** The other boxes (`[peers.NAME]`) and what this qm knows of them; absent with none. */
@@ -99,6 +107,12 @@ export interface StatusJson {
   uptime_s: number;
   models: ModelStatusJson[];
   queue: { depth: number };
+  /**
+   * The requests waiting for a model, oldest first: who (the key's name), for what, how long so
+   * far, and the place in the waiting line (null: waiting for a load in progress, or held back
+   * by the key's `max_concurrency`). An admin sees all; another key only its own.
+   */
+  waiting?: WaitingJson[];
   swaps: { target: string; evict: string[]; waiters: number }[];
   /** Models loaded at startup (`server.preload`, `preload = true`); absent with none. */
   preload?: {

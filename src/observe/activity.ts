@@ -30,6 +30,8 @@ export class ActivityLog {
   private readonly flags: Uint8Array;
   private readonly nums: Float64Array;
   private readonly model: string[];
+  /** Key names: a handful of configured names, shared strings like the model ids. */
+  private readonly key: string[];
   private readonly api: ApiName[];
   private readonly finish: (string | null)[];
   /** Each slot's capture; only made when there is a store. */
@@ -45,6 +47,7 @@ export class ActivityLog {
     this.flags = new Uint8Array(size);
     this.nums = new Float64Array(size * NUMS);
     this.model = new Array(size);
+    this.key = new Array(size);
     this.api = new Array(size);
     this.finish = new Array(size);
     this.captures = store ? new Array(size).fill(null) : [];
@@ -70,6 +73,7 @@ export class ActivityLog {
     n[at + 4] = r.completion_tokens ?? NONE;
     n[at + 5] = r.cached_tokens ?? NONE;
     this.model[i] = r.model;
+    this.key[i] = r.key;
     this.api[i] = r.api;
     this.finish[i] = r.finish_reason;
     if (this.store) {
@@ -82,26 +86,48 @@ export class ActivityLog {
     return id;
   }
 
-  /** The record `id` with what was captured of it (null: not captured, or dropped since). */
-  get(id: number): (RequestRecord & { capture: CaptureJson | null }) | null {
+  /**
+   * The record `id` with what was captured of it (null: not captured, or dropped since); null
+   * when it is not kept, or — with `key` — not that key's.
+   */
+  get(id: number, key?: string): (RequestRecord & { capture: CaptureJson | null }) | null {
     if (!Number.isSafeInteger(id) || id < 1 || id > this.pushed || id <= this.pushed - this.count) {
       return null;
     }
     const i = (id - 1) % this.size;
+    if (key !== undefined && this.key[i] !== key) return null;
     return { ...this.at(i, id), capture: captureJson(this.captures[i] ?? null) };
   }
 
-  /** Newest first; at most `limit`, only `model`'s when given. */
-  list(opts: { limit?: number | undefined; model?: string | undefined } = {}): RequestRecord[] {
+  /** Newest first; at most `limit`, only `model`'s and only `key`'s when given. */
+  list(
+    opts: { limit?: number | undefined; model?: string | undefined; key?: string | undefined } = {},
+  ): RequestRecord[] {
     const limit = opts.limit ?? this.count;
     const out: RequestRecord[] = [];
     for (let k = 1; k <= this.count && out.length < limit; k++) {
       const i = (this.next - k + this.size) % this.size;
-      if (opts.model === undefined || this.model[i] === opts.model) {
+      if (
+        (opts.model === undefined || this.model[i] === opts.model) &&
+        (opts.key === undefined || this.key[i] === opts.key)
+      ) {
         out.push(this.at(i, this.pushed - k + 1));
       }
     }
     return out;
+  }
+
+  /** The id the next record will get. */
+  get nextId(): number {
+    return this.pushed + 1;
+  }
+
+  /**
+   * Starts numbering after `lastId` (the records a database kept from an earlier run), so ids
+   * stay unique across restarts. Only before the first push.
+   */
+  continueAfter(lastId: number): void {
+    if (this.pushed === 0 && Number.isSafeInteger(lastId) && lastId > 0) this.pushed = lastId;
   }
 
   private at(i: number, id: number): RequestRecord {
@@ -111,6 +137,7 @@ export class ActivityLog {
     return {
       id,
       time: this.time[i]!,
+      key: this.key[i]!,
       model: this.model[i]!,
       api: this.api[i]!,
       status: this.status[i]!,

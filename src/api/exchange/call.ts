@@ -6,6 +6,8 @@
  * for them.
  */
 import type { ModelConfig, PeerTarget } from "../../config/types.ts";
+import type { ApiKey } from "../../keys/api-key.ts";
+import { KeyTable } from "../../keys/table.ts";
 import type { Capture } from "../../observe/capture.ts";
 import type { ApiName, RequestRecord } from "../../observe/record.ts";
 import { peerCredentials, peerRequestHeaders } from "../../peers/target.ts";
@@ -16,6 +18,7 @@ import type { RelayEnd } from "../../proxy/relay.ts";
 import { QmError } from "../../shared/errors.ts";
 import type { Fetch } from "../../shared/fetch.ts";
 import type { Logger } from "../../shared/log.ts";
+import { keyOf } from "../edge/caller.ts";
 import type { InferenceGateway, Lease } from "../gateway.ts";
 import { Observer } from "./observer.ts";
 
@@ -64,6 +67,8 @@ export class Call implements UpstreamCall, DeadlineReport {
   credentials: [string, string][] | undefined;
   /** How the upstream is called: the gateway's fetch. */
   readonly fetch: Fetch | undefined;
+  /** The key the request came with (its record's `key`; its tokens count against its limit). */
+  readonly key: ApiKey;
 
   constructor(
     private readonly gw: InferenceGateway,
@@ -75,8 +80,10 @@ export class Call implements UpstreamCall, DeadlineReport {
     this.modelId = model.id;
     this.fetch = gw.fetch;
     this.observer = opts.observer ?? new Observer(null);
-    // Nobody reads the record: the answer's figures are never looked for.
-    if (!gw.recording) this.observer.figuresOff();
+    this.key = keyOf(opts.request);
+    // Nobody reads the record, and no token limit counts the answer: its figures are never
+    // looked for.
+    if (!gw.recording && this.key.tokensPerMin <= 0) this.observer.figuresOff();
     const store = gw.captures;
     if (store !== null && opts.request) this.capture = store.begin(opts.request, opts.body);
     this.api = opts.api?.name ?? "openai";
@@ -147,12 +154,17 @@ export class Call implements UpstreamCall, DeadlineReport {
   }
 
   private report(): void {
-    if (!this.gw.recording) return;
     const f = this.observer.figures;
+    if (this.key.tokensPerMin > 0) {
+      const tokens = (f.prompt ?? 0) + (f.completion ?? 0);
+      KeyTable.of(this.gw.config).limits.spent(this.key.name, tokens, performance.now());
+    }
+    if (!this.gw.recording) return;
     const first = this.deadline.firstReadAt;
     const record: RequestRecord = {
       id: 0,
       time: this.arrived,
+      key: this.key.name,
       model: this.modelId,
       ...(this.peer
         ? { peer: this.peer.peer }

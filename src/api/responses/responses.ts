@@ -110,7 +110,7 @@ export async function handleResponses(
     asks = admit(gw, request);
     bytes = await readBody(request, gw.config.server.maxBodyBytes);
     const body = parseJsonObject(bytes);
-    model = await resolveModel(gw, body.model);
+    model = await resolveModel(gw, body.model, request);
     if (model.responsesNative) {
       return runExchange(nativeExchange(request, gw, model, asks, log, bytes, body));
     }

@@ -60,6 +60,11 @@ export interface AcquireHooks {
   key?: RequestKey | undefined;
 }
 
+/** Who takes, renews or releases a lease: a request's key. */
+export interface LeaseKey extends RequestKey {
+  readonly admin: boolean;
+}
+
 export interface LeaseInfo {
   lease: string;
   model: string;
@@ -136,10 +141,14 @@ export interface ControlGateway extends ModelLookup {
   status(): StatusJson;
   /** Unloads one model (or all); throws QmError `conflict` for leased ones unless forced. */
   unload(id: string | null, opts?: { force?: boolean }): void;
-  /** Holds `model` busy until released or `ttlMs` passes without a renewal. */
-  lease(model: ModelConfig, signal: AbortSignal, ttlMs: number): Promise<LeaseInfo>;
-  renewLease(model: string, lease: string, ttlMs?: number): LeaseInfo;
-  releaseLease(model: string, lease: string): void;
+  /**
+   * Holds `model` busy until released or `ttlMs` passes without a renewal; the lease is `key`'s
+   * (absent: `anonymous`).
+   */
+  lease(model: ModelConfig, signal: AbortSignal, ttlMs: number, key?: LeaseKey): Promise<LeaseInfo>;
+  /** Renews a lease; throws QmError `forbidden` when `by` is no admin and the lease not its own. */
+  renewLease(model: string, lease: string, ttlMs?: number, by?: LeaseKey): LeaseInfo;
+  releaseLease(model: string, lease: string, by?: LeaseKey): void;
   /** Each event as it is published, with its id (1, 2, …), until the returned function runs. */
   subscribe(fn: (e: QmEvent, id: number) => void): () => void;
   /** The kept events after `id` (a `Last-Event-ID`), or null when some are no longer kept. */

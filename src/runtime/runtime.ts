@@ -1,4 +1,4 @@
-import type { AcquireHooks, Gateway, Lease, LeaseInfo, QmEvent } from "../api/gateway.ts";
+import type { AcquireHooks, Gateway, Lease, LeaseInfo, LeaseKey, QmEvent } from "../api/gateway.ts";
 import type { StatusJson } from "../api/status-json.ts";
 import { modelIdFor } from "../config/aliases.ts";
 import { parseVariantName } from "../config/index.ts";
@@ -202,21 +202,26 @@ export class Runtime implements Gateway {
     this.scheduler.unload(id);
   }
 
-  async lease(model: ModelConfig, signal: AbortSignal, ttlMs: number): Promise<LeaseInfo> {
-    const lease = await this.acquire(model, signal, { holdMs: 0 });
+  async lease(
+    model: ModelConfig,
+    signal: AbortSignal,
+    ttlMs: number,
+    key?: LeaseKey,
+  ): Promise<LeaseInfo> {
+    const lease = await this.acquire(model, signal, { holdMs: 0, key });
     if (signal.aborted) {
       lease.release();
       throw cancelled(model.id);
     }
-    return this.leases.add(lease, ttlMs);
+    return this.leases.add(lease, ttlMs, key?.name);
   }
 
-  renewLease(model: string, lease: string, ttlMs?: number): LeaseInfo {
-    return this.leases.renew(model, lease, ttlMs);
+  renewLease(model: string, lease: string, ttlMs?: number, by?: LeaseKey): LeaseInfo {
+    return this.leases.renew(model, lease, ttlMs, by);
   }
 
-  releaseLease(model: string, lease: string): void {
-    this.leases.release(model, lease);
+  releaseLease(model: string, lease: string, by?: LeaseKey): void {
+    this.leases.release(model, lease, by);
   }
 
   subscribe(fn: (e: QmEvent, id: number) => void): () => void {

@@ -12,6 +12,7 @@
 import { Elysia } from "elysia";
 import { QmError } from "../../shared/errors.ts";
 import type { Logger } from "../../shared/log.ts";
+import { keyOf } from "../edge/caller.ts";
 import type { ObserveGateway } from "../gateway.ts";
 import { openaiError } from "../openai/errors.ts";
 import { badRequest } from "../request/body.ts";
@@ -37,20 +38,25 @@ export function activityRoutes(gw: ObserveGateway) {
     // An alias names its model; a name that resolves to nothing (a variant gone since) is
     // matched as it is.
     const model = name === null ? undefined : (gw.resolve(name)?.id ?? name);
-    return Response.json({ requests: gw.activity.list({ limit, model }) });
+    // A key that is no admin sees its own requests only; an admin may ask for one key's.
+    const caller = keyOf(request);
+    const key = caller.admin ? (query.get("key") ?? undefined) : caller.name;
+    return Response.json({ requests: gw.activity.list({ limit, model, key }) });
   });
 }
 
 /** `GET /api/requests/{id}`. */
 export function requestRoute(gw: ObserveGateway) {
-  return new Elysia().get("/api/requests/:id", ({ params }) => {
+  return new Elysia().get("/api/requests/:id", ({ params, request }) => {
     const text = params.id;
     if (!/^[1-9]\d{0,15}$/.test(text)) {
       return openaiError(
         badRequest(`id must be a request's number (1, 2, …), got ${JSON.stringify(text)}`, "id"),
       );
     }
-    const found = gw.activity.get(Number(text));
+    // Another key's request is not found, as one never made (a key that is no admin).
+    const caller = keyOf(request);
+    const found = gw.activity.get(Number(text), caller.admin ? undefined : caller.name);
     if (found === null) {
       return openaiError(
         new QmError(

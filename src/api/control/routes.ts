@@ -3,10 +3,12 @@ import type { ModelConfig } from "../../config/types.ts";
 import { asQmError, QmError } from "../../shared/errors.ts";
 import type { Logger } from "../../shared/log.ts";
 import { sseComment, sseEvent } from "../../shared/sse.ts";
+import { keyOf } from "../edge/caller.ts";
 import { noIdleTimeout } from "../edge/idle.ts";
+import { eventFor, statusFor, visible, visibleId } from "../edge/visible.ts";
 import type { Call } from "../exchange/call.ts";
-import { type Asks, type Exchange, headersOf, runExchange } from "../exchange/exchange.ts";
-import type { ControlGateway, InferenceGateway } from "../gateway.ts";
+import { type Exchange, headersOf, runExchange } from "../exchange/exchange.ts";
+import type { ControlGateway, InferenceGateway, QmEvent } from "../gateway.ts";
 import { openaiError } from "../openai/errors.ts";
 import { LOAD } from "../openai/inference.ts";
 import { readBody } from "../request/body.ts";
@@ -57,13 +59,16 @@ export function controlRoutes(gw: ControlGateway & InferenceGateway, log: Logger
         headers: { "cache-control": "no-store" },
       });
     })
-    .get("/api/status", () => Response.json(gw.status()))
-    .get("/running", () => ({
-      running: gw
-        .status()
-        .models.filter((m) => m.state !== "stopped")
-        .map((m) => ({ model: m.id, state: m.state })),
-    }))
+    .get("/api/status", ({ request }) => Response.json(statusFor(gw, keyOf(request), gw.status())))
+    .get("/running", ({ request }) => {
+      const key = keyOf(request);
+      return {
+        running: gw
+          .status()
+          .models.filter((m) => m.state !== "stopped" && visibleId(gw, key, m.id))
+          .map((m) => ({ model: m.id, state: m.state })),
+      };
+    })
     .get("/api/models/:id/logs", ({ params, request }) => {
       const model = gw.resolve(params.id);
       if (!model) return unknownModel(params.id);
@@ -117,7 +122,7 @@ export function controlRoutes(gw: ControlGateway & InferenceGateway, log: Logger
         gw,
         request,
         model,
-        asks: NO_ASKS,
+        asks: { key: keyOf(request) },
         api: LOAD,
         log,
         parsed: null,
@@ -137,12 +142,13 @@ export function controlRoutes(gw: ControlGateway & InferenceGateway, log: Logger
     .post(
       "/api/models/:id/lease",
       async ({ params, request }) => {
+        const key = keyOf(request);
         const model = gw.resolve(params.id);
-        if (!model) return unknownModel(params.id);
+        if (!model || !visible(gw, key, model)) return unknownModel(params.id);
         try {
           const ttlMs = await leaseTtl(request, DEFAULT_LEASE_TTL_MS);
           noIdleTimeout(request);
-          return await gw.lease(model, request.signal, ttlMs!);
+          return await gw.lease(model, request.signal, ttlMs!, key);
         } catch (err) {
           return openaiError(asQmError(err));
         }
@@ -155,17 +161,17 @@ export function controlRoutes(gw: ControlGateway & InferenceGateway, log: Logger
         try {
           const model = gw.resolve(params.id)?.id ?? params.id;
           const ttlMs = await leaseTtl(request, undefined);
-          return gw.renewLease(model, params.lease, ttlMs);
+          return gw.renewLease(model, params.lease, ttlMs, keyOf(request));
         } catch (err) {
           return openaiError(asQmError(err));
         }
       },
       { parse: "none" },
     )
-    .delete("/api/models/:id/lease/:lease", ({ params }) => {
+    .delete("/api/models/:id/lease/:lease", ({ params, request }) => {
       try {
         const model = gw.resolve(params.id)?.id ?? params.id;
-        gw.releaseLease(model, params.lease);
+        gw.releaseLease(model, params.lease, keyOf(request));
         return { released: params.lease, model };
       } catch (err) {
         return openaiError(asQmError(err));
@@ -176,11 +182,18 @@ export function controlRoutes(gw: ControlGateway & InferenceGateway, log: Logger
       // A client back after a lost connection gets what it missed, if it is still kept;
       // otherwise (and on a first connection) the whole status, then each change.
       const missed = resumeFrom(request, gw);
+      // A key that is no admin gets its own requests and its models' public state only.
+      const key = keyOf(request);
+      const pass = (e: QmEvent, id: number, send: (t: string, d: string, i?: number) => void) => {
+        const seen = eventFor(gw, key, e);
+        if (seen) send(seen.type, JSON.stringify(seen), id);
+      };
       return sseResponse(
         feed(request.signal, (send) => {
-          if (missed === null) send("status", JSON.stringify(gw.status()), gw.lastEventId);
-          else for (const { id, event } of missed) send(event.type, JSON.stringify(event), id);
-          return gw.subscribe((e, id) => send(e.type, JSON.stringify(e), id));
+          if (missed === null) {
+            send("status", JSON.stringify(statusFor(gw, key, gw.status())), gw.lastEventId);
+          } else for (const { id, event } of missed) pass(event, id, send);
+          return gw.subscribe((e, id) => pass(e, id, send));
         }),
       );
     });
@@ -196,8 +209,6 @@ function notReady(gw: ControlGateway): string | null {
   if (gw.shuttingDown) return "qm is shutting down";
   return null;
 }
-
-const NO_ASKS: Asks = {};
 
 /** A load is an exchange whose answer is that the model is ready: it ends at once. */
 async function loaded(x: Exchange<null>, call: Call): Promise<Response> {

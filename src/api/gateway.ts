@@ -9,12 +9,14 @@ import type { ActivityLog } from "../observe/activity.ts";
 import type { Capture, CaptureStore } from "../observe/capture.ts";
 import type { QmMetrics } from "../observe/prometheus.ts";
 import type { RequestRecord } from "../observe/record.ts";
+import type { UsageBook } from "../observe/usage.ts";
 import type { PeerTable } from "../peers/table.ts";
 import type { Deadline } from "../proxy/deadline.ts";
 import type { LoadProgress } from "../proxy/wait-status.ts";
 import type { ModelState, ServeOutcome } from "../scheduler/types.ts";
 import type { Fetch } from "../shared/fetch.ts";
 import type { Sweep } from "../shared/sweep.ts";
+import type { StateDb } from "../store/database.ts";
 import type { StatusJson } from "./status-json.ts";
 
 export interface Lease {
@@ -122,6 +124,8 @@ export interface InferenceGateway extends ModelLookup {
   readonly captures: CaptureStore | null;
   /** Other boxes' models (`[peers.NAME]`); absent or null when there are none. */
   readonly peers?: PeerTable | null | undefined;
+  /** The database (`[store]`), where stored Responses outlast a restart; absent or null: none. */
+  readonly db?: StateDb | null | undefined;
 }
 
 /** What the control routes (`/api/…`: status, load, unload, leases, events, logs) need. */
@@ -163,6 +167,8 @@ export interface ObserveGateway extends ModelLookup {
   readonly activity: ActivityLog;
   /** qm's Prometheus metrics (`GET /metrics`). */
   readonly metrics: QmMetrics;
+  /** Usage per key × model × hour (`GET /api/usage`); absent: not kept. */
+  readonly usage?: UsageBook | undefined;
 }
 
 /** All of it: what the runtime implements and a listener's routes are built on. */

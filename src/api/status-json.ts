@@ -135,3 +135,19 @@ export interface StatusJson {
     gpus?: CardStatusJson[];
   };
 }
+
+/** One key's use of one model in one hour (`GET /api/usage`). */
+export interface UsageJson {
+  /** The hour's start, wall-clock epoch ms. */
+  hour_ms: number;
+  key: string;
+  model: string;
+  requests: number;
+  prompt_tokens: number;
+  completion_tokens: number;
+  cached_tokens: number;
+  /** Milliseconds its requests waited for the model, summed. */
+  wait_ms: number;
+  /** Its requests that found the model not loaded. */
+  swaps: number;
+}

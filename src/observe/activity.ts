@@ -91,12 +91,20 @@ export class ActivityLog {
    * when it is not kept, or — with `key` — not that key's.
    */
   get(id: number, key?: string): (RequestRecord & { capture: CaptureJson | null }) | null {
-    if (!Number.isSafeInteger(id) || id < 1 || id > this.pushed || id <= this.pushed - this.count) {
-      return null;
+    if (!Number.isSafeInteger(id) || id < 1 || id > this.pushed) return null;
+    if (id <= this.pushed - this.count) {
+      const old = this.older?.(id) ?? null;
+      return old && (key === undefined || old.key === key) ? old : null;
     }
     const i = (id - 1) % this.size;
     if (key !== undefined && this.key[i] !== key) return null;
-    return { ...this.at(i, id), capture: captureJson(this.captures[i] ?? null) };
+    const capture = this.captures[i] ?? null;
+    if (capture === null && this.older) {
+      // Restored after a restart: its capture, if one was kept, is in the database.
+      const old = this.older(id);
+      if (old?.capture) return { ...this.at(i, id), capture: old.capture };
+    }
+    return { ...this.at(i, id), capture: captureJson(capture) };
   }
 
   /** Newest first; at most `limit`, only `model`'s and only `key`'s when given. */
@@ -117,17 +125,25 @@ export class ActivityLog {
     return out;
   }
 
-  /** The id the next record will get. */
-  get nextId(): number {
-    return this.pushed + 1;
-  }
+  /**
+   * Where a record the ring no longer holds is looked up by id (a database), with what was
+   * captured of it; null: nowhere.
+   */
+  older: ((id: number) => (RequestRecord & { capture: CaptureJson | null }) | null) | null = null;
 
   /**
-   * Starts numbering after `lastId` (the records a database kept from an earlier run), so ids
-   * stay unique across restarts. Only before the first push.
+   * Refills the ring after a restart with the latest records a database kept (`records`,
+   * oldest first, the last one's id `lastId`): the newest run of consecutive ids ending at
+   * `lastId` goes back in its slots, and ids go on after `lastId`. Only before the first push.
    */
-  continueAfter(lastId: number): void {
-    if (this.pushed === 0 && Number.isSafeInteger(lastId) && lastId > 0) this.pushed = lastId;
+  restore(records: readonly RequestRecord[], lastId: number): void {
+    if (this.pushed !== 0 || !Number.isSafeInteger(lastId) || lastId <= 0) return;
+    let from = records.length;
+    while (from > 0 && records[from - 1]!.id === lastId - (records.length - from)) from--;
+    const run = records.slice(Math.max(from, records.length - this.size));
+    this.pushed = lastId - run.length;
+    this.next = this.size === 0 ? 0 : this.pushed % this.size;
+    for (const r of run) this.push(r);
   }
 
   private at(i: number, id: number): RequestRecord {

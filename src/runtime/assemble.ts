@@ -14,6 +14,7 @@ import type { Clock } from "../shared/clock.ts";
 import type { Fetch } from "../shared/fetch.ts";
 import type { Logger } from "../shared/log.ts";
 import { realTimers, type Timers } from "../shared/timer.ts";
+import type { StateDb } from "../store/database.ts";
 import { RuntimeEffects } from "./effects.ts";
 import { EventHub } from "./event-hub.ts";
 import { defaultLoader, makePolicy, modelProcesses, withNodes } from "./factories.ts";
@@ -51,6 +52,8 @@ export interface RuntimeOptions {
   fetch?: Fetch;
   /** Runs a node's `restart_cmd`; default spawned. */
   runRestart?: (argv: string[]) => Promise<number>;
+  /** The database (`[store]`), already open; default none: memory only. */
+  db?: StateDb | null;
 }
 
 /** What the parts need of the runtime that holds them. */
@@ -92,6 +95,7 @@ export function assemble(config: Config, opts: RuntimeOptions, face: RuntimeFace
   const leases = new LeaseBook(log, timers);
   const observation: Observation = new Observation(config, {
     events,
+    db: opts.db ?? null,
     gauges: () => gaugeReading(gaugeInputs, config),
     // Ready models whose server's own metrics are merged into qm's (`scrape_upstream_metrics`).
     upstreams: () =>

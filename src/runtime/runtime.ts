@@ -8,6 +8,7 @@ import type { ActivityLog } from "../observe/activity.ts";
 import type { Capture, CaptureStore } from "../observe/capture.ts";
 import type { QmMetrics } from "../observe/prometheus.ts";
 import type { RequestRecord } from "../observe/record.ts";
+import type { UsageBook } from "../observe/usage.ts";
 import type { PeerTable } from "../peers/table.ts";
 import type { Deadline } from "../proxy/deadline.ts";
 import type { Scheduler } from "../scheduler/scheduler.ts";
@@ -15,6 +16,7 @@ import type { ModelState } from "../scheduler/types.ts";
 import { QmError } from "../shared/errors.ts";
 import type { Fetch } from "../shared/fetch.ts";
 import { Sweep } from "../shared/sweep.ts";
+import type { StateDb } from "../store/database.ts";
 import { assemble, type RuntimeOptions, type RuntimeParts } from "./assemble.ts";
 import type { EventHub } from "./event-hub.ts";
 import type { LeaseBook } from "./leases.ts";
@@ -64,6 +66,8 @@ export class Runtime implements Gateway {
   readonly metrics: QmMetrics;
   /** Where requests and answers are captured (`[activity] capture`), or null. */
   readonly captures: CaptureStore | null;
+  /** Usage per key × model × hour (`GET /api/usage`), or undefined when no record is kept. */
+  readonly usage: UsageBook | undefined;
   /** Something reads the records: the activity log, or metrics that a listener serves. */
   readonly recording: boolean;
   private readonly parts: RuntimeParts;
@@ -94,7 +98,13 @@ export class Runtime implements Gateway {
     this.activity = p.observation.activity;
     this.metrics = p.observation.metrics;
     this.captures = p.observation.captures;
+    this.usage = p.observation.usage ?? undefined;
     this.recording = p.observation.recording;
+  }
+
+  /** The database (`[store]`), or null: memory only. */
+  get db(): StateDb | null {
+    return this.opts.db ?? null;
   }
 
   /** Other boxes' models and their health (`[peers.NAME]`); null with none. */

@@ -13,7 +13,8 @@ export interface StoredResponse {
   /** The name of the key that made it. */
   owner: string;
   response: Obj;
-  conversation: Obj[];
+  /** The chat messages a next turn replays. */
+  conversation: object[];
   inputItems: Obj[];
 }
 

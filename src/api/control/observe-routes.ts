@@ -6,6 +6,8 @@
  * request and answer (`[activity] capture`; `capture: null` when off or dropped since). The
  * list and `event: request` never carry captured text.
  *
+ * `GET /api/usage`: usage per key × model × hour (`usageRoute`).
+ *
  * `GET /metrics`: the Prometheus text format, on the metrics listener (`server.metrics_listen`,
  * which serves nothing else) and, with `server.metrics_on_api`, on the API listeners too.
  */
@@ -16,6 +18,7 @@ import { keyOf } from "../edge/caller.ts";
 import type { ObserveGateway } from "../gateway.ts";
 import { openaiError } from "../openai/errors.ts";
 import { badRequest } from "../request/body.ts";
+import type { UsageJson } from "../status-json.ts";
 
 export function activityRoutes(gw: ObserveGateway) {
   return new Elysia().get("/api/requests", ({ request }) => {
@@ -112,4 +115,87 @@ export function metricsHandler(
       return openaiError(new QmError("internal", "qm failed to collect its metrics (see its log)"));
     }
   };
+}
+
+const DAY_MS = 24 * 3600 * 1000;
+
+/** A time in a query: epoch ms, or an ISO 8601 date or date-time; null when malformed. */
+function timeParam(text: string): number | null {
+  if (/^\d{1,15}$/.test(text)) return Number(text);
+  if (!/^\d{4}-\d{2}-\d{2}(?:[T ][\d:.]+(?:Z|[+-]\d{2}:?\d{2})?)?$/.test(text)) return null;
+  const t = Date.parse(text);
+  return Number.isFinite(t) ? t : null;
+}
+
+/**
+ * `GET /api/usage?key=NAME&since=…&until=…`: usage per key × model × hour (requests, tokens,
+ * wait, swaps caused), with each key's totals. `since` and `until` are epoch ms or ISO 8601
+ * (default: the last 24 hours). An admin key may ask for any key's (or all); another key gets
+ * its own, and 403 for another's.
+ */
+export function usageRoute(gw: ObserveGateway) {
+  return new Elysia().get("/api/usage", ({ request }) => {
+    const usage = gw.usage;
+    if (!usage) {
+      return openaiError(
+        new QmError(
+          "not_found",
+          "usage is not kept: [activity] enabled = false and no database ([store] enabled, or it could not be opened)",
+        ),
+      );
+    }
+    const query = new URL(request.url).searchParams;
+    const caller = keyOf(request);
+    const asked = query.get("key");
+    if (asked !== null && !caller.admin && asked !== caller.name) {
+      return openaiError(
+        new QmError("forbidden", `key "${caller.name}" may see its own usage only`, {
+          param: "key",
+        }),
+      );
+    }
+    const times: Record<string, number | undefined> = {};
+    for (const name of ["since", "until"] as const) {
+      const text = query.get(name);
+      if (text === null) continue;
+      const t = timeParam(text);
+      if (t === null) {
+        return openaiError(
+          badRequest(
+            `${name} must be epoch milliseconds or an ISO 8601 date or date-time, got ${JSON.stringify(text.slice(0, 40))}`,
+            name,
+          ),
+        );
+      }
+      times[name] = t;
+    }
+    const since = times.since ?? Date.now() - DAY_MS;
+    const key = caller.admin ? (asked ?? undefined) : caller.name;
+    const rows = usage.query({ key, since, until: times.until });
+    const totals: Record<string, Omit<UsageJson, "hour_ms" | "key" | "model">> = {};
+    for (const r of rows) {
+      totals[r.key] ??= {
+        requests: 0,
+        prompt_tokens: 0,
+        completion_tokens: 0,
+        cached_tokens: 0,
+        wait_ms: 0,
+        swaps: 0,
+      };
+      const t = totals[r.key]!;
+      t.requests += r.requests;
+      t.prompt_tokens += r.prompt_tokens;
+      t.completion_tokens += r.completion_tokens;
+      t.cached_tokens += r.cached_tokens;
+      t.wait_ms += r.wait_ms;
+      t.swaps += r.swaps;
+    }
+    const usageJson: UsageJson[] = rows.map(({ hour, ...rest }) => ({
+      hour_ms: hour,
+      ...rest,
+      wait_ms: Math.round(rest.wait_ms),
+    }));
+    for (const t of Object.values(totals)) t.wait_ms = Math.round(t.wait_ms);
+    return Response.json({ since, until: times.until ?? null, usage: usageJson, totals });
+  });
 }

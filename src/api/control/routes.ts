@@ -16,7 +16,7 @@ import { LLAMA_SWAP_PATHS, llamaSwapRoutes } from "./llama-swap.ts";
 
 /** The control paths and the methods each answers (for a 405's `Allow`). */
 const CONTROL_PATHS: [RegExp, string][] = [
-  [/^\/(?:|health|ready|running|api\/status|api\/events|api\/requests)$/, "GET"],
+  [/^\/(?:|health|ready|running|api\/status|api\/events|api\/requests|api\/usage)$/, "GET"],
   [/^\/api\/models\/[^/]+\/logs$/, "GET"],
   [/^\/api\/requests\/[^/]+$/, "GET"],
   [/^\/api\/models\/(?:unload|[^/]+\/(?:load|unload|lease))$/, "POST"],

@@ -4,6 +4,7 @@ import { modelIdFor } from "../config/aliases.ts";
 import { parseVariantName } from "../config/index.ts";
 import type { Config, ModelConfig } from "../config/types.ts";
 import type { GpuWatch } from "../gpu/gpu-watch.ts";
+import { KeyTable } from "../keys/table.ts";
 import type { ActivityLog } from "../observe/activity.ts";
 import type { Capture, CaptureStore } from "../observe/capture.ts";
 import type { QmMetrics } from "../observe/prometheus.ts";
@@ -120,7 +121,15 @@ export class Runtime implements Gateway {
   reloadConfig(): ReloadOutcome {
     if (this.closing)
       return { ok: false, error: "qm is shutting down: the config was not reloaded" };
-    return this.reloads.reload();
+    const outcome = this.reloads.reload();
+    if (outcome.ok && KeyTable.of(this.config).sync() > 0) {
+      // A key removed (or given another secret): what it still waits for ends with 401; what
+      // it is being answered finishes.
+      const dropped = this.parts.waiters.dropRevoked();
+      if (dropped > 0)
+        this.opts.log.info(`config reload: ${dropped} waiting request(s) of revoked keys refused`);
+    }
+    return outcome;
   }
 
   /**
@@ -192,6 +201,7 @@ export class Runtime implements Gateway {
       modelOf: (id) => this.liveModel(id),
       restartPending: (id) => this.reloads.restartPending(id),
     });
+    status.waiting = this.parts.waiters.waiting();
     if (this.peers) status.peers = this.peers.status();
     if (this.preload.configured) status.preload = this.preload.status();
     return status;

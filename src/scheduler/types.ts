@@ -1,3 +1,4 @@
+import type { KeyPriority } from "../config/types.ts";
 import type { QmError } from "../shared/errors.ts";
 import type { StopReason, SwapAbortReason } from "./stop-reason.ts";
 
@@ -26,6 +27,12 @@ export interface RequestSpec {
    * whose tool gaps the cost policy learns. Absent: the model's requests count as one.
    */
   conversation?: string | undefined;
+  /**
+   * The key the request came with (`[keys.NAME]`): its name, priority and the most of its
+   * requests in flight at once (0: no cap of its own). Absent: `anonymous`. The waiters already
+   * hold a key's requests past `maxConcurrency` back; a scheduler may weigh keys by these.
+   */
+  key?: { name: string; priority: KeyPriority; maxConcurrency: number } | undefined;
 }
 
 /** A swap: stop `evict` (in parallel), start `target`, wait until it is ready. */

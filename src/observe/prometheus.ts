@@ -11,7 +11,7 @@
  * - the runtime's effects as they happen (`swapStarted`/`swapEnded`, `stopped`);
  * - one `GaugeReading` of the runtime's state per scrape for every gauge (gauges.ts).
  */
-import { Counter, Histogram, Registry } from "prom-client";
+import { Counter, Gauge, Histogram, Registry } from "prom-client";
 import type { StopReason } from "../scheduler/stop-reason.ts";
 import type { HoldChange } from "../scheduler/types.ts";
 import { type GaugeReading, Gauges } from "./gauges.ts";
@@ -60,9 +60,28 @@ interface TokenSums {
   cached: number | null;
 }
 
+/** One key's requests right now (`qm_key_waiting`, `qm_key_inflight`). */
+export interface KeyLoadReading {
+  key: string;
+  waiting: number;
+  inflight: number;
+}
+
+/** Per key and model: what its requests asked (the `qm_key_*` counters). */
+interface KeySeries {
+  labels: { key: string; model: string };
+  requests: number;
+  prompt: number;
+  completion: number;
+  cached: number;
+  waitS: number;
+}
+
 export interface MetricsSources {
   /** What the gauges show now, read from the runtime's state at each scrape. */
   gauges(): GaugeReading;
+  /** Each key's waiting and in-flight requests now (configured keys only); absent: none shown. */
+  keys?: (() => KeyLoadReading[]) | undefined;
   /** The model servers whose own metrics are merged in at each scrape (ready, switched on). */
   upstreams?: (() => UpstreamTarget[]) | undefined;
   /** How they are fetched (time limit, size cap, warnings). */
@@ -96,6 +115,8 @@ export class QmMetrics {
   private readonly upstream: UpstreamMetrics;
   /** Requests served by each peer, by the client's status (`qm_peer_requests_total`). */
   private readonly peerRequests = new Map<string, Map<number, number>>();
+  /** Per key × model (`qm_key_*`): bounded, keys being the configured names and `anonymous`. */
+  private readonly keySeries = new Map<string, KeySeries>();
 
   constructor(private readonly sources: MetricsSources) {
     const registers = [this.registry];
@@ -223,6 +244,7 @@ export class QmMetrics {
       ["model", "reason"],
     );
     this.gauges = new Gauges(this.registry);
+    this.keyMetrics(registers);
     this.upstream = new UpstreamMetrics(this.registry, sources.upstream);
     const peerRequests = this.peerRequests;
     new Counter({
@@ -241,6 +263,7 @@ export class QmMetrics {
 
   /** One finished request (the exchange's record). */
   request(r: RequestRecord): void {
+    this.keyRequest(r);
     if (r.peer !== undefined) {
       const statuses = this.peerRequests.get(r.peer) ?? new Map<number, number>();
       this.peerRequests.set(r.peer, statuses);
@@ -272,6 +295,81 @@ export class QmMetrics {
     if (r.prompt_tokens !== null) t.prompt = (t.prompt ?? 0) + r.prompt_tokens;
     if (r.completion_tokens !== null) t.completion = (t.completion ?? 0) + r.completion_tokens;
     if (r.cached_tokens !== null) t.cached = (t.cached ?? 0) + r.cached_tokens;
+  }
+
+  private keyRequest(r: RequestRecord): void {
+    const id = `${r.key}\u0000${r.model}`;
+    let k = this.keySeries.get(id);
+    if (!k) {
+      k = {
+        labels: { key: r.key, model: r.model },
+        requests: 0,
+        prompt: 0,
+        completion: 0,
+        cached: 0,
+        waitS: 0,
+      };
+      this.keySeries.set(id, k);
+    }
+    k.requests++;
+    k.prompt += r.prompt_tokens ?? 0;
+    k.completion += r.completion_tokens ?? 0;
+    k.cached += r.cached_tokens ?? 0;
+    k.waitS += (r.wait_ms ?? 0) / 1000;
+  }
+
+  /** The per-key series: counters summed in `request`, gauges read at each scrape. */
+  private keyMetrics(registers: Registry[]): void {
+    const keySeries = this.keySeries;
+    const sources = this.sources;
+    const sum = (name: string, help: string, value: (k: KeySeries) => number) =>
+      new Counter({
+        name,
+        help,
+        labelNames: ["key", "model"],
+        registers,
+        collect() {
+          this.reset();
+          for (const k of keySeries.values()) this.inc(k.labels, value(k));
+        },
+      });
+    sum(
+      "qm_key_requests_total",
+      "Finished requests for a model, by the key's name.",
+      (k) => k.requests,
+    );
+    new Counter({
+      name: "qm_key_tokens_total",
+      help: "Tokens as answers stated them, by the key's name and kind (prompt, completion, cached).",
+      labelNames: ["key", "model", "kind"],
+      registers,
+      collect() {
+        this.reset();
+        for (const k of keySeries.values()) {
+          this.inc({ ...k.labels, kind: "prompt" }, k.prompt);
+          this.inc({ ...k.labels, kind: "completion" }, k.completion);
+          this.inc({ ...k.labels, kind: "cached" }, k.cached);
+        }
+      },
+    });
+    sum(
+      "qm_key_wait_seconds_total",
+      "Time the key's requests waited for their model (queue and load), summed.",
+      (k) => k.waitS,
+    );
+    const load = (name: string, help: string, value: (r: KeyLoadReading) => number) =>
+      new Gauge({
+        name,
+        help,
+        labelNames: ["key"],
+        registers,
+        collect() {
+          this.reset();
+          for (const r of sources.keys?.() ?? []) this.set({ key: r.key }, value(r));
+        },
+      });
+    load("qm_key_waiting", "The key's requests waiting for a model now.", (r) => r.waiting);
+    load("qm_key_inflight", "The key's requests being answered now.", (r) => r.inflight);
   }
 
   private seriesOf(model: string): ModelSeries {

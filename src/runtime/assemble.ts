@@ -8,6 +8,7 @@ import type { StatusJson } from "../api/status-json.ts";
 import type { Config, ModelConfig } from "../config/types.ts";
 import { GpuWatch } from "../gpu/gpu-watch.ts";
 import { probeGpu } from "../gpu/index.ts";
+import { KeyTable } from "../keys/table.ts";
 import type { QmMetrics } from "../observe/prometheus.ts";
 import { Scheduler } from "../scheduler/scheduler.ts";
 import type { Clock } from "../shared/clock.ts";
@@ -103,6 +104,15 @@ export function assemble(config: Config, opts: RuntimeOptions, face: RuntimeFace
         .filter((m) => m.scrapeUpstreamMetrics && scheduler.state(m.id) === "ready")
         .map((m) => ({ model: m.id, url: `${registry.live(m).proxy}/metrics` })),
     warn: (line) => log.warn(line),
+    keys: () => {
+      const table = KeyTable.of(config);
+      const names = table.required ? table.names() : [table.anonymous.name];
+      return names.map((key) => ({
+        key,
+        waiting: waiters.waitingOf(key),
+        inflight: waiters.inflightOf(key),
+      }));
+    },
   });
   const metrics: QmMetrics = observation.metrics;
   const effects: RuntimeEffects = new RuntimeEffects({

@@ -8,7 +8,7 @@ import type { GpuReading } from "../gpu/index.ts";
 import { ActivityLog } from "../observe/activity.ts";
 import { type Capture, CaptureStore, captureJson } from "../observe/capture.ts";
 import type { GaugeReading } from "../observe/gauges.ts";
-import { QmMetrics } from "../observe/prometheus.ts";
+import { type KeyLoadReading, QmMetrics } from "../observe/prometheus.ts";
 import type { RequestRecord } from "../observe/record.ts";
 import type { UpstreamTarget } from "../observe/upstream.ts";
 import { UsageBook } from "../observe/usage.ts";
@@ -70,6 +70,8 @@ export interface ObservationDeps {
   gauges(): GaugeReading;
   /** The ready models whose servers' own metrics are merged in (`scrape_upstream_metrics`). */
   upstreams(): UpstreamTarget[];
+  /** Each configured key's waiting and in-flight requests now (`qm_key_waiting`, `…_inflight`). */
+  keys?: () => KeyLoadReading[];
   warn(line: string): void;
 }
 
@@ -111,6 +113,7 @@ export class Observation {
     this.metrics = new QmMetrics({
       gauges: deps.gauges,
       upstreams: deps.upstreams,
+      keys: deps.keys,
       upstream: { warn: deps.warn },
     });
   }

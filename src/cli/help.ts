@@ -87,8 +87,8 @@ the fix), • a note (e.g. no GPU: qm then applies the static budget). Exits 1 w
 check failed.
   the config loads; each model's program is found and executable; each model's GGUF file
   (-m) is readable and its VRAM estimate fits the budget; the listeners' ports are free;
-  the state dir is writable and its database (qm.db) opens; the GPU probe answers (and whether qm can trust it); an API
-  key is set when qm listens beyond loopback.
+  the state dir is writable and its database (qm.db) opens; the GPU probe answers (and
+  whether qm can trust it); an API key is set when qm listens beyond loopback.
   -c, --config FILE   config file (default: $QM_CONFIG, else ./quartermaster.toml)
   --json              {"ok": bool, "checks": [{"name", "ok", "detail", "fix"}]}
 `;

@@ -1,5 +1,6 @@
 import { Elysia } from "elysia";
 import type { ModelConfig } from "../../config/types.ts";
+import type { ApiKey } from "../../keys/api-key.ts";
 import { asQmError, QmError } from "../../shared/errors.ts";
 import type { Logger } from "../../shared/log.ts";
 import { sseComment, sseEvent } from "../../shared/sse.ts";
@@ -159,9 +160,10 @@ export function controlRoutes(gw: ControlGateway & InferenceGateway, log: Logger
       "/api/models/:id/lease/:lease",
       async ({ params, request }) => {
         try {
-          const model = gw.resolve(params.id)?.id ?? params.id;
+          const key = keyOf(request);
+          const model = leaseModel(gw, key, params.id, params.lease);
           const ttlMs = await leaseTtl(request, undefined);
-          return gw.renewLease(model, params.lease, ttlMs, keyOf(request));
+          return gw.renewLease(model, params.lease, ttlMs, key);
         } catch (err) {
           return openaiError(asQmError(err));
         }
@@ -170,8 +172,9 @@ export function controlRoutes(gw: ControlGateway & InferenceGateway, log: Logger
     )
     .delete("/api/models/:id/lease/:lease", ({ params, request }) => {
       try {
-        const model = gw.resolve(params.id)?.id ?? params.id;
-        gw.releaseLease(model, params.lease, keyOf(request));
+        const key = keyOf(request);
+        const model = leaseModel(gw, key, params.id, params.lease);
+        gw.releaseLease(model, params.lease, key);
         return { released: params.lease, model };
       } catch (err) {
         return openaiError(asQmError(err));
@@ -256,6 +259,18 @@ async function leaseTtl(
     });
   }
   return ttl * 1000;
+}
+
+/**
+ * The model id a lease route names. One the key may not use has no lease it could know of: it
+ * is answered as a lease the model does not have (as the lease book says it).
+ */
+function leaseModel(gw: ControlGateway, key: ApiKey, name: string, lease: string): string {
+  const model = gw.resolve(name);
+  if (model && !visible(gw, key, model)) {
+    throw new QmError("not_found", `no lease "${lease}" on model "${name}" (released or expired)`);
+  }
+  return model?.id ?? name;
 }
 
 function unknownModel(name: string): Response {

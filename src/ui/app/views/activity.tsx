@@ -36,6 +36,7 @@ export function ActivityPage({ requests }: { requests: RequestRecord[] }) {
             <thead>
               <tr>
                 <th scope="col">Time</th>
+                <th scope="col">Key</th>
                 <th scope="col">Model</th>
                 <th scope="col">API</th>
                 <th scope="col" class="num">
@@ -67,6 +68,7 @@ export function ActivityPage({ requests }: { requests: RequestRecord[] }) {
               {rows.map((r, i) => (
                 <tr key={`${r.time}-${r.model}-${i}`} class={failed(r) ? "failed" : ""}>
                   <td class="num">{clock(r.time)}</td>
+                  <td>{r.key ?? NONE}</td>
                   <td>{r.model}</td>
                   <td>{r.api}</td>
                   <td class="num">

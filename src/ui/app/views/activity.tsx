@@ -36,7 +36,6 @@ export function ActivityPage({ requests }: { requests: RequestRecord[] }) {
             <thead>
               <tr>
                 <th scope="col">Time</th>
-                <th scope="col">Key</th>
                 <th scope="col">Model</th>
                 <th scope="col">API</th>
                 <th scope="col" class="num">
@@ -62,13 +61,13 @@ export function ActivityPage({ requests }: { requests: RequestRecord[] }) {
                 </th>
                 <th scope="col">Finish</th>
                 <th scope="col">Swap</th>
+                <th scope="col">Key</th>
               </tr>
             </thead>
             <tbody>
               {rows.map((r, i) => (
                 <tr key={`${r.time}-${r.model}-${i}`} class={failed(r) ? "failed" : ""}>
                   <td class="num">{clock(r.time)}</td>
-                  <td>{r.key ?? NONE}</td>
                   <td>{r.model}</td>
                   <td>{r.api}</td>
                   <td class="num">
@@ -83,6 +82,7 @@ export function ActivityPage({ requests }: { requests: RequestRecord[] }) {
                   <td class="num">{rate(tokensPerSecond(r))}</td>
                   <td>{r.finish_reason ?? NONE}</td>
                   <td>{r.swap ? "yes" : ""}</td>
+                  <td>{r.key ?? NONE}</td>
                 </tr>
               ))}
             </tbody>

@@ -57,7 +57,7 @@ export const CONFIG_DOCS: Record<DocumentedSection, SectionDoc> = {
       },
       api_keys: {
         meaning:
-          "When non-empty, every route but `GET /health`, `GET /ready` and the dashboard's static files (`/ui/`, which asks for the key) needs one of these keys, as `Authorization: Bearer KEY` or `x-api-key: KEY`; otherwise 401. Keys are never sent on to a model.",
+          "Admin keys (named `admin`; `[keys.NAME]` adds named ones). When any key is configured, every route but `GET /health`, `GET /ready` and the dashboard's static files (`/ui/`, which asks for the key) needs one, as `Authorization: Bearer KEY` or `x-api-key: KEY`; otherwise 401. Keys are never sent on to a model.",
         example: ["sk-local"],
       },
       start_port: {
@@ -93,11 +93,11 @@ export const CONFIG_DOCS: Record<DocumentedSection, SectionDoc> = {
       },
       state_dir: {
         meaning:
-          'Where qm keeps the record of the model processes it runs, so that the next `qm serve` can end what a crashed qm left behind. `""`: `$XDG_STATE_HOME/quartermaster`, else `~/.local/state/quartermaster`.',
+          'Where qm keeps its state: the record of the model processes it runs (so that the next `qm serve` can end what a crashed qm left behind), the models\' load times and the database `qm.db` (`[store]`). `""`: `$XDG_STATE_HOME/quartermaster`, else `~/.local/state/quartermaster`.',
       },
       responses_store: {
         meaning:
-          "How many Responses API answers qm keeps in memory, most recently used first, for `previous_response_id` and `GET`/`DELETE /v1/responses/{id}` (answers sent with `store: false` are never kept). Each keeps its final Response object and the conversation it continued. `0`: none kept. Lost when qm restarts.",
+          "How many Responses API answers qm keeps in memory, most recently used first, for `previous_response_id` and `GET`/`DELETE /v1/responses/{id}` (answers sent with `store: false` are never kept). Each keeps its final Response object, the conversation it continued and the key that made it (only that key, or an admin, finds it). `0`: none kept. With `[store]` they are also kept in the database and outlast a restart; this bounds the memory only.",
         example: 1000,
       },
       responses_store_mb: {

@@ -130,6 +130,7 @@ export function createEdge(gw: Gateway, route: Handler, opts: EdgeOptions) {
       }
     }
     if (!key.admin && isAdminRoute(path)) {
+      opts.log.debug(`${method} ${path}: refused to key ${key.name} (an admin route)`);
       return withCors(
         render(
           new QmError(
@@ -160,7 +161,7 @@ export function createEdge(gw: Gateway, route: Handler, opts: EdgeOptions) {
       response = await route(routed, path);
     } catch (err) {
       opts.log.error(
-        `${method} ${path}: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`,
+        `${method} ${path} (key ${key.name}): ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`,
       );
       response = render(new QmError("internal", "qm failed to handle this request (see its log)"));
     }

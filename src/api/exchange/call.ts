@@ -218,7 +218,9 @@ export class Call implements UpstreamCall, DeadlineReport {
     } catch (error) {
       const timeout = this.deadline.timedOut;
       if (timeout) throw timeout;
-      this.log.warn(failureLogLine(this.modelId, error, this.stderrTail()));
+      this.log.warn(
+        `key ${this.key.name}: ${failureLogLine(this.modelId, error, this.stderrTail())}`,
+      );
       throw new QmError("upstream_failed", upstreamFailure(this.modelId, error), { cause: error });
     } finally {
       this.deadline.read();

@@ -86,17 +86,7 @@ export class UsageBook {
     const id = idOf(hour, key, model);
     let row = this.rows.get(id);
     if (!row) {
-      row = {
-        hour,
-        key,
-        model,
-        requests: 0,
-        prompt_tokens: 0,
-        completion_tokens: 0,
-        cached_tokens: 0,
-        wait_ms: 0,
-        swaps: 0,
-      };
+      row = emptyRow(hour, key, model);
       this.rows.set(id, row);
       this.oldestHour = Math.min(this.oldestHour, hour);
     }
@@ -111,6 +101,39 @@ export class UsageBook {
     }
     this.oldestHour = oldest;
   }
+}
+
+function emptyRow(hour: number, key: string, model: string): UsageRow {
+  return {
+    hour,
+    key,
+    model,
+    requests: 0,
+    prompt_tokens: 0,
+    completion_tokens: 0,
+    cached_tokens: 0,
+    wait_ms: 0,
+    swaps: 0,
+  };
+}
+
+/** Each key's rows summed (its `hour` the first row's, `model` ""), in the order keys first come. */
+export function sumByKey(rows: readonly UsageRow[]): UsageRow[] {
+  const by = new Map<string, UsageRow>();
+  for (const r of rows) {
+    let t = by.get(r.key);
+    if (!t) {
+      t = emptyRow(r.hour, r.key, "");
+      by.set(r.key, t);
+    }
+    t.requests += r.requests;
+    t.prompt_tokens += r.prompt_tokens;
+    t.completion_tokens += r.completion_tokens;
+    t.cached_tokens += r.cached_tokens;
+    t.wait_ms += r.wait_ms;
+    t.swaps += r.swaps;
+  }
+  return [...by.values()];
 }
 
 function idOf(hour: number, key: string, model: string): string {

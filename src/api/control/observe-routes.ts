@@ -12,6 +12,7 @@
  * which serves nothing else) and, with `server.metrics_on_api`, on the API listeners too.
  */
 import { Elysia } from "elysia";
+import { sumByKey } from "../../observe/usage.ts";
 import { QmError } from "../../shared/errors.ts";
 import type { Logger } from "../../shared/log.ts";
 import { keyOf } from "../edge/caller.ts";
@@ -173,22 +174,9 @@ export function usageRoute(gw: ObserveGateway) {
     const key = caller.admin ? (asked ?? undefined) : caller.name;
     const rows = usage.query({ key, since, until: times.until });
     const totals: Record<string, Omit<UsageJson, "hour_ms" | "key" | "model">> = {};
-    for (const r of rows) {
-      totals[r.key] ??= {
-        requests: 0,
-        prompt_tokens: 0,
-        completion_tokens: 0,
-        cached_tokens: 0,
-        wait_ms: 0,
-        swaps: 0,
-      };
-      const t = totals[r.key]!;
-      t.requests += r.requests;
-      t.prompt_tokens += r.prompt_tokens;
-      t.completion_tokens += r.completion_tokens;
-      t.cached_tokens += r.cached_tokens;
-      t.wait_ms += r.wait_ms;
-      t.swaps += r.swaps;
+    for (const t of sumByKey(rows)) {
+      const { hour: _, key: name, model: __, ...sums } = t;
+      totals[name] = sums;
     }
     const usageJson: UsageJson[] = rows.map(({ hour, ...rest }) => ({
       hour_ms: hour,

@@ -283,7 +283,51 @@ describe("architecture", () => {
         "runtime",
         "cli",
       ],
+      // Named keys: over the config, below the API and the runtime that use them.
+      keys: [
+        "api",
+        "runtime",
+        "cli",
+        "store",
+        "scheduler",
+        "policy",
+        "process",
+        "proxy",
+        "gpu",
+        "peers",
+        "observe",
+        "ui",
+      ],
+      // The database: over the records' types, below the API and the runtime that use it.
+      store: [
+        "api",
+        "runtime",
+        "cli",
+        "keys",
+        "scheduler",
+        "policy",
+        "process",
+        "proxy",
+        "gpu",
+        "peers",
+        "ui",
+      ],
     };
+    // Nothing below them reaches the keys or the database.
+    for (const layer of [
+      "shared",
+      "config",
+      "scheduler",
+      "policy",
+      "process",
+      "proxy",
+      "gpu",
+      "peers",
+      "observe",
+      "platform",
+    ]) {
+      above[layer] = [...above[layer]!, "keys", "store"];
+    }
     for (const [layer, banned] of Object.entries(above)) {
       for (const file of files(layer)) {
         for (const spec of imports(file)) {
@@ -296,6 +340,12 @@ describe("architecture", () => {
         }
       }
     }
+  });
+
+  test("only store/ opens a database", () => {
+    const users = files(".").filter((file) => imports(file).includes("bun:sqlite"));
+    expect(users.every((file) => file.startsWith("store/"))).toBe(true);
+    expect(users.length).toBeGreaterThan(0);
   });
 
   test("no import cycle anywhere in src/ (types and re-exports included)", () => {

@@ -61,6 +61,7 @@ async function measure(): Promise<Scrape> {
         const r: RequestRecord = {
           id: 0,
           time: Date.now(),
+          key: "anonymous",
           model: `model-${i}`,
           api,
           status,

@@ -5,7 +5,12 @@ import { uiRoutes } from "../ui/routes.ts";
 import { anthropicError } from "./anthropic/errors.ts";
 import { ANTHROPIC_MODELS } from "./anthropic/models.ts";
 import { anthropicRoutes, isAnthropicPath } from "./anthropic/routes.ts";
-import { activityRoutes, metricsRoutes, requestRoute } from "./control/observe-routes.ts";
+import {
+  activityRoutes,
+  metricsRoutes,
+  requestRoute,
+  usageRoute,
+} from "./control/observe-routes.ts";
 import { controlMethods, controlRoutes } from "./control/routes.ts";
 import { createEdge } from "./edge/gate.ts";
 import type { Gateway } from "./gateway.ts";
@@ -21,6 +26,7 @@ export function buildRoutes(gw: Gateway, log: Logger) {
     .use(controlRoutes(gw, log))
     .use(activityRoutes(gw))
     .use(requestRoute(gw))
+    .use(usageRoute(gw))
     .use(gw.config.server.metricsOnApi ? metricsRoutes(gw) : new Elysia())
     .use(openaiRoutes(gw, log, ANTHROPIC_MODELS))
     .use(anthropicRoutes(gw, { log }))

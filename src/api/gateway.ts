@@ -4,11 +4,12 @@
  * metrics routes (`ObserveGateway`). The runtime implements all three (`Gateway`); api never
  * imports it, and a test fakes only the part its routes use.
  */
-import type { Config, ModelConfig } from "../config/types.ts";
+import type { Config, KeyPriority, ModelConfig } from "../config/types.ts";
 import type { ActivityLog } from "../observe/activity.ts";
 import type { Capture, CaptureStore } from "../observe/capture.ts";
 import type { QmMetrics } from "../observe/prometheus.ts";
 import type { RequestRecord } from "../observe/record.ts";
+import type { UsageBook } from "../observe/usage.ts";
 import type { PeerTable } from "../peers/table.ts";
 import type { AnswerNames } from "../proxy/answer-names.ts";
 import type { Deadline } from "../proxy/deadline.ts";
@@ -16,12 +17,28 @@ import type { LoadProgress } from "../proxy/wait-status.ts";
 import type { ModelState, ServeOutcome } from "../scheduler/types.ts";
 import type { Fetch } from "../shared/fetch.ts";
 import type { Sweep } from "../shared/sweep.ts";
+import type { StateDb } from "../store/database.ts";
 import type { StatusJson } from "./status-json.ts";
 
 export interface Lease {
   readonly model: ModelConfig;
   readonly waitedMs: number;
   release(outcome?: ServeOutcome): void;
+}
+
+/**
+ * The key a request came with, as the waiters and the scheduler weigh it (`[keys.NAME]`): its
+ * name (never the secret), its priority, and the most of its requests in flight at once on
+ * the box (0: no cap of its own; over it, requests wait). The waiters also read the most of its
+ * requests that may wait (`maxQueued`, 0: no cap of its own; over it, 503 `queue_full`) and
+ * whether a reload revoked it (its waiting requests then get 401).
+ */
+export interface RequestKey {
+  readonly name: string;
+  readonly priority: KeyPriority;
+  readonly maxConcurrency: number;
+  readonly maxQueued?: number;
+  readonly revoked?: boolean;
 }
 
 export interface AcquireHooks {
@@ -44,6 +61,13 @@ export interface AcquireHooks {
   conversation?: string | undefined;
   /** The request carries a tool result (`exchange/tool-result.ts`): its conversation loops. */
   toolResult?: boolean | undefined;
+  /** The key the request came with; absent: `anonymous`, with no cap of its own. */
+  key?: RequestKey | undefined;
+}
+
+/** Who takes, renews or releases a lease: a request's key. */
+export interface LeaseKey extends RequestKey {
+  readonly admin: boolean;
 }
 
 export interface LeaseInfo {
@@ -105,6 +129,8 @@ export interface InferenceGateway extends ModelLookup {
   readonly captures: CaptureStore | null;
   /** Other boxes' models (`[peers.NAME]`); absent or null when there are none. */
   readonly peers?: PeerTable | null | undefined;
+  /** The database (`[store]`), where stored Responses outlast a restart; absent or null: none. */
+  readonly db?: StateDb | null | undefined;
 }
 
 /** What the control routes (`/api/…`: status, load, unload, leases, events, logs) need. */
@@ -124,10 +150,14 @@ export interface ControlGateway extends ModelLookup {
   status(): StatusJson;
   /** Unloads one model (or all); throws QmError `conflict` for leased ones unless forced. */
   unload(id: string | null, opts?: { force?: boolean }): void;
-  /** Holds `model` busy until released or `ttlMs` passes without a renewal. */
-  lease(model: ModelConfig, signal: AbortSignal, ttlMs: number): Promise<LeaseInfo>;
-  renewLease(model: string, lease: string, ttlMs?: number): LeaseInfo;
-  releaseLease(model: string, lease: string): void;
+  /**
+   * Holds `model` busy until released or `ttlMs` passes without a renewal; the lease is `key`'s
+   * (absent: `anonymous`).
+   */
+  lease(model: ModelConfig, signal: AbortSignal, ttlMs: number, key?: LeaseKey): Promise<LeaseInfo>;
+  /** Renews a lease; throws QmError `forbidden` when `by` is no admin and the lease not its own. */
+  renewLease(model: string, lease: string, ttlMs?: number, by?: LeaseKey): LeaseInfo;
+  releaseLease(model: string, lease: string, by?: LeaseKey): void;
   /** Each event as it is published, with its id (1, 2, …), until the returned function runs. */
   subscribe(fn: (e: QmEvent, id: number) => void): () => void;
   /** The kept events after `id` (a `Last-Event-ID`), or null when some are no longer kept. */
@@ -142,6 +172,8 @@ export interface ObserveGateway extends ModelLookup {
   readonly activity: ActivityLog;
   /** qm's Prometheus metrics (`GET /metrics`). */
   readonly metrics: QmMetrics;
+  /** Usage per key × model × hour (`GET /api/usage`); absent: not kept. */
+  readonly usage?: UsageBook | undefined;
 }
 
 /** All of it: what the runtime implements and a listener's routes are built on. */

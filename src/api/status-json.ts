@@ -92,6 +92,14 @@ export interface GpuReadingJson {
   foreign_gb: number;
 }
 
+/** One request waiting for a model (`StatusJson.waiting`). */
+export interface WaitingJson {
+  key: string;
+  model: string;
+  waited_ms: number;
+  position: number | null;
+}
+
 export interface StatusJson {
   version: string;
   /** The other boxes (`[peers.NAME]`) and what this qm knows of them; absent with none. */
@@ -99,6 +107,12 @@ export interface StatusJson {
   uptime_s: number;
   models: ModelStatusJson[];
   queue: { depth: number };
+  /**
+   * The requests waiting for a model, oldest first: who (the key's name), for what, how long so
+   * far, and the place in the waiting line (null: waiting for a load in progress, or held back
+   * by the key's `max_concurrency`). An admin sees all; another key only its own.
+   */
+  waiting?: WaitingJson[];
   swaps: { target: string; evict: string[]; waiters: number }[];
   /** Models loaded at startup (`server.preload`, `preload = true`); absent with none. */
   preload?: {
@@ -120,4 +134,20 @@ export interface StatusJson {
     /** Each card, with several GPUs; absent on a box admitted against one budget. */
     gpus?: CardStatusJson[];
   };
+}
+
+/** One key's use of one model in one hour (`GET /api/usage`). */
+export interface UsageJson {
+  /** The hour's start, wall-clock epoch ms. */
+  hour_ms: number;
+  key: string;
+  model: string;
+  requests: number;
+  prompt_tokens: number;
+  completion_tokens: number;
+  cached_tokens: number;
+  /** Milliseconds its requests waited for the model, summed. */
+  wait_ms: number;
+  /** Its requests that found the model not loaded. */
+  swaps: number;
 }

@@ -57,7 +57,7 @@ export const CONFIG_DOCS: Record<DocumentedSection, SectionDoc> = {
       },
       api_keys: {
         meaning:
-          "When non-empty, every route but `GET /health`, `GET /ready` and the dashboard's static files (`/ui/`, which asks for the key) needs one of these keys, as `Authorization: Bearer KEY` or `x-api-key: KEY`; otherwise 401. Keys are never sent on to a model.",
+          "Admin keys (named `admin`; `[keys.NAME]` adds named ones). When any key is configured, every route but `GET /health`, `GET /ready` and the dashboard's static files (`/ui/`, which asks for the key) needs one, as `Authorization: Bearer KEY` or `x-api-key: KEY`; otherwise 401. Keys are never sent on to a model.",
         example: ["sk-local"],
       },
       start_port: {
@@ -93,11 +93,11 @@ export const CONFIG_DOCS: Record<DocumentedSection, SectionDoc> = {
       },
       state_dir: {
         meaning:
-          'Where qm keeps the record of the model processes it runs, so that the next `qm serve` can end what a crashed qm left behind. `""`: `$XDG_STATE_HOME/quartermaster`, else `~/.local/state/quartermaster`.',
+          'Where qm keeps its state: the record of the model processes it runs (so that the next `qm serve` can end what a crashed qm left behind), the models\' load times and the database `qm.db` (`[store]`). `""`: `$XDG_STATE_HOME/quartermaster`, else `~/.local/state/quartermaster`.',
       },
       responses_store: {
         meaning:
-          "How many Responses API answers qm keeps in memory, most recently used first, for `previous_response_id` and `GET`/`DELETE /v1/responses/{id}` (answers sent with `store: false` are never kept). Each keeps its final Response object and the conversation it continued. `0`: none kept. Lost when qm restarts.",
+          "How many Responses API answers qm keeps in memory, most recently used first, for `previous_response_id` and `GET`/`DELETE /v1/responses/{id}` (answers sent with `store: false` are never kept). Each keeps its final Response object, the conversation it continued and the key that made it (only that key, or an admin, finds it). `0`: none kept. With `[store]` they are also kept in the database and outlast a restart; this bounds the memory only.",
         example: 1000,
       },
       responses_store_mb: {
@@ -112,6 +112,50 @@ export const CONFIG_DOCS: Record<DocumentedSection, SectionDoc> = {
       watch_config: {
         meaning:
           'Reload the config when its file changes on disk (debounced; a write that leaves the content as it was is ignored). `SIGHUP` and `POST /api/config/reload` reload regardless. A reload restarts no model whose process settings are unchanged; see README, "Changing the config while it runs".',
+      },
+    },
+  },
+  keys: {
+    heading: "[keys.NAME]",
+    about:
+      "Named API keys, each with the models it may use, whether it is an admin, its priority and its limits (docs/security.md). The keys of `server.api_keys` are admin keys named `admin`.",
+    keys: {
+      key: {
+        meaning:
+          "The key itself, as clients send it (`Authorization: Bearer KEY` or `x-api-key: KEY`). Give this or `key_sha256`, not both.",
+      },
+      key_sha256: {
+        meaning:
+          "The key's SHA-256 in hex, so the file holds no secret: `qm keys hash` prints it for a key, `qm keys new NAME` makes a new key with its table.",
+      },
+      models: {
+        meaning:
+          'Model ids and aliases this key may use, `*` matching any run of characters (`"qwen-*"`, `"box2/*"`). Any other model does not exist for it: 404 `model_not_found`, and model lists leave it out.',
+        example: ["qwen-7b", "embed-*"],
+      },
+      admin: {
+        meaning:
+          "`true`: it may load and unload models, reload the config, read logs and metrics, and see every key's requests, captures, stored responses and usage. `false`: those routes answer 403 `forbidden`, and it sees only its own.",
+      },
+      priority: {
+        meaning:
+          '`"interactive"`, `"normal"` or `"batch"`: how its waiting requests are weighed against other keys\' by the scheduler.',
+      },
+      max_concurrency: {
+        meaning:
+          "The most requests of this key in flight at once on the box; further ones wait (they are not refused). `0`: no cap of its own.",
+      },
+      max_queued: {
+        meaning:
+          "The most requests of this key waiting at once; further ones get 503 `queue_full` with `Retry-After`. `0`: only `scheduler.max_queue` applies.",
+      },
+      rpm: {
+        meaning:
+          "Requests for a model per minute (a sliding minute); past it 429 with `Retry-After`, in the API's envelope. `0`: no limit.",
+      },
+      tokens_per_min: {
+        meaning:
+          "Prompt plus completion tokens per minute, as the answers stated them; once the last minute's reach it, 429 with `Retry-After` until enough of them are a minute old. `0`: no limit.",
       },
     },
   },
@@ -160,7 +204,7 @@ export const CONFIG_DOCS: Record<DocumentedSection, SectionDoc> = {
       },
       capture: {
         meaning:
-          "`true`: each kept record also keeps its request (method, path, headers with `authorization`, `x-api-key`, `proxy-authorization` and `cookie` redacted, body) and the answer as the client got it, each cut at `capture_bytes`; served only by `GET /api/requests/{id}`, behind the API key. Prompts and answers are then held in qm's memory: leave it off where that matters.",
+          "`true`: each kept record also keeps its request (method, path, headers and body) and the answer as the client got it, each cut at `capture_bytes`; served only by `GET /api/requests/{id}`, to the key that made the request and to admin keys. Redacted: every header whose name contains `key`, `token`, `secret`, `auth`, `cookie`, `session` or `password` (any case), and the values of such query parameters. Prompts and answers are then held in qm's memory: leave it off where that matters.",
       },
       capture_bytes: {
         meaning:
@@ -170,6 +214,29 @@ export const CONFIG_DOCS: Record<DocumentedSection, SectionDoc> = {
       capture_total_mb: {
         meaning:
           "With `capture`: the most all captures together may hold, in MB (MiB; fractions allowed); past it the oldest captures are dropped first, their records kept.",
+      },
+      capture_persist: {
+        meaning:
+          "With `capture` and `[store]`: each capture is also written to the database with its record, so `GET /api/requests/{id}` shows it after a restart (within `[store]` bounds). `false`: captures live in memory only; the records are kept regardless.",
+      },
+    },
+  },
+  store: {
+    heading: "[store]",
+    about:
+      "What outlasts a restart: an SQLite database (`qm.db`) in `server.state_dir` with the stored Responses, the usage per key, model and hour, and the activity records.",
+    keys: {
+      enabled: {
+        meaning:
+          "`false`: nothing is written; everything lives in memory and is lost when qm stops. A database that cannot be opened (read-only disk, a corrupt file) is reported at start and by `qm doctor`, and qm runs on with memory only.",
+      },
+      max_age_days: {
+        meaning: "Rows older than this many days are deleted (fractions allowed).",
+        example: 7,
+      },
+      max_mb: {
+        meaning:
+          "The database's size bound, in MB (MiB): past it the oldest rows are deleted first.",
       },
     },
   },

@@ -16,6 +16,8 @@ Commands:
                            check this box and the config: programs, model files, ports,
                            state dir, GPU, API key; one line per check, with the fix
   import llama-swap FILE   print a quartermaster.toml for a llama-swap config.yaml
+  keys hash | keys new NAME
+                           the key_sha256 of a key on stdin; a new key and its [keys.NAME] table
   demo-upstream --port N --name X
                            a small OpenAI-compatible demo model server (see --help)
   version                  print qm's and Bun's versions
@@ -85,10 +87,19 @@ the fix), • a note (e.g. no GPU: qm then applies the static budget). Exits 1 w
 check failed.
   the config loads; each model's program is found and executable; each model's GGUF file
   (-m) is readable and its VRAM estimate fits the budget; the listeners' ports are free;
-  the state dir is writable; the GPU probe answers (and whether qm can trust it); an API
-  key is set when qm listens beyond loopback.
+  the state dir is writable and its database (qm.db) opens; the GPU probe answers (and
+  whether qm can trust it); an API key is set when qm listens beyond loopback.
   -c, --config FILE   config file (default: $QM_CONFIG, else ./quartermaster.toml)
   --json              {"ok": bool, "checks": [{"name", "ok", "detail", "fix"}]}
+`;
+
+export const KEYS_HELP = `Usage: qm keys hash | qm keys new NAME
+
+  hash       reads a key from stdin (one trailing newline ignored) and prints its SHA-256 in
+             lower-case hex, for key_sha256 in a [keys.NAME] table
+  new NAME   prints a new random key on the first line, then its [keys.NAME] table with
+             key_sha256: give the key to its user, put the table in the config (which then
+             holds no secret)
 `;
 
 export const IMPORT_HELP = `Usage: qm import llama-swap FILE

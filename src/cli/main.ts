@@ -8,6 +8,7 @@ import { configCommand } from "./config.ts";
 import { doctorCommand } from "./doctor/command.ts";
 import { MAIN_HELP, VERSION_HELP } from "./help.ts";
 import { importCommand } from "./import/command.ts";
+import { keysCommand } from "./keys.ts";
 import { serveCommand } from "./serve.ts";
 
 function versionCommand(argv: string[]): number {
@@ -50,6 +51,8 @@ async function main(argv: string[]): Promise<number> {
       return doctorCommand(rest);
     case "import":
       return importCommand(rest);
+    case "keys":
+      return keysCommand(rest);
     case "demo-upstream":
       await runDemoUpstream(rest);
       return typeof process.exitCode === "number" ? process.exitCode : 0;

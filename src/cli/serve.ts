@@ -56,6 +56,11 @@ export async function serveCommand(argv: string[]): Promise<number> {
   const ids = Object.keys(config.models);
   log.info(`qm ${VERSION} serving ${ids.length} model(s) from ${loaded.path}: ${ids.join(", ")}`);
   for (const url of running.urls) log.info(`listening on ${url}`);
+  const keyNames = [
+    ...(config.server.apiKeys.length > 0 ? ["admin"] : []),
+    ...Object.keys(config.keys),
+  ];
+  if (keyNames.length > 0) log.info(`keys: ${keyNames.join(", ")}`);
   for (const w of missingPrograms(Object.values(config.models))) log.warn(w);
   if (running.metricsUrl) log.info(`metrics on ${running.metricsUrl}/metrics`);
   const peers = Object.values(config.peers);

@@ -35,6 +35,9 @@ export function renderStatus(s: StatusJson): string {
   }
   out.push("");
   out.push(`queue: ${s.queue.depth} waiting`);
+  for (const [key, models] of waitingByKey(s.waiting ?? [])) {
+    out.push(`  ${key} waits for ${models.map(([m, n]) => `${m} (${n})`).join(", ")}`);
+  }
   for (const sw of s.swaps) {
     const evict = sw.evict.length ? `, stopping ${sw.evict.join(", ")}` : "";
     out.push(`swap: loading ${sw.target}${evict} (${sw.waiters} waiting)`);
@@ -87,6 +90,19 @@ export function renderStatus(s: StatusJson): string {
   }
   if (s.peers && s.peers.length > 0) out.push("", ...fleet(s.peers, now));
   return `${out.join("\n")}\n`;
+}
+
+/** Who waits for what: each key's waiting requests by model, in the order they came. */
+function waitingByKey(
+  waiting: NonNullable<StatusJson["waiting"]>,
+): Map<string, [string, number][]> {
+  const by = new Map<string, Map<string, number>>();
+  for (const w of waiting) {
+    const models = by.get(w.key) ?? new Map<string, number>();
+    by.set(w.key, models);
+    models.set(w.model, (models.get(w.model) ?? 0) + 1);
+  }
+  return new Map([...by].map(([key, models]) => [key, [...models]]));
 }
 
 /** Columns padded to their widest cell, two spaces apart. */

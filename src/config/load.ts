@@ -13,6 +13,7 @@ import { buildGroups, buildMatrix, checkServer } from "./checks.ts";
 import { applyEnvOverrides } from "./env-overrides.ts";
 import { ConfigError } from "./errors.ts";
 import { Issues } from "./issues.ts";
+import { buildKeys } from "./keys.ts";
 import { locateKeys } from "./locate.ts";
 import { render, resolveMacros } from "./macros.ts";
 import { namedNodeModels, nodeModel } from "./node-models.ts";
@@ -97,6 +98,7 @@ export function loadConfigText(text: string, opts: LoadOptions): Config {
   );
   const preload = buildPreload(file, map, issues);
   const gpus = checkGpus(file, issues);
+  const keys = buildKeys(file, issues);
   issues.throwIfAny();
 
   const { server, scheduler, resources } = file;
@@ -120,6 +122,7 @@ export function loadConfigText(text: string, opts: LoadOptions): Config {
       watchConfig: server.watch_config,
       ...(preload.length > 0 ? { preload } : {}),
     },
+    keys,
     scheduler: {
       holdMs: scheduler.hold_ms,
       patienceMs: scheduler.patience_ms,
@@ -141,6 +144,12 @@ export function loadConfigText(text: string, opts: LoadOptions): Config {
       capture: file.activity.capture,
       captureBytes: file.activity.capture_bytes,
       captureTotalBytes: Math.round(file.activity.capture_total_mb * 1024 * 1024),
+      capturePersist: file.activity.capture_persist,
+    },
+    store: {
+      enabled: file.store.enabled,
+      maxAgeMs: Math.round(file.store.max_age_days * 24 * 3600 * 1000),
+      maxBytes: Math.round(file.store.max_mb * 1024 * 1024),
     },
     resources: {
       vramBudgetGb:

@@ -111,6 +111,42 @@ export const ActivitySchema = Type.Object(
     capture_bytes: Type.Integer({ minimum: 0, default: 65536 }),
     /** Bytes kept by all captures together, in MB. */
     capture_total_mb: nonNegative(64),
+    /** Captures are written to the database with their records (`[store]`), not only kept in memory. */
+    capture_persist: Type.Boolean({ default: false }),
+  },
+  closed,
+);
+
+/** `[keys.NAME]`: a named API key, its models and its limits. */
+export const KeySchema = Type.Object(
+  {
+    /** The key itself; or `key_sha256`, so that the file holds no secret. */
+    key: Type.String({ default: "" }),
+    key_sha256: Type.String({ default: "" }),
+    /** Model ids and aliases this key may use (`*` patterns); ["*"] = all. */
+    models: strings(["*"]),
+    admin: Type.Boolean({ default: false }),
+    priority: oneOf(["interactive", "normal", "batch"], "normal"),
+    /** Requests in flight at once on the box; more wait. 0 = no cap of its own. */
+    max_concurrency: Type.Integer({ minimum: 0, maximum: 1000000, default: 0 }),
+    /** Requests waiting at once; more get 503. 0 = no cap of its own. */
+    max_queued: Type.Integer({ minimum: 0, maximum: 1000000, default: 0 }),
+    /** Requests per minute; more get 429. 0 = no limit. */
+    rpm: Type.Integer({ minimum: 0, maximum: 1000000000, default: 0 }),
+    /** Prompt and completion tokens per minute; more get 429. 0 = no limit. */
+    tokens_per_min: Type.Integer({ minimum: 0, maximum: 1000000000000, default: 0 }),
+  },
+  closed,
+);
+
+/** `[store]`: what outlasts a restart (the SQLite database in `server.state_dir`). */
+export const StoreSchema = Type.Object(
+  {
+    enabled: Type.Boolean({ default: true }),
+    /** Rows older than this are deleted. */
+    max_age_days: Type.Number({ minimum: 0.01, maximum: 36500, default: 30 }),
+    /** The database's size bound, in MB; past it the oldest rows go first. */
+    max_mb: Type.Number({ minimum: 1, maximum: 1048576, default: 256 }),
   },
   closed,
 );
@@ -250,8 +286,10 @@ const tableOf = <T extends TSchema>(schema: T) =>
 export const ConfigFileSchema = Type.Object(
   {
     server: ServerSchema,
+    keys: tableOf(KeySchema),
     scheduler: SchedulerSchema,
     activity: ActivitySchema,
+    store: StoreSchema,
     resources: ResourcesSchema,
     router: RouterSchema,
     groups: tableOf(GroupSchema),
@@ -269,6 +307,7 @@ export type ConfigFile = Static<typeof ConfigFileSchema>;
 export type ModelFile = Static<typeof ModelSchema>;
 export type PeerFile = Static<typeof PeerSchema>;
 export type GroupFile = Static<typeof GroupSchema>;
+export type KeyFile = Static<typeof KeySchema>;
 
 /** The sections whose scalar keys `QM_<SECTION>__<KEY>` may override. */
 export const OVERRIDABLE_SECTIONS = {

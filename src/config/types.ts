@@ -245,6 +245,41 @@ export interface PeerConfig {
   node: NodeSettings | null;
 }
 
+/** How a key's requests are weighed against other keys' (`[keys.NAME] priority`). */
+export type KeyPriority = "interactive" | "normal" | "batch";
+
+/**
+ * A named API key (`[keys.NAME]`; the keys of `server.api_keys` are not here: they are the
+ * admin keys, named `admin`). Only the key's SHA-256 is kept.
+ */
+export interface KeyConfig {
+  name: string;
+  /** SHA-256 of the key, lower-case hex (`key_sha256`, or of the literal `key`). */
+  sha256: string;
+  /** Patterns of the model ids and aliases it may use (`*` matches any run of characters). */
+  models: string[];
+  /** It may use the admin routes and see every key's data. */
+  admin: boolean;
+  priority: KeyPriority;
+  /** Its requests in flight at once on the box; more wait. 0: no cap of its own. */
+  maxConcurrency: number;
+  /** Its requests waiting at once; more get 503 `queue_full`. 0: no cap of its own. */
+  maxQueued: number;
+  /** Requests per minute; more get 429. 0: no limit. */
+  rpm: number;
+  /** Prompt plus completion tokens per minute; more get 429. 0: no limit. */
+  tokensPerMin: number;
+}
+
+/** What outlasts a restart (`[store]`): the SQLite database in `server.state_dir`. */
+export interface StoreConfig {
+  enabled: boolean;
+  /** Rows older than this many milliseconds are deleted. */
+  maxAgeMs: number;
+  /** The database's bound in bytes; past it the oldest rows go first. */
+  maxBytes: number;
+}
+
 export interface ActivityConfig {
   /** Off: no log and no `request` events. */
   enabled: boolean;
@@ -256,15 +291,20 @@ export interface ActivityConfig {
   captureBytes: number;
   /** Bytes kept by all captures together; the oldest go first. */
   captureTotalBytes: number;
+  /** Captures are written to the database with their records (`[store]`). */
+  capturePersist: boolean;
 }
 
 export interface Config {
   /** Path the config was read from ("" for inline text). */
   file: string;
   server: ServerConfig;
+  /** `[keys.NAME]` by name (the admin keys of `server.api_keys` are `server.apiKeys`). */
+  keys: Record<string, KeyConfig>;
   scheduler: SchedulerConfig;
   /** The activity log (`GET /api/requests`). */
   activity: ActivityConfig;
+  store: StoreConfig;
   resources: ResourcesConfig;
   router: { policy: "group" | "matrix" };
   /** Every group, the implicit default group (`DEFAULT_GROUP`) included when it has members. */

@@ -30,6 +30,8 @@ export class ActivityLog {
   private readonly flags: Uint8Array;
   private readonly nums: Float64Array;
   private readonly model: string[];
+  /** Key names: a handful of configured names, shared strings like the model ids. */
+  private readonly key: string[];
   private readonly api: ApiName[];
   private readonly finish: (string | null)[];
   /** Each slot's capture; only made when there is a store. */
@@ -45,6 +47,7 @@ export class ActivityLog {
     this.flags = new Uint8Array(size);
     this.nums = new Float64Array(size * NUMS);
     this.model = new Array(size);
+    this.key = new Array(size);
     this.api = new Array(size);
     this.finish = new Array(size);
     this.captures = store ? new Array(size).fill(null) : [];
@@ -70,6 +73,7 @@ export class ActivityLog {
     n[at + 4] = r.completion_tokens ?? NONE;
     n[at + 5] = r.cached_tokens ?? NONE;
     this.model[i] = r.model;
+    this.key[i] = r.key;
     this.api[i] = r.api;
     this.finish[i] = r.finish_reason;
     if (this.store) {
@@ -82,26 +86,64 @@ export class ActivityLog {
     return id;
   }
 
-  /** The record `id` with what was captured of it (null: not captured, or dropped since). */
-  get(id: number): (RequestRecord & { capture: CaptureJson | null }) | null {
-    if (!Number.isSafeInteger(id) || id < 1 || id > this.pushed || id <= this.pushed - this.count) {
-      return null;
+  /**
+   * The record `id` with what was captured of it (null: not captured, or dropped since); null
+   * when it is not kept, or — with `key` — not that key's.
+   */
+  get(id: number, key?: string): (RequestRecord & { capture: CaptureJson | null }) | null {
+    if (!Number.isSafeInteger(id) || id < 1 || id > this.pushed) return null;
+    if (id <= this.pushed - this.count) {
+      const old = this.older?.(id) ?? null;
+      return old && (key === undefined || old.key === key) ? old : null;
     }
     const i = (id - 1) % this.size;
-    return { ...this.at(i, id), capture: captureJson(this.captures[i] ?? null) };
+    if (key !== undefined && this.key[i] !== key) return null;
+    const capture = this.captures[i] ?? null;
+    if (capture === null && this.older) {
+      // Restored after a restart: its capture, if one was kept, is in the database.
+      const old = this.older(id);
+      if (old?.capture) return { ...this.at(i, id), capture: old.capture };
+    }
+    return { ...this.at(i, id), capture: captureJson(capture) };
   }
 
-  /** Newest first; at most `limit`, only `model`'s when given. */
-  list(opts: { limit?: number | undefined; model?: string | undefined } = {}): RequestRecord[] {
+  /** Newest first; at most `limit`, only `model`'s and only `key`'s when given. */
+  list(
+    opts: { limit?: number | undefined; model?: string | undefined; key?: string | undefined } = {},
+  ): RequestRecord[] {
     const limit = opts.limit ?? this.count;
     const out: RequestRecord[] = [];
     for (let k = 1; k <= this.count && out.length < limit; k++) {
       const i = (this.next - k + this.size) % this.size;
-      if (opts.model === undefined || this.model[i] === opts.model) {
+      if (
+        (opts.model === undefined || this.model[i] === opts.model) &&
+        (opts.key === undefined || this.key[i] === opts.key)
+      ) {
         out.push(this.at(i, this.pushed - k + 1));
       }
     }
     return out;
+  }
+
+  /**
+   * Where a record the ring no longer holds is looked up by id (a database), with what was
+   * captured of it; null: nowhere.
+   */
+  older: ((id: number) => (RequestRecord & { capture: CaptureJson | null }) | null) | null = null;
+
+  /**
+   * Refills the ring after a restart with the latest records a database kept (`records`,
+   * oldest first, the last one's id `lastId`): the newest run of consecutive ids ending at
+   * `lastId` goes back in its slots, and ids go on after `lastId`. Only before the first push.
+   */
+  restore(records: readonly RequestRecord[], lastId: number): void {
+    if (this.pushed !== 0 || !Number.isSafeInteger(lastId) || lastId <= 0) return;
+    let from = records.length;
+    while (from > 0 && records[from - 1]!.id === lastId - (records.length - from)) from--;
+    const run = records.slice(Math.max(from, records.length - this.size));
+    this.pushed = lastId - run.length;
+    this.next = this.size === 0 ? 0 : this.pushed % this.size;
+    for (const r of run) this.push(r);
   }
 
   private at(i: number, id: number): RequestRecord {
@@ -111,6 +153,7 @@ export class ActivityLog {
     return {
       id,
       time: this.time[i]!,
+      key: this.key[i]!,
       model: this.model[i]!,
       api: this.api[i]!,
       status: this.status[i]!,

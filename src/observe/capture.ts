@@ -12,9 +12,45 @@
  * filled (it then keeps nothing more).
  */
 
-/** Header values never kept (any case: `Headers` names are lower-case). */
-const SECRETS = new Set(["authorization", "x-api-key", "proxy-authorization", "cookie"]);
+/**
+ * A header or query parameter whose name says it may hold a secret: its value is never kept.
+ * By pattern, not by list, so that `x-goog-api-key`, `x-amz-security-token`, `Set-Cookie`,
+ * `x-session-id` or an `?api_key=` are caught as well as `authorization`.
+ */
+const SECRET_NAME = /key|token|secret|auth|cookie|session|password/i;
 export const REDACTED = "[redacted]";
+
+/** `name` may name a secret (any case). */
+export function isSecretName(name: string): boolean {
+  return SECRET_NAME.test(name);
+}
+
+/**
+ * A path and query with the values of secret-named query parameters redacted; the rest kept
+ * byte for byte. A name is compared decoded (`api%5Fkey` is `api_key`).
+ */
+export function redactQuery(pathAndQuery: string): string {
+  const q = pathAndQuery.indexOf("?");
+  if (q < 0) return pathAndQuery;
+  const parts = pathAndQuery.slice(q + 1).split("&");
+  let changed = false;
+  for (let i = 0; i < parts.length; i++) {
+    const part = parts[i]!;
+    const eq = part.indexOf("=");
+    const raw = eq < 0 ? part : part.slice(0, eq);
+    let name: string;
+    try {
+      name = decodeURIComponent(raw.replaceAll("+", " "));
+    } catch {
+      name = raw;
+    }
+    if (eq >= 0 && isSecretName(name)) {
+      parts[i] = `${raw}=${REDACTED}`;
+      changed = true;
+    }
+  }
+  return changed ? `${pathAndQuery.slice(0, q + 1)}${parts.join("&")}` : pathAndQuery;
+}
 
 const encoder = new TextEncoder();
 /** A body that is one JSON document (not NDJSON lines): qm holds it whole. */
@@ -47,7 +83,7 @@ export class Capture {
   ) {
     let size = 0;
     for (const [name, value] of headers) {
-      const kept = SECRETS.has(name) ? REDACTED : value;
+      const kept = isSecretName(name) ? REDACTED : value;
       this.headers[name] = kept;
       size += name.length + kept.length;
     }
@@ -137,7 +173,7 @@ export class CaptureStore {
     const c = new Capture(
       this,
       request.method,
-      slash < 0 ? "/" : url.slice(slash),
+      slash < 0 ? "/" : redactQuery(url.slice(slash)),
       request.headers,
     );
     if (body) c.add(c.body, body);

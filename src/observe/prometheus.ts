@@ -16,6 +16,7 @@ import type { StopReason } from "../scheduler/stop-reason.ts";
 import type { HoldChange } from "../scheduler/types.ts";
 import { type GaugeReading, Gauges } from "./gauges.ts";
 import { type HistogramSeries, SeriesHistogram } from "./histogram.ts";
+import { type KeyLoadReading, KeyMetrics } from "./key-metrics.ts";
 import type { RequestRecord } from "./record.ts";
 import { UpstreamMetrics, type UpstreamOptions, type UpstreamTarget } from "./upstream.ts";
 
@@ -63,6 +64,8 @@ interface TokenSums {
 export interface MetricsSources {
   /** What the gauges show now, read from the runtime's state at each scrape. */
   gauges(): GaugeReading;
+  /** Each key's waiting and in-flight requests now (configured keys only); absent: none shown. */
+  keys?: (() => KeyLoadReading[]) | undefined;
   /** The model servers whose own metrics are merged in at each scrape (ready, switched on). */
   upstreams?: (() => UpstreamTarget[]) | undefined;
   /** How they are fetched (time limit, size cap, warnings). */
@@ -96,6 +99,8 @@ export class QmMetrics {
   private readonly upstream: UpstreamMetrics;
   /** Requests served by each peer, by the client's status (`qm_peer_requests_total`). */
   private readonly peerRequests = new Map<string, Map<number, number>>();
+  /** Per key × model (`qm_key_*`). */
+  private readonly keys: KeyMetrics;
 
   constructor(private readonly sources: MetricsSources) {
     const registers = [this.registry];
@@ -223,6 +228,7 @@ export class QmMetrics {
       ["model", "reason"],
     );
     this.gauges = new Gauges(this.registry);
+    this.keys = new KeyMetrics(registers, () => sources.keys?.() ?? []);
     this.upstream = new UpstreamMetrics(this.registry, sources.upstream);
     const peerRequests = this.peerRequests;
     new Counter({
@@ -241,6 +247,7 @@ export class QmMetrics {
 
   /** One finished request (the exchange's record). */
   request(r: RequestRecord): void {
+    this.keys.request(r);
     if (r.peer !== undefined) {
       const statuses = this.peerRequests.get(r.peer) ?? new Map<number, number>();
       this.peerRequests.set(r.peer, statuses);

@@ -16,6 +16,11 @@ export interface RequestRecord {
   id: number;
   /** Wall-clock epoch ms at which the request came in. */
   time: number;
+  /**
+   * The name of the key it came with (`[keys.NAME]`; `admin` for `server.api_keys`;
+   * `anonymous` when no key is configured), never the key itself.
+   */
+  key: string;
   model: string;
   /** The peer that served it (`[peers.NAME]`); absent for a local model. */
   peer?: string;

@@ -8,6 +8,7 @@ import type { StatusJson } from "../api/status-json.ts";
 import type { Config, ModelConfig } from "../config/types.ts";
 import { GpuWatch } from "../gpu/gpu-watch.ts";
 import { probeGpu } from "../gpu/index.ts";
+import { KeyTable } from "../keys/table.ts";
 import type { QmMetrics } from "../observe/prometheus.ts";
 import { AnswerNames } from "../proxy/answer-names.ts";
 import { Scheduler } from "../scheduler/scheduler.ts";
@@ -15,6 +16,7 @@ import type { Clock } from "../shared/clock.ts";
 import type { Fetch } from "../shared/fetch.ts";
 import type { Logger } from "../shared/log.ts";
 import { realTimers, type Timers } from "../shared/timer.ts";
+import type { StateDb } from "../store/database.ts";
 import { RuntimeEffects } from "./effects.ts";
 import { EventHub } from "./event-hub.ts";
 import { defaultLoader, makePolicy, modelProcesses, withNodes } from "./factories.ts";
@@ -52,6 +54,8 @@ export interface RuntimeOptions {
   fetch?: Fetch;
   /** Runs a node's `restart_cmd`; default spawned. */
   runRestart?: (argv: string[]) => Promise<number>;
+  /** The database (`[store]`), already open; default none: memory only. */
+  db?: StateDb | null;
 }
 
 /** What the parts need of the runtime that holds them. */
@@ -93,6 +97,7 @@ export function assemble(config: Config, opts: RuntimeOptions, face: RuntimeFace
   const leases = new LeaseBook(log, timers);
   const observation: Observation = new Observation(config, {
     events,
+    db: opts.db ?? null,
     gauges: () => gaugeReading(gaugeInputs, config),
     // Ready models whose server's own metrics are merged into qm's (`scrape_upstream_metrics`).
     upstreams: () =>
@@ -100,6 +105,15 @@ export function assemble(config: Config, opts: RuntimeOptions, face: RuntimeFace
         .filter((m) => m.scrapeUpstreamMetrics && scheduler.state(m.id) === "ready")
         .map((m) => ({ model: m.id, url: `${registry.live(m).proxy}/metrics` })),
     warn: (line) => log.warn(line),
+    keys: () => {
+      const table = KeyTable.of(config);
+      const names = table.required ? table.names() : [table.anonymous.name];
+      return names.map((key) => ({
+        key,
+        waiting: waiters.waitingOf(key),
+        inflight: waiters.inflightOf(key),
+      }));
+    },
   });
   const metrics: QmMetrics = observation.metrics;
   const effects: RuntimeEffects = new RuntimeEffects({

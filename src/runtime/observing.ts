@@ -6,12 +6,15 @@
 import type { Config, ModelConfig } from "../config/types.ts";
 import type { GpuReading } from "../gpu/index.ts";
 import { ActivityLog } from "../observe/activity.ts";
-import { type Capture, CaptureStore } from "../observe/capture.ts";
+import { type Capture, CaptureStore, captureJson } from "../observe/capture.ts";
 import type { GaugeReading } from "../observe/gauges.ts";
+import type { KeyLoadReading } from "../observe/key-metrics.ts";
 import { QmMetrics } from "../observe/prometheus.ts";
 import type { RequestRecord } from "../observe/record.ts";
 import type { UpstreamTarget } from "../observe/upstream.ts";
+import { UsageBook } from "../observe/usage.ts";
 import type { Scheduler } from "../scheduler/scheduler.ts";
+import type { StateDb } from "../store/database.ts";
 import { VERSION } from "../version.ts";
 import type { EventHub } from "./event-hub.ts";
 import type { LiveBudget } from "./live-budget.ts";
@@ -63,9 +66,13 @@ export function gaugeReading(i: GaugeInputs, config: Config): GaugeReading {
 
 export interface ObservationDeps {
   events: EventHub;
+  /** The database (`[store]`): records, captures and usage outlast a restart. Null: none. */
+  db: StateDb | null;
   gauges(): GaugeReading;
   /** The ready models whose servers' own metrics are merged in (`scrape_upstream_metrics`). */
   upstreams(): UpstreamTarget[];
+  /** Each configured key's waiting and in-flight requests now (`qm_key_waiting`, `…_inflight`). */
+  keys?: () => KeyLoadReading[];
   warn(line: string): void;
 }
 
@@ -74,7 +81,12 @@ export class Observation {
   readonly metrics: QmMetrics;
   /** Where requests and answers are captured (`[activity] capture`), or null. */
   readonly captures: CaptureStore | null;
-  /** Something reads the records: the activity log, or metrics that a listener serves. */
+  /** Usage per key × model × hour (`GET /api/usage`); null when no record is kept anywhere. */
+  readonly usage: UsageBook | null;
+  /**
+   * Something reads the records: the activity log, metrics that a listener serves, or the
+   * database (usage).
+   */
   readonly recording: boolean;
   /** A listener serves `/metrics`: only then are requests counted. */
   private readonly metricsServed: boolean;
@@ -92,20 +104,48 @@ export class Observation {
     this.activity = new ActivityLog(act.enabled ? act.size : 0, this.captures);
     this.logged = act.enabled;
     this.metricsServed = config.server.metricsListen !== "" || config.server.metricsOnApi;
-    this.recording = act.enabled || this.metricsServed;
+    const db = deps.db;
+    this.usage =
+      act.enabled || db !== null
+        ? new UsageBook(config.store.maxAgeMs, db ? (row) => db.usage.put(row) : undefined)
+        : null;
+    this.recording = act.enabled || this.metricsServed || this.usage !== null;
+    if (db) this.restore(db, config);
     this.metrics = new QmMetrics({
       gauges: deps.gauges,
       upstreams: deps.upstreams,
+      keys: deps.keys,
       upstream: { warn: deps.warn },
     });
   }
 
-  /** A finished request: to the metrics, the activity log and (while anyone listens) events. */
+  /**
+   * A finished request: to the metrics, the usage, the activity log, the database and (while
+   * anyone listens) events.
+   */
   record(r: RequestRecord, capture: Capture | null): void {
     if (this.metricsServed) this.metrics.request(r);
+    this.usage?.add(r);
     if (!this.logged) return;
     r.id = this.activity.push(r, capture);
+    const db = this.deps.db;
+    if (db) db.requests.put(r, this.persistCaptures && capture ? () => captureJson(capture) : null);
     const events = this.deps.events;
     if (events.listening) events.publish({ type: "request", ...r });
+  }
+
+  /** Captures are written with their records (`[activity] capture_persist`). */
+  private persistCaptures = false;
+
+  /**
+   * After a restart: the usage and the latest records back from the database, ids going on
+   * from the last one; a record (or its capture) the ring no longer holds is read from it.
+   */
+  private restore(db: StateDb, config: Config): void {
+    this.persistCaptures = config.activity.capturePersist && this.captures !== null;
+    this.usage?.load(db.usage.since(Date.now() - config.store.maxAgeMs));
+    if (!this.logged) return;
+    this.activity.restore(db.requests.latest(this.activity.size), db.requests.lastId());
+    this.activity.older = (id) => db.requests.get(id);
   }
 }

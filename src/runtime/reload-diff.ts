@@ -68,6 +68,7 @@ const LIVE_SETTINGS: [string, (c: Config) => unknown][] = [
   ["resources.ram_budget_gb", (c) => c.resources.ramBudgetGb],
   ["resources.oom_guard_reserve_gb", (c) => c.resources.oomGuardReserveGb],
   ["server.api_keys", (c) => c.server.apiKeys],
+  ["keys", (c) => c.keys],
 ];
 
 /** Keys read once at start: a change is reported, not applied. */
@@ -90,6 +91,7 @@ const RESTART_SETTINGS: [string, (c: Config) => unknown][] = [
   ["server.preload", (c) => c.server.preload ?? []],
   ["resources.gpus", (c) => c.resources.gpus ?? []],
   ["activity", (c) => c.activity],
+  ["store", (c) => c.store],
   ["resources.gpu_probe", (c) => c.resources.gpuProbe],
   ["resources.gpu_probe_interval_ms", (c) => c.resources.gpuProbeIntervalMs],
 ];

@@ -204,6 +204,7 @@ export class ConfigReloads {
     live.resources.ramBudgetGb = next.resources.ramBudgetGb;
     live.resources.oomGuardReserveGb = next.resources.oomGuardReserveGb;
     live.server.apiKeys = next.server.apiKeys;
+    live.keys = next.keys;
     if (!host.gpuReading()) host.budget.set(live.resources.vramBudgetGb, host.budget.note);
 
     const policy = host.makePolicy(live);

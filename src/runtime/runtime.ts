@@ -1,13 +1,15 @@
-import type { AcquireHooks, Gateway, Lease, LeaseInfo, QmEvent } from "../api/gateway.ts";
+import type { AcquireHooks, Gateway, Lease, LeaseInfo, LeaseKey, QmEvent } from "../api/gateway.ts";
 import type { StatusJson } from "../api/status-json.ts";
 import { modelIdFor } from "../config/aliases.ts";
 import { parseVariantName } from "../config/index.ts";
 import type { Config, ModelConfig } from "../config/types.ts";
 import type { GpuWatch } from "../gpu/gpu-watch.ts";
+import { KeyTable } from "../keys/table.ts";
 import type { ActivityLog } from "../observe/activity.ts";
 import type { Capture, CaptureStore } from "../observe/capture.ts";
 import type { QmMetrics } from "../observe/prometheus.ts";
 import type { RequestRecord } from "../observe/record.ts";
+import type { UsageBook } from "../observe/usage.ts";
 import type { PeerTable } from "../peers/table.ts";
 import type { AnswerNames } from "../proxy/answer-names.ts";
 import type { Deadline } from "../proxy/deadline.ts";
@@ -16,6 +18,7 @@ import type { ModelState } from "../scheduler/types.ts";
 import { QmError } from "../shared/errors.ts";
 import type { Fetch } from "../shared/fetch.ts";
 import { Sweep } from "../shared/sweep.ts";
+import type { StateDb } from "../store/database.ts";
 import { assemble, type RuntimeOptions, type RuntimeParts } from "./assemble.ts";
 import type { EventHub } from "./event-hub.ts";
 import type { LeaseBook } from "./leases.ts";
@@ -69,6 +72,8 @@ export class Runtime implements Gateway {
   readonly metrics: QmMetrics;
   /** Where requests and answers are captured (`[activity] capture`), or null. */
   readonly captures: CaptureStore | null;
+  /** Usage per key × model × hour (`GET /api/usage`), or undefined when no record is kept. */
+  readonly usage: UsageBook | undefined;
   /** Something reads the records: the activity log, or metrics that a listener serves. */
   readonly recording: boolean;
   private readonly parts: RuntimeParts;
@@ -99,7 +104,13 @@ export class Runtime implements Gateway {
     this.activity = p.observation.activity;
     this.metrics = p.observation.metrics;
     this.captures = p.observation.captures;
+    this.usage = p.observation.usage ?? undefined;
     this.recording = p.observation.recording;
+  }
+
+  /** The database (`[store]`), or null: memory only. */
+  get db(): StateDb | null {
+    return this.opts.db ?? null;
   }
 
   /** Other boxes' models and their health (`[peers.NAME]`); null with none. */
@@ -115,7 +126,15 @@ export class Runtime implements Gateway {
   reloadConfig(): ReloadOutcome {
     if (this.closing)
       return { ok: false, error: "qm is shutting down: the config was not reloaded" };
-    return this.reloads.reload();
+    const outcome = this.reloads.reload();
+    if (outcome.ok && KeyTable.of(this.config).sync() > 0) {
+      // A key removed (or given another secret): what it still waits for ends with 401; what
+      // it is being answered finishes.
+      const dropped = this.parts.waiters.dropRevoked();
+      if (dropped > 0)
+        this.opts.log.info(`config reload: ${dropped} waiting request(s) of revoked keys refused`);
+    }
+    return outcome;
   }
 
   /**
@@ -187,6 +206,7 @@ export class Runtime implements Gateway {
       modelOf: (id) => this.liveModel(id),
       restartPending: (id) => this.reloads.restartPending(id),
     });
+    status.waiting = this.parts.waiters.waiting();
     if (this.peers) status.peers = this.peers.status();
     if (this.preload.configured) status.preload = this.preload.status();
     return status;
@@ -207,21 +227,26 @@ export class Runtime implements Gateway {
     this.scheduler.unload(id);
   }
 
-  async lease(model: ModelConfig, signal: AbortSignal, ttlMs: number): Promise<LeaseInfo> {
-    const lease = await this.acquire(model, signal, { holdMs: 0 });
+  async lease(
+    model: ModelConfig,
+    signal: AbortSignal,
+    ttlMs: number,
+    key?: LeaseKey,
+  ): Promise<LeaseInfo> {
+    const lease = await this.acquire(model, signal, { holdMs: 0, key });
     if (signal.aborted) {
       lease.release();
       throw cancelled(model.id);
     }
-    return this.leases.add(lease, ttlMs);
+    return this.leases.add(lease, ttlMs, key?.name);
   }
 
-  renewLease(model: string, lease: string, ttlMs?: number): LeaseInfo {
-    return this.leases.renew(model, lease, ttlMs);
+  renewLease(model: string, lease: string, ttlMs?: number, by?: LeaseKey): LeaseInfo {
+    return this.leases.renew(model, lease, ttlMs, by);
   }
 
-  releaseLease(model: string, lease: string): void {
-    this.leases.release(model, lease);
+  releaseLease(model: string, lease: string, by?: LeaseKey): void {
+    this.leases.release(model, lease, by);
   }
 
   subscribe(fn: (e: QmEvent, id: number) => void): () => void {

@@ -1,3 +1,4 @@
+import type { KeyPriority } from "../config/types.ts";
 import type { QmError } from "../shared/errors.ts";
 import type { StopReason, SwapAbortReason } from "./stop-reason.ts";
 
@@ -39,9 +40,6 @@ export interface RequestSpec {
    */
   key?: RequestKey | undefined;
 }
-
-/** A key's priority: its weight when keys share the GPU (`[scheduler.fair_share]`). */
-export type KeyPriority = "interactive" | "normal" | "batch";
 
 /** What the scheduler is told of a request's key. */
 export interface RequestKey {

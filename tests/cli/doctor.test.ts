@@ -87,6 +87,7 @@ function box(over: Partial<DoctorDeps> = {}): DoctorDeps {
     pidVisible: () => true,
     platform: () => ({ report: LINUX, unified: null }),
     inContainer: () => false,
+    database: () => ({ ok: true, bytes: 3 * 1024 * 1024, responses: 2, requests: 40 }),
     env: { PATH: "/usr/bin" },
     ...over,
   };
@@ -121,9 +122,10 @@ describe("qm doctor", () => {
         "✓ gguf small: DIR/small.gguf: needs about 0.6 GB at ctx 4096, within resources.vram_budget_gb (8.0 GB)",
         "✓ port 127.0.0.1:8080: free",
         "✓ state dir: DIR/state is writable",
+        "✓ database: DIR/state/qm.db: 2 stored response(s), 40 request record(s), 3.0 MB of 256 MB",
         "• gpu: nvidia-smi not found: static budget applies",
         "✓ api key: listening on loopback only: no key needed",
-        "all 8 checks passed",
+        "all 9 checks passed",
         "",
       ].join("\n"),
     });
@@ -158,14 +160,14 @@ describe("qm doctor", () => {
     expect(lines).toContain(
       "✓ port 127.0.0.1:0: port 0: the system picks a free port at each start",
     );
-    expect(lines.at(-1)).toBe("6 of 12 checks failed");
+    expect(lines.at(-1)).toBe("6 of 13 checks failed");
 
     const json = JSON.parse((await doctor(toml, deps, "--json")).out) as {
       ok: boolean;
       checks: { name: string; ok: boolean; detail: string; fix?: string }[];
     };
     expect(json.ok).toBe(false);
-    expect(json.checks).toHaveLength(12);
+    expect(json.checks).toHaveLength(13);
     for (const c of json.checks) {
       expect(Object.keys(c).sort()).toEqual(
         c.ok

@@ -41,6 +41,7 @@ function rec(): RequestRecord {
   return {
     id: 0,
     time: 1,
+    key: "anonymous",
     model: "m",
     api: "openai",
     status: 200,

@@ -21,6 +21,7 @@ function rec(model: string, time: number, id = 0): RequestRecord {
   return {
     id,
     time,
+    key: "anonymous",
     model,
     api: "openai",
     status: 200,
@@ -51,6 +52,7 @@ describe("the ring", () => {
     const full: RequestRecord = {
       id: 1,
       time: 1764600000123,
+      key: "alice",
       model: "m",
       api: "anthropic",
       status: 504,

@@ -29,6 +29,7 @@ function runtime(toml: string): Runtime {
 const rec = (): RequestRecord => ({
   id: 0,
   time: 1,
+  key: "anonymous",
   model: "m",
   api: "openai",
   status: 200,

@@ -1,6 +1,7 @@
 import { describe, expect, test } from "bun:test";
+import type { KeyPriority } from "../../src/config/types.ts";
 import { GroupPolicy } from "../../src/policy/group.ts";
-import type { KeyPriority, RequestKey } from "../../src/scheduler/types.ts";
+import type { RequestKey } from "../../src/scheduler/types.ts";
 import { config } from "../support/config.ts";
 import { harness, modelsToml } from "../support/harness.ts";
 

@@ -62,6 +62,7 @@ export function fromQmError(err: QmError): AnthropicFailure {
     message: err.message,
   };
   if (err.status === 503) failure.headers = { "retry-after": String(err.retryAfterS ?? 5) };
+  else if (err.retryAfterS !== null) failure.headers = { "retry-after": String(err.retryAfterS) };
   return failure;
 }
 

@@ -66,7 +66,10 @@ export function streamFor(
     timers: o.timers,
     deadline: call.deadline,
     usage: call.observer.usage,
-    logFailure: (error) => call.log.warn(failureLogLine(call.modelId, error, call.stderrTail())),
+    logFailure: (error) =>
+      call.log.warn(
+        `key ${call.key.name}: ${failureLogLine(call.modelId, error, call.stderrTail())}`,
+      ),
     onEnd: (answered, toolCalls) => {
       o.onEnd?.();
       call.observer.ended(toolCalls);

@@ -4,6 +4,8 @@
  * order, each refusal in the envelope of the API the path belongs to. The router is then handed
  * a request whose URL it cannot misread, so the path that was authorized is the path routed.
  */
+import type { ApiKey } from "../../keys/api-key.ts";
+import { KeyTable } from "../../keys/table.ts";
 import { QmError } from "../../shared/errors.ts";
 import type { Logger } from "../../shared/log.ts";
 import { UI_ASSET_PATHS } from "../../ui/paths.ts";
@@ -14,6 +16,8 @@ import { ollamaError } from "../ollama/errors.ts";
 import { isOllamaPath } from "../ollama/routes.ts";
 import { openaiError } from "../openai/errors.ts";
 import { tooLarge } from "../request/body.ts";
+import { isAdminRoute } from "./admin-routes.ts";
+import { rememberKey } from "./caller.ts";
 import { checkOrigin, corsHeaders, preflight } from "./cors.ts";
 import { hostPolicy } from "./hosts.ts";
 import { type IdleServer, rememberOriginal } from "./idle.ts";
@@ -53,9 +57,8 @@ const ROUTER_PATH_FROM = 11;
 
 export function createEdge(gw: Gateway, route: Handler, opts: EdgeOptions) {
   const { server } = gw.config;
-  // `server.api_keys` is read per request: a config reload replaces the list in place.
-  let keys = new Set(server.apiKeys);
-  let keysOf = server.apiKeys;
+  // The keys are read per request: a config reload replaces them, and the table follows.
+  const keys = KeyTable.of(gw.config);
   const hosts = hostPolicy(server.allowedHosts, opts.loopback);
   const origins = server.corsOrigins;
   const limit = server.maxBodyBytes;
@@ -104,25 +107,39 @@ export function createEdge(gw: Gateway, route: Handler, opts: EdgeOptions) {
     if (declared !== null && Number(declared) > limit) {
       return render(tooLarge(limit));
     }
-    if (keysOf !== server.apiKeys) {
-      keysOf = server.apiKeys;
-      keys = new Set(keysOf);
-    }
-    if (keys.size > 0 && !isOpenPath(path, method)) {
-      const key = presentedKey(request.headers);
-      if (!key || !keys.has(key)) {
-        return withCors(
-          render(
-            new QmError(
-              "unauthorized",
-              key
-                ? "invalid API key"
-                : "an API key is required: send Authorization: Bearer KEY or x-api-key: KEY",
+    let key: ApiKey = keys.anonymous;
+    if (keys.required) {
+      if (isOpenPath(path, method)) key = keys.nobody;
+      else {
+        const presented = presentedKey(request.headers);
+        const found = presented ? keys.lookup(presented) : null;
+        if (!found) {
+          return withCors(
+            render(
+              new QmError(
+                "unauthorized",
+                presented
+                  ? "invalid API key"
+                  : "an API key is required: send Authorization: Bearer KEY or x-api-key: KEY",
+              ),
             ),
-          ),
-          origin.allowOrigin,
-        );
+            origin.allowOrigin,
+          );
+        }
+        key = found;
       }
+    }
+    if (!key.admin && isAdminRoute(path)) {
+      opts.log.debug(`${method} ${path}: refused to key ${key.name} (an admin route)`);
+      return withCors(
+        render(
+          new QmError(
+            "forbidden",
+            `key "${key.name}" may not ${method} ${path}: it is an admin route ([keys.${key.name}] admin = true)`,
+          ),
+        ),
+        origin.allowOrigin,
+      );
     }
     let routed = request;
     if (target.pathAt < ROUTER_PATH_FROM || method === "HEAD") {
@@ -138,12 +155,13 @@ export function createEdge(gw: Gateway, route: Handler, opts: EdgeOptions) {
     } else if (srv) {
       rememberOriginal(request, request, srv);
     }
+    rememberKey(routed, key);
     let response: Response;
     try {
       response = await route(routed, path);
     } catch (err) {
       opts.log.error(
-        `${method} ${path}: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`,
+        `${method} ${path} (key ${key.name}): ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`,
       );
       response = render(new QmError("internal", "qm failed to handle this request (see its log)"));
     }

@@ -6,6 +6,8 @@
  * for them.
  */
 import type { ModelConfig, PeerTarget } from "../../config/types.ts";
+import type { ApiKey } from "../../keys/api-key.ts";
+import { KeyTable } from "../../keys/table.ts";
 import type { Capture } from "../../observe/capture.ts";
 import type { ApiName, RequestRecord } from "../../observe/record.ts";
 import { peerCredentials, peerRequestHeaders } from "../../peers/target.ts";
@@ -17,6 +19,7 @@ import type { RelayEnd } from "../../proxy/relay.ts";
 import { QmError } from "../../shared/errors.ts";
 import type { Fetch } from "../../shared/fetch.ts";
 import type { Logger } from "../../shared/log.ts";
+import { keyOf } from "../edge/caller.ts";
 import type { InferenceGateway, Lease } from "../gateway.ts";
 import { Observer } from "./observer.ts";
 
@@ -67,6 +70,8 @@ export class Call implements UpstreamCall, DeadlineReport {
   readonly fetch: Fetch | undefined;
   /** What each model's server answers with as its name (`AnswerNames`). */
   readonly answerNames: AnswerNames | undefined;
+  /** The key the request came with (its record's `key`; its tokens count against its limit). */
+  readonly key: ApiKey;
 
   constructor(
     private readonly gw: InferenceGateway,
@@ -79,8 +84,10 @@ export class Call implements UpstreamCall, DeadlineReport {
     this.fetch = gw.fetch;
     this.answerNames = gw.answerNames;
     this.observer = opts.observer ?? new Observer(null);
-    // Nobody reads the record: the answer's usage is never looked for.
-    if (!gw.recording) this.observer.ignoreUsage();
+    this.key = keyOf(opts.request);
+    // Nobody reads the record, and no token limit counts the answer: its figures are never
+    // looked for.
+    if (!gw.recording && this.key.tokensPerMin <= 0) this.observer.ignoreUsage();
     const store = gw.captures;
     if (store !== null && opts.request) this.capture = store.begin(opts.request, opts.body);
     this.api = opts.api?.name ?? "openai";
@@ -152,12 +159,17 @@ export class Call implements UpstreamCall, DeadlineReport {
   }
 
   private report(): void {
-    if (!this.gw.recording) return;
     const f = this.observer.usage;
+    if (this.key.tokensPerMin > 0) {
+      const tokens = (f.prompt ?? 0) + (f.completion ?? 0);
+      KeyTable.of(this.gw.config).limits.spent(this.key.name, tokens, performance.now());
+    }
+    if (!this.gw.recording) return;
     const first = this.deadline.firstReadAt;
     const record: RequestRecord = {
       id: 0,
       time: this.arrived,
+      key: this.key.name,
       model: this.modelId,
       ...(this.peer
         ? { peer: this.peer.peer }
@@ -211,7 +223,9 @@ export class Call implements UpstreamCall, DeadlineReport {
     } catch (error) {
       const timeout = this.deadline.timedOut;
       if (timeout) throw timeout;
-      this.log.warn(failureLogLine(this.modelId, error, this.stderrTail()));
+      this.log.warn(
+        `key ${this.key.name}: ${failureLogLine(this.modelId, error, this.stderrTail())}`,
+      );
       throw new QmError("upstream_failed", upstreamFailure(this.modelId, error), { cause: error });
     } finally {
       this.deadline.read();

@@ -7,10 +7,12 @@
  * envelope (`api`). See design.md beside this file.
  */
 import type { ModelConfig, PeerTarget } from "../../config/types.ts";
+import { KeyTable } from "../../keys/table.ts";
 import type { ApiName } from "../../observe/record.ts";
 import { placeholderStream } from "../../proxy/wait-status.ts";
 import { asQmError, QmError } from "../../shared/errors.ts";
 import type { Logger } from "../../shared/log.ts";
+import { keyOf } from "../edge/caller.ts";
 import { noIdleTimeout } from "../edge/idle.ts";
 import type { AcquireHooks, InferenceGateway } from "../gateway.ts";
 import { schedulingHeaders } from "../request/scheduling.ts";
@@ -26,7 +28,7 @@ import { carriesToolResult } from "./tool-result.ts";
  */
 export type SchedulingOptions = Pick<
   AcquireHooks,
-  "holdMs" | "patienceMs" | "keepAliveMs" | "conversation" | "toolResult"
+  "holdMs" | "patienceMs" | "keepAliveMs" | "conversation" | "toolResult" | "key"
 >;
 
 /** How an API writes failures. */
@@ -79,10 +81,22 @@ export interface Exchange<T> {
   committed?: boolean | undefined;
 }
 
-/** Admission: refused during shutdown; `X-QM-Hold-Ms` / `X-QM-Patience-Ms` read and checked. */
+/**
+ * Admission: refused during shutdown; `X-QM-Hold-Ms` / `X-QM-Patience-Ms` read and checked;
+ * the request's key counted against its `rpm` and `tokens_per_min` (429 past them).
+ */
 export function admit(gw: InferenceGateway, request: Request): SchedulingOptions {
   if (gw.shuttingDown) throw new QmError("shutting_down", "qm is shutting down");
-  return schedulingHeaders(request.headers);
+  const asks: SchedulingOptions = schedulingHeaders(request.headers);
+  const key = keyOf(request);
+  if (key.rpm > 0 || key.tokensPerMin > 0) {
+    const refused = KeyTable.of(gw.config).limits.admit(key.name, key, performance.now());
+    if (refused) {
+      throw new QmError("rate_limited", refused.message, { retryAfterS: refused.retryAfterS });
+    }
+  }
+  asks.key = key;
+  return asks;
 }
 
 /** The exchange's response headers, made on first use. */
@@ -238,6 +252,7 @@ function waitStatus<T>(x: Exchange<T>, call: Call): Response {
           keepAliveMs: scheduling.keepAliveMs,
           conversation: scheduling.conversation,
           toolResult: scheduling.toolResult,
+          key: scheduling.key,
         });
         call.granted(lease);
         return await x.send(x, call);

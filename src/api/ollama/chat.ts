@@ -16,6 +16,8 @@ import { asQmError } from "../../shared/errors.ts";
 import type { Logger } from "../../shared/log.ts";
 import { profileOf } from "../chat/profile.ts";
 import { sendChat, streamFor } from "../chat/send.ts";
+import { keyOf } from "../edge/caller.ts";
+import { visible } from "../edge/visible.ts";
 import type { Call } from "../exchange/call.ts";
 import {
   admit,
@@ -51,12 +53,16 @@ export interface OllamaContext {
 }
 
 /** A name an Ollama client sends: an id or alias, or one with Ollama's default `:latest` tag. */
-export function ollamaModel(gw: Gateway, name: unknown): ModelConfig | Promise<ModelConfig> {
+export function ollamaModel(
+  gw: Gateway,
+  name: unknown,
+  request: Request,
+): ModelConfig | Promise<ModelConfig> {
   if (typeof name === "string" && name.endsWith(":latest") && !gw.resolve(name)) {
     const bare = gw.resolve(name.slice(0, -":latest".length));
-    if (bare) return bare;
+    if (bare && visible(gw, keyOf(request), bare)) return bare;
   }
-  return resolveModel(gw, name);
+  return resolveModel(gw, name, request);
 }
 
 /**
@@ -64,7 +70,12 @@ export function ollamaModel(gw: Gateway, name: unknown): ModelConfig | Promise<M
  * else its `?ctx=N` variant (a process of its own, minted on first use). Only llama.cpp's
  * context flag is known, so for other servers `num_ctx` is left to the model's own setting.
  */
-async function atContext(gw: Gateway, model: ModelConfig, numCtx: number | undefined) {
+async function atContext(
+  gw: Gateway,
+  model: ModelConfig,
+  numCtx: number | undefined,
+  request: Request,
+) {
   if (numCtx === undefined || model.variantOf) return model;
   if (profileOf(model) !== "llamacpp") return model;
   if (numCtx < MIN_CTX || numCtx > MAX_CTX) {
@@ -76,7 +87,7 @@ async function atContext(gw: Gateway, model: ModelConfig, numCtx: number | undef
   const argv = model.argv;
   const same = withContextSize(argv, numCtx);
   if (same.length === argv.length && same.every((a, i) => a === argv[i])) return model;
-  return resolveModel(gw, `${model.id}?ctx=${numCtx}`);
+  return resolveModel(gw, `${model.id}?ctx=${numCtx}`, request);
 }
 
 export async function handleGenerate(
@@ -95,11 +106,11 @@ export async function handleGenerate(
     scheduling = admit(gw, request);
     bytes = await readBody(request, gw.config.server.maxBodyBytes);
     const body = parseJsonObject(bytes);
-    const base = await ollamaModel(gw, modelName(body));
+    const base = await ollamaModel(gw, modelName(body), request);
     const profile = profileOf(base);
     const upstreamModel = base.useModelName || base.id;
     req = (kind === "chat" ? chatRequest : generateRequest)(body, profile, upstreamModel);
-    model = await atContext(gw, base, req.numCtx);
+    model = await atContext(gw, base, req.numCtx, request);
   } catch (err) {
     return ollamaError(asQmError(err));
   }

@@ -67,7 +67,7 @@ export async function handleEmbed(
     bytes = await readBody(request, gw.config.server.maxBodyBytes);
     const body = parseJsonObject(bytes);
     const name = modelName(body);
-    model = await ollamaModel(gw, name);
+    model = await ollamaModel(gw, name, request);
     const { inputs, dimensions } = inputsOf(body, route);
     const upstream: Json = { model: model.useModelName || model.id, input: inputs };
     if (dimensions !== undefined) upstream.dimensions = dimensions;

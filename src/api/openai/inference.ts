@@ -74,7 +74,7 @@ async function parse(
     return { ...(await parseMultipart(gw, request, bytes, type, pathAndQuery)), bytes };
   }
   const obj = parseJsonObject(bytes);
-  const named = resolveModel(gw, obj.model);
+  const named = resolveModel(gw, obj.model, request);
   const model = named instanceof Promise ? await named : named;
   const stream = obj.stream === true;
   const requestedModel = obj.model as string;
@@ -156,7 +156,7 @@ async function parseMultipart(
     .formData()
     .catch(() => null);
   if (!form) throw badRequest("request body is not valid multipart/form-data");
-  const model = await resolveModel(gw, form.get("model"));
+  const model = await resolveModel(gw, form.get("model"), request);
   const stream = form.get("stream") === "true";
   const renamed = model.useModelName !== "";
   if (renamed) form.set("model", model.useModelName);

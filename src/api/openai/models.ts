@@ -4,6 +4,8 @@
  */
 import type { ModelConfig } from "../../config/types.ts";
 import { QmError } from "../../shared/errors.ts";
+import { keyOf } from "../edge/caller.ts";
+import { visible } from "../edge/visible.ts";
 import type { Gateway } from "../gateway.ts";
 import { openaiError } from "./errors.ts";
 
@@ -48,8 +50,9 @@ export function listModels(
   now = Date.now(),
   other: ModelsShape | null = null,
 ): Response {
-  const models = Object.values(gw.config.models).filter((m) => !m.unlisted);
-  const remote = gw.peers?.models() ?? [];
+  const key = keyOf(request);
+  const models = Object.values(gw.config.models).filter((m) => !m.unlisted && visible(gw, key, m));
+  const remote = (gw.peers?.models() ?? []).filter((r) => visible(gw, key, r.model));
   if (other?.wants(request)) return other.list([...models, ...remote.map((r) => r.model)], now);
   const created = Math.floor(now / 1000);
   const data: object[] = models.map((m) => openaiModel(gw, m, created));
@@ -73,9 +76,14 @@ export function retrieveModel(
   } catch {
     name = raw;
   }
-  const model = name === "" ? undefined : gw.resolve(name);
+  const key = keyOf(request);
+  const found = name === "" ? undefined : gw.resolve(name);
+  // A model the key may not use is not found, as a name that names nothing.
+  const model = found && visible(gw, key, found) ? found : undefined;
   const shape = other?.wants(request) ? other : null;
-  const remote = model ? undefined : gw.peers?.models().find((r) => r.model.id === name);
+  const remote = found
+    ? undefined
+    : gw.peers?.models().find((r) => r.model.id === name && visible(gw, key, r.model));
   if (remote) {
     if (shape) return shape.one(remote.model, now);
     return Response.json(peerEntry(remote.model, remote.state, Math.floor(now / 1000)));

@@ -12,6 +12,7 @@ import type { Timers } from "../../shared/timer.ts";
 import { readRefusal } from "../chat/refusal.ts";
 import { sendChat, streamFor } from "../chat/send.ts";
 import type { OaiChatRequest, OaiMessage } from "../chat/wire.ts";
+import { keyOf } from "../edge/caller.ts";
 import type { Call } from "../exchange/call.ts";
 import { earlyStream } from "../exchange/early-stream.ts";
 import {
@@ -29,7 +30,7 @@ import { resolveModel } from "../request/model.ts";
 import { filtered } from "../request/params.ts";
 import { RESPONSES_API, upstreamRefusal } from "./errors.ts";
 import { nativeExchange } from "./native.ts";
-import { type ResponseStore, storeOf } from "./store.ts";
+import { type Asker, type ResponseStore, storeOf } from "./store.ts";
 import { itemId, responseId } from "./translate/ids.ts";
 import { inputItems, toMessages } from "./translate/input.ts";
 import { checkRequest, toChat } from "./translate/request.ts";
@@ -51,6 +52,8 @@ export interface ResponsesOptions {
 /** What a kept response needs besides its final object. */
 interface Keep {
   store: ResponseStore;
+  /** The name of the key that asked: the kept answer is its own. */
+  owner: string;
   history: OaiMessage[];
   turn: OaiMessage[];
   inputItems: Record<string, unknown>[];
@@ -73,13 +76,16 @@ const ECHOED = [
   "previous_response_id",
 ];
 
-/** The conversation `previous_response_id` continues, and whether to keep this answer. */
-function continuation(body: ResponsesRequest, store: ResponseStore) {
+/**
+ * The conversation `previous_response_id` continues (the asking key's, or any for an admin),
+ * and whether to keep this answer.
+ */
+function continuation(body: ResponsesRequest, store: ResponseStore, asker: Asker) {
   const prev = body.previous_response_id;
   let history: OaiMessage[] = [];
   if (typeof prev === "string") {
-    const kept = store.get(prev);
-    if (!kept) throw store.missing(prev, "previous_response_id");
+    const kept = store.get(prev, asker);
+    if (!kept) throw store.missing(prev, asker, "previous_response_id");
     history = kept.conversation;
   }
   return { history, store: body.store !== false };
@@ -96,6 +102,7 @@ function keepAnswer(k: Keep | null, response: Record<string, unknown>): void {
     // An output qm made always reads back; nothing to keep otherwise.
   }
   k.store.put(String(response.id), {
+    owner: k.owner,
     response,
     conversation: [...k.history, ...k.turn, ...said],
     inputItems: k.inputItems,
@@ -116,12 +123,13 @@ export async function handleResponses(
     scheduling = admit(gw, request);
     bytes = await readBody(request, gw.config.server.maxBodyBytes);
     const body = parseJsonObject(bytes);
-    model = await resolveModel(gw, body.model);
+    model = await resolveModel(gw, body.model, request);
     if (model.responsesNative) {
       return runExchange(nativeExchange(request, gw, model, scheduling, log, bytes, body));
     }
     const store = storeOf(gw);
-    const { history, store: wanted } = continuation(checkRequest(body), store);
+    const asker = keyOf(request);
+    const { history, store: wanted } = continuation(checkRequest(body), store, asker);
     const { chat, dropped, turn, namespaces } = toChat(body, {
       upstreamModel: model.useModelName || String(body.model),
       history,
@@ -134,7 +142,13 @@ export async function handleResponses(
     echo.store = wanted;
     const keep =
       wanted && store.maxEntries > 0
-        ? { store, history, turn, inputItems: inputItems(body.input, () => itemId("msg")) }
+        ? {
+            store,
+            owner: asker.name,
+            history,
+            turn,
+            inputItems: inputItems(body.input, () => itemId("msg")),
+          }
         : null;
     parsed = {
       keep,

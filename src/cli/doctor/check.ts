@@ -58,6 +58,15 @@ export interface DoctorDeps {
   platform(): { report: PlatformReport; unified: UnifiedGpuBudget | null };
   /** Whether qm runs inside a container (/.dockerenv, /run/.containerenv). */
   inContainer(): boolean;
+  /**
+   * Opens qm's database (`[store]`) as `qm serve` would and closes it again: what it holds, or
+   * why it cannot be opened.
+   */
+  database(
+    file: string,
+  ):
+    | { ok: true; bytes: number; responses: number; requests: number }
+    | { ok: false; reason: string };
   env: Record<string, string | undefined>;
 }
 

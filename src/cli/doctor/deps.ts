@@ -6,6 +6,8 @@ import { readModelFile } from "../../gpu/gguf/scan.ts";
 import { probeGpu } from "../../gpu/probe.ts";
 import { platform } from "../../platform/index.ts";
 import { describePortHolder } from "../../process/port-holder.ts";
+import { createLogger } from "../../shared/log.ts";
+import { StateDb } from "../../store/database.ts";
 import type { BindOutcome, DoctorDeps } from "./check.ts";
 
 /** Binds the address for a moment, as `qm serve` will (no SO_REUSEPORT: Bun.listen sets none). */
@@ -34,6 +36,22 @@ function writable(dir: string): string | null {
   }
 }
 
+/** Opens the database as `qm serve` does (its bounds are the serve's to keep), then closes it. */
+function database(file: string): ReturnType<DoctorDeps["database"]> {
+  const opened = StateDb.open(file, {
+    bounds: { maxAgeMs: Number.MAX_SAFE_INTEGER, maxBytes: Number.MAX_SAFE_INTEGER },
+    log: createLogger("error", () => {}),
+  });
+  if (!opened.ok) return opened;
+  const { db } = opened;
+  try {
+    const counts = db.counts();
+    return { ok: true, bytes: db.bytes(), responses: counts.responses, requests: counts.requests };
+  } finally {
+    db.close();
+  }
+}
+
 export const realDeps: DoctorDeps = {
   which,
   bind,
@@ -43,5 +61,6 @@ export const realDeps: DoctorDeps = {
   pidVisible: (pid) => platform.procs.available && platform.procs.entry(pid) !== null,
   platform: () => ({ report: platform.report(), unified: platform.unifiedGpuBudget() }),
   inContainer: () => existsSync("/.dockerenv") || existsSync("/run/.containerenv"),
+  database,
   env: process.env,
 };

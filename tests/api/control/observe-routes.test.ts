@@ -44,6 +44,7 @@ function observeGateway(): ObserveGateway {
 const record = (model: string): RequestRecord => ({
   id: 0,
   time: 1_700_000_000_000,
+  key: "anonymous",
   model,
   api: "openai",
   status: 200,

@@ -169,7 +169,9 @@ describe("store and previous_response_id", () => {
 });
 
 describe("the store itself", () => {
+  const me = { name: "k", admin: false };
   const entry = (text: string) => ({
+    owner: "k",
     response: { id: "r", text },
     conversation: [],
     inputItems: [],
@@ -180,21 +182,21 @@ describe("the store itself", () => {
     s.put("b", entry("y".repeat(30)));
     expect(s.size).toBe(2);
     s.put("c", entry("z".repeat(30)));
-    expect(s.get("a")).toBeUndefined();
+    expect(s.get("a", me)).toBeUndefined();
     expect(s.size).toBe(2);
     expect(s.bytes).toBeLessThanOrEqual(120);
     s.put("huge", entry("h".repeat(500)));
-    expect(s.get("huge")).toBeUndefined();
+    expect(s.get("huge", me)).toBeUndefined();
     expect(s.size).toBe(2);
-    expect(s.missing("a").message).toContain("evicted");
-    expect(s.delete("b")).toBe(true);
-    expect(s.delete("b")).toBe(false);
+    expect(s.missing("a", me).message).toContain("evicted");
+    expect(s.delete("b", me)).toBe(true);
+    expect(s.delete("b", me)).toBe(false);
   });
 
   test("responses_store = 0 keeps nothing", () => {
     const s = new ResponseStore(0, 1000);
     s.put("a", entry("x"));
     expect(s.size).toBe(0);
-    expect(s.missing("a").message).toContain("responses_store = 0");
+    expect(s.missing("a", me).message).toContain("responses_store = 0");
   });
 });

@@ -201,7 +201,7 @@ describe("a managed mistral.rs node", () => {
     t.rt.start();
     await flush();
     (await t.up("n/a")).release();
-    fake.status.set("a", "unloaded");
+    fake.unloadOutside("a");
     t.timers.advance(5000);
     await flush();
     expect(t.state("n/a")).toBe("stopped");

@@ -30,10 +30,11 @@ export interface FakeMistralrsOptions {
   /** `reload` answers `reloading` at once and loads in the background (default: it waits). */
   asyncReload?: boolean;
   /**
-   * Stock `mistralrs from-config` multi-model serving: no model has a loader config, so every
-   * model is loaded at the start and an unload destroys it (`no_loader_config`).
+   * Stock `mistralrs from-config` multi-model serving (true): no model has a loader config, so
+   * every model is loaded at the start and an unload destroys it (`no_loader_config`). A list:
+   * only those models lack one (and are loaded at the start).
    */
-  noLoaderConfig?: boolean;
+  noLoaderConfig?: boolean | string[];
   /** Extra entries in `GET /v1/models`, appended as given (a test's duplicates). */
   extraEntries?: { id: string; status: string }[];
 }
@@ -65,6 +66,8 @@ export class FakeMistralrs {
   readonly keys = new Set<string>();
   /** While set, `reload` of an unloaded model fails with this `internal_error` text. */
   loadError: string | null = null;
+  /** Paths whose next request loses its connection before the node sees it. */
+  readonly cutNext = new Set<string>();
 
   constructor(private readonly opts: FakeMistralrsOptions) {
     this.boot();
@@ -76,11 +79,16 @@ export class FakeMistralrs {
     this.unloaded.clear();
     this.reloading.clear();
     for (const m of this.opts.models) {
-      const loaded = this.opts.loaded?.includes(m) ?? this.opts.noLoaderConfig === true;
-      if (loaded || this.opts.noLoaderConfig) this.engines.add(m);
+      // A model without a loader config can only have been loaded at the start.
+      if (this.opts.loaded?.includes(m) || !this.hasLoaderConfig(m)) this.engines.add(m);
       else this.unloaded.add(m);
     }
     this.notePeak();
+  }
+
+  private hasLoaderConfig(id: string): boolean {
+    const none = this.opts.noLoaderConfig;
+    return none === undefined || none === false || (Array.isArray(none) && !none.includes(id));
   }
 
   /** As if its process restarted. */
@@ -134,6 +142,12 @@ export class FakeMistralrs {
     if (this.down) {
       throw Object.assign(new TypeError("Unable to connect"), { code: "ConnectionRefused" });
     }
+    const path = new URL(url).pathname;
+    if (this.cutNext.delete(path)) {
+      throw Object.assign(new TypeError("The socket connection was closed unexpectedly"), {
+        code: "ECONNRESET",
+      });
+    }
     return this.handle(new Request(url, init));
   };
 
@@ -186,7 +200,7 @@ export class FakeMistralrs {
     if (this.unloaded.has(id)) return "unloaded"; // ModelAlreadyUnloaded
     if (!this.engines.delete(id)) return "not_found";
     // The engine is already out of the map: without a loader config it is simply lost.
-    if (this.opts.noLoaderConfig) return "no_loader_config";
+    if (!this.hasLoaderConfig(id)) return "no_loader_config";
     this.unloaded.add(id);
     return "unloaded";
   }

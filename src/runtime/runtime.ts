@@ -182,7 +182,7 @@ export class Runtime implements Gateway {
       modelOf: (id) => this.liveModel(id),
       restartPending: (id) => this.reloads.restartPending(id),
     });
-    if (this.peers) status.peers = this.peers.status();
+    if (this.peers) status.peers = this.nodes.annotate(this.peers.status());
     if (this.preload.configured) status.preload = this.preload.status();
     return status;
   }

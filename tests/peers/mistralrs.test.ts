@@ -139,13 +139,17 @@ describe("a managed mistral.rs node", () => {
     });
   });
 
-  test("a model the node does not know fails naming the node; an unreachable node fails naming it", async () => {
+  test("a model the node does not list fails naming the node (502, never reloaded); an unreachable node fails naming it", async () => {
     const fake = new FakeMistralrs({ models: ["a"] });
     const t = setup(`models = ["a", "ghost"]`, fake);
     const ghost = t.acquire("n/ghost");
     await flush();
-    expect(ghost.error?.code).toBe("model_not_found");
-    expect(ghost.error?.message).toBe('node "n" does not know model "ghost" (not_found)');
+    expect(ghost.error?.status).toBe(502);
+    expect(ghost.error?.message).toBe(
+      'node "n" does not list model "ghost" (GET /v1/models): model "n/ghost" cannot load there',
+    );
+    // A reload of an id it lacks would leave that id `reloading` on the node for good.
+    expect(fake.calls).toEqual([]);
     fake.down = true;
     const a = t.acquire("n/a");
     await flush();

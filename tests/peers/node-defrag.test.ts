@@ -52,6 +52,7 @@ describe("defrag cycles", () => {
     await flush();
     (await t.up("n/a")).release();
     (await t.up("n/b")).release(); // a unloaded for b: cycle 1 — the restart follows
+    await t.drained();
     expect(r.ran).toEqual([["restart-node"]]);
     await flush();
     (await t.up("n/a")).release();
@@ -74,8 +75,7 @@ describe("defrag cycles", () => {
     await t.poll();
     expect(r.ran).toEqual([]);
     busy.release();
-    t.timers.advance(250);
-    await flush();
+    await t.drained();
     expect(r.ran).toEqual([["restart-node"]]);
     t.rt.beginShutdown();
   });
@@ -95,7 +95,7 @@ describe("defrag cycles", () => {
     expect(t.state("n/p")).toBe("ready");
     (await t.up("n/a")).release();
     (await t.up("n/b")).release(); // a unloaded: cycle 1, then the restart
-    await flush();
+    await t.drained();
     expect(r.ran).toEqual([["restart-node"]]);
     await flush();
     // p came back with the node: adopted, not reloaded (a reload would answer not_found and

@@ -17,15 +17,16 @@ export async function flush(rounds = 30): Promise<void> {
   for (let i = 0; i < rounds; i++) await new Promise((r) => setImmediate(r));
 }
 
-/** `[peers.n]` with `nodeKeys`, polled every 5 s; `extra` goes before it. */
+/** `[peers.n]` with `nodeKeys`, polled every 5 s unless they say; `extra` goes before it. */
 export function nodeRuntime(
   nodeKeys: string,
   fake: FakeMistralrs,
   extra = "",
   restart?: (argv: string[]) => Promise<number>,
 ) {
+  const poll = /^poll_s\b/m.test(nodeKeys) ? "" : "poll_s = 5\n";
   const cfg = config(
-    `[resources]\ngpu_probe = "off"\n[server]\nhealth_check_timeout_s = 60\n\n${extra}\n[peers.n]\nurl = "http://n.test"\nkind = "mistralrs"\napi_key = "node-key"\npoll_s = 5\n${nodeKeys}\n`,
+    `[resources]\ngpu_probe = "off"\n[server]\nhealth_check_timeout_s = 60\n\n${extra}\n[peers.n]\nurl = "http://n.test"\nkind = "mistralrs"\napi_key = "node-key"\n${poll}${nodeKeys}\n`,
   );
   const timers = new FakeTimers();
   const lines: string[] = [];
@@ -65,6 +66,11 @@ export function nodeRuntime(
       const out: Record<string, string> = {};
       for (const m of rt.status().models) if (m.node) out[m.id.slice(2)] = m.state;
       return out;
+    },
+    /** A quarter second passes: a defrag due once the node drained runs. */
+    async drained(): Promise<void> {
+      timers.advance(250);
+      await flush();
     },
     /** One poll of the node (`poll_s` passes). */
     async poll(): Promise<void> {

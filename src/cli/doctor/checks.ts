@@ -8,6 +8,7 @@ import { isLoopbackName } from "../../shared/net.ts";
 import { type DoctorCheck, type Finding, fail, pass } from "./check.ts";
 import { ggufCheck } from "./gguf-check.ts";
 import { gpuCheck } from "./gpu-check.ts";
+import { nodeCheck } from "./node-check.ts";
 
 const configCheck: DoctorCheck = {
   id: "config",
@@ -139,4 +140,5 @@ export const DOCTOR_CHECKS: readonly DoctorCheck[] = [
   stateDirCheck,
   gpuCheck,
   apiKeyCheck,
+  nodeCheck,
 ];

@@ -43,4 +43,5 @@ export const realDeps: DoctorDeps = {
   pidVisible: (pid) => linuxProc.available && linuxProc.entry(pid) !== null,
   inContainer: () => existsSync("/.dockerenv") || existsSync("/run/.containerenv"),
   env: process.env,
+  fetch: (url, init) => fetch(url, init),
 };

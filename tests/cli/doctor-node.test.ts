@@ -40,7 +40,13 @@ async function nodeLines(toml: string, fetch: Fetch): Promise<{ code: number; li
   let out = "";
   const deps = { env: {}, fetch } as unknown as DoctorDeps;
   const checks = DOCTOR_CHECKS.filter((c) => c.id === "nodes");
-  const code = await doctorCommand(["-c", path], { out: (t) => (out += t), deps, checks });
+  const code = await doctorCommand(["-c", path], {
+    out: (t) => {
+      out += t;
+    },
+    deps,
+    checks,
+  });
   return { code, lines: out.trim().split("\n").slice(0, -1) };
 }
 

@@ -98,10 +98,12 @@ export function reconcile(
 /**
  * Adopted models may hold more than the node's limits: the excess is unloaded, least recently
  * used first — only on a node that has shown it can unload (on stock `mistralrs from-config`
- * serving an unload drops the model for good). What stays, and why, is logged once.
+ * serving an unload drops the model for good). What stays, and why, is logged once. Not while
+ * a swap or a stop is under way there: its evictees are leaving, and a later poll looks again.
  */
 export function keepToLimits(host: FollowHost, models: NodeModels, n: FollowedNode): void {
   const name = n.config.id;
+  if (models.of(name).some((m) => host.inTransition(m.id))) return;
   const mine = new Set(models.of(name).map((m) => m.id));
   const residents = host
     .runningLru()

@@ -148,3 +148,27 @@ describe("adoption keeps to the node's limits", () => {
     t.rt.beginShutdown();
   });
 });
+
+test("a swap under way is no excess: its evictee is leaving, nothing else is unloaded for it", async () => {
+  const fake = new FakeMistralrs({ models: ["a", "b", "c"] });
+  const t = nodeRuntime(`models = ["a", "b", "c"]\nmax_loaded = 2`, fake);
+  t.rt.start();
+  await flush();
+  (await t.up("n/a")).release();
+  (await t.up("n/b")).release();
+  // a's unload is slow to answer: a poll comes while a is leaving and c is waiting.
+  let answer = () => {};
+  fake.unloadGate = new Promise<void>((r) => {
+    answer = r;
+  });
+  const c = t.acquire("n/c");
+  await flush();
+  await t.poll();
+  fake.unloadGate = null;
+  answer();
+  await flush();
+  expect(c.value?.model.id).toBe("n/c");
+  expect(fake.calls).toEqual(["reload a", "reload b", "unload a", "reload c"]);
+  expect(fake.loaded()).toEqual(["b", "c"]);
+  t.rt.beginShutdown();
+});

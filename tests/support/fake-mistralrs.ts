@@ -56,6 +56,8 @@ export class FakeMistralrs {
   lists = 0;
   /** While set, loads wait for it (a test releases them by resolving it). */
   gate: Promise<void> | null = null;
+  /** While set, unload answers wait for it (the node is slow to answer). */
+  unloadGate: Promise<void> | null = null;
   /** While set, chat answers wait for it (a model stays busy). */
   hold: Promise<void> | null = null;
   /** The node is down: every request is refused (the in-process `fetch` throws). */
@@ -187,7 +189,10 @@ export class FakeMistralrs {
       const answer = (status: string, error?: string) =>
         Response.json({ model_id: id, status, ...(error === undefined ? {} : { error }) });
       if (verb === "status") return answer(this.statusOf(id));
-      if (verb === "unload") return answer(this.unload(id));
+      if (verb === "unload") {
+        if (this.unloadGate) await this.unloadGate;
+        return answer(this.unload(id));
+      }
       const { status, error } = await this.reload(id);
       return answer(status, error);
     }

@@ -33,6 +33,8 @@ export interface NodeKeeper {
   reloaded(node: string): void;
   /** The node answered `unloaded` to qm's unload of a loaded model. */
   unloaded(node: string): void;
+  /** false once the node answered an unload with `no_loader_config`; null: not known yet. */
+  canUnload(node: string): boolean | null;
   /**
    * An unload that did not answer `unloaded` (`answer` null: no answer came): the model may
    * still be loaded, or gone from the node; the node is read again.
@@ -179,6 +181,13 @@ export class NodeServer {
     let answer: NodeAnswer | null = null;
     let why = "";
     try {
+      // On a node that drops what it unloads, no unload is sent: the model stays.
+      if (nodes.canUnload(this.node) === false) {
+        throw new QmError(
+          "cannot_fit",
+          "the node cannot unload models (no_loader_config): not asked, the model stays loaded",
+        );
+      }
       answer = await this.api.unload(this.remote);
       this.line(`unload → ${answer.status}${answer.error ? ` (${answer.error})` : ""}`);
     } catch (err) {

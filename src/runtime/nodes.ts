@@ -148,7 +148,7 @@ export class ManagedNodes implements NodeKeeper {
   /** What admission reads of the nodes (`NodeAwarePolicy`). */
   readonly view: NodeView = {
     refusal: (model) => this.refusal(model),
-    canUnload: (node) => this.nodes.get(node)?.canUnload ?? null,
+    canUnload: (node) => this.canUnload(node),
   };
 
   /** Why `model` cannot load on its node now, or null (then its start finds out). */
@@ -209,6 +209,10 @@ export class ManagedNodes implements NodeKeeper {
     if (!n || n.restarting || n.freed === 0) return;
     n.freed--;
     n.cycles++;
+  }
+
+  canUnload(node: string): boolean | null {
+    return this.nodes.get(node)?.canUnload ?? null;
   }
 
   unloaded(node: string): void {

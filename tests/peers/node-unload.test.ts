@@ -66,6 +66,13 @@ describe("a node that cannot unload (no_loader_config)", () => {
     expect(fake.reloading.size).toBe(0);
     (await t.up("n/alpha")).release();
     expect(t.states()).toEqual({ alpha: "ready", beta: "ready", gamma: "stopped" });
+    // Once known, a user's unload sends nothing (it would drop the model): alpha stays, counted.
+    t.rt.unload("n/alpha");
+    await flush();
+    expect(fake.calls).toEqual(["unload gamma"]);
+    expect(fake.loaded()).toEqual(["alpha", "beta"]);
+    expect(t.states()).toEqual({ alpha: "ready", beta: "ready", gamma: "stopped" });
+    expect(t.rt.logs("n/alpha").join("\n")).toContain("the node cannot unload models");
     t.rt.beginShutdown();
   });
 

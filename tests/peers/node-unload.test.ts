@@ -5,6 +5,7 @@
  * made, the node is re-read, and a node that cannot unload is never evicted from again.
  */
 import { describe, expect, test } from "bun:test";
+import { renderStatus } from "../../src/cli/status-table.ts";
 import { FakeMistralrs } from "../support/fake-mistralrs.ts";
 import { flush, nodeRuntime } from "./node-harness.ts";
 
@@ -57,6 +58,7 @@ describe("a node that cannot unload (no_loader_config)", () => {
     expect(fake.calls).toEqual(["unload gamma"]);
     expect(fake.loaded()).toEqual(["alpha", "beta"]);
     expect(peerOf(t)).toMatchObject({ can_unload: false });
+    expect(renderStatus(t.rt.status())).toContain("n: cannot unload models (no_loader_config)");
     const gamma = await t.refused("n/gamma");
     expect(gamma.status).toBe(503);
     expect(gamma.message).toContain('does not list model "gamma"');

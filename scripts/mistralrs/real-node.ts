@@ -125,7 +125,7 @@ async function main(): Promise<void> {
     stockToml,
     `command = "serve"\n[server]\nhost = "127.0.0.1"\nport = ${ports.stock}\n\n${STOCK_FILES.map(model).join("\n")}`,
   );
-  const nodes = [
+  const launchStock = () =>
     launch(
       {
         name: "stock",
@@ -134,7 +134,9 @@ async function main(): Promise<void> {
         log: join(dir, "stock.log"),
       },
       dir,
-    ),
+    );
+  const nodes = [
+    launchStock(),
     launch(
       {
         name: "single",
@@ -321,15 +323,7 @@ async function main(): Promise<void> {
       chat: short(await chat(`stock/${m2}`)),
       states: await states(),
     });
-    launch(
-      {
-        name: "stock",
-        argv: [BIN, "from-config", "--file", stockToml],
-        port: ports.stock,
-        log: join(dir, "stock.log"),
-      },
-      dir,
-    );
+    launchStock();
     await until("stock back", states, (s) => s[`stock/${m3}`] === "ready");
     say("9b. the stock node back", {
       states: await states(),

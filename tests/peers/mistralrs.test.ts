@@ -4,7 +4,6 @@
  * on real time: promises are let settle, and the fake clock moves only when a test says.
  */
 import { describe, expect, test } from "bun:test";
-import type { Lease } from "../../src/api/gateway.ts";
 import { Runtime } from "../../src/runtime/runtime.ts";
 import { createLogger } from "../../src/shared/log.ts";
 import { fakeServers } from "../runtime/fake-server.ts";
@@ -12,50 +11,9 @@ import { config } from "../support/config.ts";
 import { FakeMistralrs } from "../support/fake-mistralrs.ts";
 import { FakeTimers } from "../support/fake-timers.ts";
 import { track } from "../support/track.ts";
+import { flush, nodeRuntime } from "./node-harness.ts";
 
-/** Lets every promise chain in flight run (no clock time passes). */
-async function flush(rounds = 30): Promise<void> {
-  for (let i = 0; i < rounds; i++) await new Promise((r) => setImmediate(r));
-}
-
-function setup(
-  nodeKeys: string,
-  fake: FakeMistralrs,
-  extra = "",
-  restart?: (argv: string[]) => Promise<number>,
-) {
-  const cfg = config(
-    `[resources]\ngpu_probe = "off"\n[server]\nhealth_check_timeout_s = 60\n\n${extra}\n[peers.n]\nurl = "http://n.test"\nkind = "mistralrs"\napi_key = "node-key"\npoll_s = 5\n${nodeKeys}\n`,
-  );
-  const timers = new FakeTimers();
-  const lines: string[] = [];
-  const rt = new Runtime(cfg, {
-    clock: timers,
-    timers,
-    log: createLogger("info", (l) => lines.push(l)),
-    makeProcess: fakeServers().make,
-    nodeFetch: fake.fetch,
-    ...(restart ? { runRestart: restart } : {}),
-  });
-  const t = {
-    rt,
-    timers,
-    log: () => lines.join("\n"),
-    acquire(name: string) {
-      const m = rt.resolve(name) ?? rt.peers?.resolve(name);
-      if (!m) throw new Error(`${name} does not resolve`);
-      return track(rt.acquire(m, new AbortController().signal));
-    },
-    async up(name: string): Promise<Lease> {
-      const p = t.acquire(name);
-      await flush();
-      if (!p.value) throw new Error(`${name} was not granted: ${p.error?.message}`);
-      return p.value;
-    },
-    state: (id: string) => rt.status().models.find((m) => m.id === id)?.state,
-  };
-  return t;
-}
+const setup = nodeRuntime;
 
 describe("a managed mistral.rs node", () => {
   test("a request for NODE/MODEL reloads it on the node, waits until loaded, then is granted", async () => {

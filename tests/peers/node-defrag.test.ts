@@ -21,14 +21,20 @@ function restarter(fake: FakeMistralrs) {
 
 const DEFRAG = `max_loaded = 1\ndefrag_after_cycles = 1\nrestart_cmd = "restart-node"`;
 
+/** Node `n` with a and b, max_loaded 1, a restart after each cycle; polled once, a loaded. */
+async function started() {
+  const fake = new FakeMistralrs({ models: ["a", "b"] });
+  const r = restarter(fake);
+  const t = nodeRuntime(`models = ["a", "b"]\n${DEFRAG}`, fake, "", r.run);
+  t.rt.start();
+  await flush();
+  (await t.up("n/a")).release();
+  return { fake, r, t };
+}
+
 describe("defrag cycles", () => {
   test("NODE/MODEL while the node is down: no swap, nothing evicted, no cycle counted", async () => {
-    const fake = new FakeMistralrs({ models: ["a", "b"] });
-    const r = restarter(fake);
-    const t = nodeRuntime(`models = ["a", "b"]\n${DEFRAG}`, fake, "", r.run);
-    t.rt.start();
-    await flush();
-    (await t.up("n/a")).release();
+    const { fake, r, t } = await started();
     fake.down = true;
     await t.poll();
     const err = await t.refused("n/b");
@@ -45,12 +51,7 @@ describe("defrag cycles", () => {
   });
 
   test("a user's unload is no cycle: it never restarts the node", async () => {
-    const fake = new FakeMistralrs({ models: ["a", "b"] });
-    const r = restarter(fake);
-    const t = nodeRuntime(`models = ["a", "b"]\n${DEFRAG}`, fake, "", r.run);
-    t.rt.start();
-    await flush();
-    (await t.up("n/a")).release();
+    const { fake, r, t } = await started();
     (await t.up("n/b")).release(); // a unloaded for b: cycle 1 — the restart follows
     await t.drained();
     expect(r.ran).toEqual([["restart-node"]]);
@@ -65,12 +66,7 @@ describe("defrag cycles", () => {
   });
 
   test("the restart runs once the last request drains, not a poll_s later", async () => {
-    const fake = new FakeMistralrs({ models: ["a", "b"] });
-    const r = restarter(fake);
-    const t = nodeRuntime(`models = ["a", "b"]\n${DEFRAG}`, fake, "", r.run);
-    t.rt.start();
-    await flush();
-    (await t.up("n/a")).release();
+    const { fake, r, t } = await started();
     const busy = await t.up("n/b"); // cycle 1, but b is in flight
     await t.poll();
     expect(r.ran).toEqual([]);

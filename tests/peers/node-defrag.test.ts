@@ -66,7 +66,7 @@ describe("defrag cycles", () => {
   });
 
   test("the restart runs once the last request drains, not a poll_s later", async () => {
-    const { fake, r, t } = await started();
+    const { r, t } = await started();
     const busy = await t.up("n/b"); // cycle 1, but b is in flight
     await t.poll();
     expect(r.ran).toEqual([]);

@@ -15,7 +15,15 @@
  * `scripts/llama/tiny-gguf.py`. See scripts/mistralrs/README.md.
  */
 import { spawn } from "node:child_process";
-import { existsSync, mkdtempSync, openSync, readFileSync, writeFileSync } from "node:fs";
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  openSync,
+  readFileSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { homedir, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { freePort } from "../../tests/support/net.ts";
@@ -25,12 +33,22 @@ import { CACHE as LLAMA_CACHE } from "../llama/server.ts";
 const BIN =
   process.env.QM_MISTRALRS ?? join(homedir(), ".cache", "qm-mistralrs", "bin", "mistralrs");
 const MODELS = join(LLAMA_CACHE, "models");
-const STOCK_FILES = ["tiny-llama3.gguf", "tiny-qwen3.gguf", "tiny-phi3.gguf"];
-const SINGLE_FILE = "tiny-llama3.gguf";
+/**
+ * A GGUF model's id on mistral.rs is its `model_id` (the folder it is read from): each model
+ * gets a folder of its own (a link to its file), named as qm will see it.
+ */
+const STOCK_MODELS = {
+  alpha: "tiny-llama3.gguf",
+  beta: "tiny-qwen3.gguf",
+  gamma: "tiny-phi3.gguf",
+};
+const SINGLE_MODEL = { solo: "tiny-llama3.gguf" };
 
 interface NodeRecord {
   name: string;
   argv: string[];
+  /** Model folders are given relative to it, so that ids are short. */
+  cwd: string;
   port: number;
   pid: number;
   log: string;
@@ -42,6 +60,7 @@ const recordPath = (dir: string, name: string) => join(dir, `${name}.json`);
 function launch(rec: Omit<NodeRecord, "pid">, dir: string): NodeRecord {
   const out = openSync(rec.log, "a");
   const child = spawn(rec.argv[0]!, rec.argv.slice(1), {
+    cwd: rec.cwd,
     detached: true,
     stdio: ["ignore", out, out],
     env: { ...process.env, RUST_LOG: process.env.RUST_LOG ?? "info" },
@@ -113,23 +132,30 @@ function say(step: string, what: unknown): void {
 }
 
 async function main(): Promise<void> {
-  for (const f of [BIN, QM, ...STOCK_FILES.map((m) => join(MODELS, m))]) {
+  const files = [...Object.values(STOCK_MODELS), ...Object.values(SINGLE_MODEL)];
+  for (const f of [BIN, QM, ...files.map((m) => join(MODELS, m))]) {
     if (!existsSync(f)) throw new Error(`${f} is missing: see scripts/mistralrs/README.md`);
   }
   const dir = mkdtempSync(join(tmpdir(), "qm-mistralrs-real-"));
+  const cwd = join(dir, "models");
+  for (const [id, file] of Object.entries({ ...STOCK_MODELS, ...SINGLE_MODEL })) {
+    mkdirSync(join(cwd, id), { recursive: true });
+    symlinkSync(join(MODELS, file), join(cwd, id, file));
+  }
   const ports = { stock: freePort(), single: freePort(), qm: freePort() };
-  const model = (file: string) =>
-    `[[models]]\nkind = "text"\nmodel_id = "${MODELS}"\n[models.format]\nformat = "gguf"\nquantized_file = "${file}"\n[models.device]\ncpu = true\nmax_seq_len = 512\n`;
+  const model = ([id, file]: [string, string]) =>
+    `[[models]]\nkind = "text"\nmodel_id = "${id}"\n[models.format]\nformat = "gguf"\nquantized_file = "${file}"\n[models.device]\ncpu = true\nmax_seq_len = 512\n`;
   const stockToml = join(dir, "stock.toml");
   writeFileSync(
     stockToml,
-    `command = "serve"\n[server]\nhost = "127.0.0.1"\nport = ${ports.stock}\n\n${STOCK_FILES.map(model).join("\n")}`,
+    `command = "serve"\n[server]\nhost = "127.0.0.1"\nport = ${ports.stock}\n\n${Object.entries(STOCK_MODELS).map(model).join("\n")}`,
   );
   const launchStock = () =>
     launch(
       {
         name: "stock",
         argv: [BIN, "from-config", "--file", stockToml],
+        cwd,
         port: ports.stock,
         log: join(dir, "stock.log"),
       },
@@ -149,15 +175,16 @@ async function main(): Promise<void> {
           "127.0.0.1",
           "text",
           "-m",
-          MODELS,
+          "solo",
           "--format",
           "gguf",
           "-f",
-          SINGLE_FILE,
+          SINGLE_MODEL.solo,
           "--cpu",
           "--max-seq-len",
           "512",
         ],
+        cwd,
         port: ports.single,
         log: join(dir, "single.log"),
       },
@@ -193,7 +220,7 @@ async function main(): Promise<void> {
       join(dir, "qm.toml"),
       `[server]\nlisten = ["127.0.0.1:${ports.qm}"]\nhealth_check_timeout_s = 180\nstate_dir = "${join(dir, "state")}"\n\n` +
         `[peers.stock]\nurl = "http://127.0.0.1:${ports.stock}"\nkind = "mistralrs"\nmax_loaded = 1\npinned = [${q(m1)}]\npoll_s = 1\ntimeout_s = 30\n\n` +
-        `[peers.single]\nurl = "http://127.0.0.1:${ports.single}"\nkind = "mistralrs"\npinned = [${q(x)}]\npoll_s = 30\ntimeout_s = 30\ndefrag_after_cycles = 1\nrestart_cmd = ${q(`bun ${resolve(import.meta.path)} --restart single --dir ${dir}`)}\n`,
+        `[peers.single]\nurl = "http://127.0.0.1:${ports.single}"\nkind = "mistralrs"\npinned = [${q(x)}]\npoll_s = 30\ntimeout_s = 30\ndefrag_after_cycles = 1\nrestart_cmd = ${q(`${process.execPath} ${resolve(import.meta.path)} --restart single --dir ${dir}`)}\n`,
     );
     qm = await startQm(join(dir, "qm.toml"));
     const base = qm.url;
@@ -319,9 +346,11 @@ async function main(): Promise<void> {
       status,
       (s) => s.peers.find((p) => p.name === "stock")?.state === "down",
     );
-    say("9. the stock node killed: a request for a model it had", {
-      chat: short(await chat(`stock/${m2}`)),
+    say("9. the stock node killed: a request for a loaded model, and one for a stopped model", {
+      loaded: short(await chat(`stock/${m2}`)),
+      stopped: short(await chat(`stock/${m3}`)),
       states: await states(),
+      swaps: ((await json(`${base}/api/status`)).body as { swaps: unknown[] }).swaps,
     });
     launchStock();
     await until("stock back", states, (s) => s[`stock/${m3}`] === "ready");

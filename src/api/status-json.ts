@@ -100,10 +100,17 @@ export interface WaitingJson {
   position: number | null;
 }
 
+/**
+ * A peer's entry; a managed node's (`kind = "mistralrs"`) also says whether it can unload:
+ * false once it answered `no_loader_config` (qm then evicts nothing there), true once it
+ * unloaded a model or listed one unloaded, null before either.
+ */
+export type NodePeerStatusJson = PeerStatusJson & { can_unload?: boolean | null };
+
 export interface StatusJson {
   version: string;
   /** The other boxes (`[peers.NAME]`) and what this qm knows of them; absent with none. */
-  peers?: PeerStatusJson[];
+  peers?: NodePeerStatusJson[];
   uptime_s: number;
   models: ModelStatusJson[];
   queue: { depth: number };

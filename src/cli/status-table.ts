@@ -137,6 +137,9 @@ function fleet(peers: NonNullable<StatusJson["peers"]>, now: number): string[] {
         : `${p.name}: ${p.last_error}`,
     );
   }
+  for (const p of peers) {
+    if (p.can_unload === false) out.push(`${p.name}: cannot unload models (no_loader_config)`);
+  }
   out.push("(* loaded and ready on the peer)");
   return out;
 }

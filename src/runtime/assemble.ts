@@ -10,6 +10,7 @@ import { GpuWatch } from "../gpu/gpu-watch.ts";
 import { probeGpu } from "../gpu/index.ts";
 import { KeyTable } from "../keys/table.ts";
 import type { QmMetrics } from "../observe/prometheus.ts";
+import type { NodeView } from "../policy/node.ts";
 import { AnswerNames } from "../proxy/answer-names.ts";
 import { Scheduler } from "../scheduler/scheduler.ts";
 import type { Clock } from "../shared/clock.ts";
@@ -123,10 +124,21 @@ export function assemble(config: Config, opts: RuntimeOptions, face: RuntimeFace
     // The scheduler's clock is monotonic; events show its times as wall-clock ones.
     toEpoch: (t) => Math.round(Date.now() + (t - clock.now())),
   });
-  const scheduler: Scheduler = new Scheduler(config, makePolicy(config, budget), effects, clock, {
-    loadMs: (id) => loadTimes.expected(id),
-    wakeMs: (id) => loadTimes.expectedWake(id),
-  });
+  // Admission reads the managed nodes as their keeper (made below) knows them.
+  const nodeView: NodeView = {
+    refusal: (model) => nodes.view.refusal(model),
+    canUnload: (node) => nodes.view.canUnload(node),
+  };
+  const scheduler: Scheduler = new Scheduler(
+    config,
+    makePolicy(config, budget, nodeView),
+    effects,
+    clock,
+    {
+      loadMs: (id) => loadTimes.expected(id),
+      wakeMs: (id) => loadTimes.expectedWake(id),
+    },
+  );
   const modelState = (id: string) => scheduler.state(id) ?? "stopped";
   /** Loads a model as `POST /api/models/{id}/load` does, with nobody waiting on it. */
   const loadInBackground = (id: string): void => {
@@ -146,6 +158,7 @@ export function assemble(config: Config, opts: RuntimeOptions, face: RuntimeFace
     state: modelState,
     inTransition: (id) => scheduler.inTransition(id),
     inflight: (id) => scheduler.inflightOf(id),
+    runningLru: () => scheduler.runningLru(),
     adopt: (id) => scheduler.adopt(id),
     gone: (id, detail) => scheduler.gone(id, detail),
     unload: (id) => scheduler.unload(id),
@@ -239,7 +252,7 @@ export function assemble(config: Config, opts: RuntimeOptions, face: RuntimeFace
     },
     reconfigure: (change) => scheduler.reconfigure(change),
     unload: (id) => scheduler.unload(id),
-    makePolicy: (cfg) => makePolicy(cfg, budget),
+    makePolicy: (cfg) => makePolicy(cfg, budget, nodeView),
     budget,
     gpuReading: () => gpu.last !== null,
     movedPorts: () => registry.ports(),

@@ -6,7 +6,7 @@ import { isPortFreeOnLoopback, loadConfigFile } from "../config/index.ts";
 import type { Config } from "../config/types.ts";
 import { GroupPolicy } from "../policy/group.ts";
 import { MatrixPolicy } from "../policy/matrix.ts";
-import { NodeAwarePolicy } from "../policy/node.ts";
+import { NodeAwarePolicy, type NodeView } from "../policy/node.ts";
 import type { BudgetView, EvictionPolicy } from "../policy/types.ts";
 import { ModelProcess } from "../process/index.ts";
 import type { Logger } from "../shared/log.ts";
@@ -15,13 +15,16 @@ import type { ModelRegistry } from "./registry.ts";
 import type { ConfigLoader } from "./reload.ts";
 import type { ProcessFactory } from "./swap-runner.ts";
 
-/** The policy `router.policy` names, admitting managed nodes' models against their node. */
-export function makePolicy(config: Config, budget: BudgetView): EvictionPolicy {
+/**
+ * The policy `router.policy` names, admitting managed nodes' models against their node (and
+ * what `nodes` says of it now).
+ */
+export function makePolicy(config: Config, budget: BudgetView, nodes?: NodeView): EvictionPolicy {
   const own =
     config.router.policy === "matrix" ? new MatrixPolicy(config) : new GroupPolicy(config, budget);
   // Managed nodes' models are admitted against their node (src/peers/mistralrs.md).
-  const nodes = Object.values(config.peers).some((p) => p.node !== null);
-  return nodes ? new NodeAwarePolicy(own, config) : own;
+  const hasNodes = Object.values(config.peers).some((p) => p.node !== null);
+  return hasNodes ? new NodeAwarePolicy(own, config, nodes ?? null) : own;
 }
 
 /**

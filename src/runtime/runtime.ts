@@ -207,7 +207,7 @@ export class Runtime implements Gateway {
       restartPending: (id) => this.reloads.restartPending(id),
     });
     status.waiting = this.parts.waiters.waiting();
-    if (this.peers) status.peers = this.peers.status();
+    if (this.peers) status.peers = this.nodes.annotate(this.peers.status());
     if (this.preload.configured) status.preload = this.preload.status();
     return status;
   }

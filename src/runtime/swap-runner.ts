@@ -21,7 +21,8 @@ export interface ModelServer extends ProcessView {
   start(opts?: { gpus?: readonly number[] }): Promise<void>;
   /**
    * Resolves once the process is gone (at once when none runs). Idempotent. A ready `keep_kv`
-   * model saves its slots first unless `save` is false.
+   * model saves its slots first unless `save` is false. Rejects when the model may still hold
+   * its memory (a managed node's unload that failed): a swap then does not start its target.
    */
   stop(opts?: StopOptions): Promise<void>;
   logs(): string[];
@@ -133,7 +134,10 @@ export class SwapRunner {
     if (!run || run.abortedFor !== null) return;
     this.deps.log.info(`stopping ${run.target} (${reason})`);
     run.abortedFor = reason;
-    void this.processes.get(run.target)!.stop();
+    this.processes
+      .get(run.target)!
+      .stop()
+      .catch((err) => this.deps.log.warn(`stopping ${run.target}: ${errorText(err)}`));
   }
 
   /** `Effects.stopModels`: stops each model; reports each with `stopped(model)`. */
@@ -143,6 +147,7 @@ export class SwapRunner {
       void this.processes
         .get(id)!
         .stop()
+        .catch((err) => this.deps.log.warn(`stopping ${id}: ${errorText(err)}`))
         .finally(() => {
           this.deps.gpu.noteReleased();
           this.deps.events.stopped(id);

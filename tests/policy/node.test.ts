@@ -1,7 +1,7 @@
 /** Admission on a managed node (src/peers/mistralrs.md): pure, over configs the loader builds. */
 import { describe, expect, test } from "bun:test";
 import { GroupPolicy } from "../../src/policy/group.ts";
-import { NodeAwarePolicy, nodeEviction } from "../../src/policy/node.ts";
+import { NodeAwarePolicy, type NodeView, nodeEviction, nodeExcess } from "../../src/policy/node.ts";
 import { config } from "../support/config.ts";
 
 function node(keys: string) {
@@ -75,6 +75,76 @@ describe("node admission", () => {
       evict: ["other"],
     });
     expect(policy.evictionFor("n/a", ["local", "other"])).toMatchObject({ ok: true, evict: [] });
+  });
+});
+
+describe("admission and what is known of the node now (NodeView)", () => {
+  const view = (over: Partial<NodeView>): NodeView => ({
+    refusal: () => null,
+    canUnload: () => null,
+    ...over,
+  });
+
+  test("a refusal (node down, model not listed) is the answer, before any eviction", () => {
+    const { cfg } = node(`models = ["a", "b"]\nmax_loaded = 1`);
+    const why = 'node "n" is down (connection refused): model "n/b" cannot load there now';
+    const policy = new NodeAwarePolicy(
+      new GroupPolicy(cfg),
+      cfg,
+      view({ refusal: (m) => (m.id === "n/b" ? why : null) }),
+    );
+    expect(policy.evictionFor("n/b", ["n/a"])).toEqual({ ok: false, reason: why });
+    expect(policy.evictionFor("n/a", [])).toMatchObject({ ok: true, evict: [] });
+    // Local models never ask it.
+    expect(policy.evictionFor("local", ["n/a"])).toMatchObject({ ok: true });
+  });
+
+  test("a node that cannot unload: nothing is evicted; a target that needs room is refused with why", () => {
+    const { cfg } = node(
+      `models = ["a", "b", "c"]\nmax_loaded = 2\nvram_budget_gb = 20\nest_vram_gb = { a = 8, b = 8, c = 8 }`,
+    );
+    const policy = new NodeAwarePolicy(new GroupPolicy(cfg), cfg, view({ canUnload: () => false }));
+    expect(policy.evictionFor("n/b", ["n/a"])).toEqual({ ok: true, evict: [], budget: [] });
+    expect(policy.evictionFor("n/c", ["n/a", "n/b"])).toEqual({
+      ok: false,
+      reason:
+        'node "n" cannot unload models (it answered no_loader_config) and it holds 2 models, at most 2 (max_loaded): model "n/c" cannot load there',
+    });
+    const tight = node(`models = ["a", "b"]\nvram_budget_gb = 10\nest_vram_gb = { a = 8, b = 8 }`);
+    const p2 = new NodeAwarePolicy(
+      new GroupPolicy(tight.cfg),
+      tight.cfg,
+      view({ canUnload: () => false }),
+    );
+    expect(p2.evictionFor("n/b", ["n/a"])).toMatchObject({ ok: false });
+    // Able to unload (or not known yet): the usual LRU eviction.
+    const p3 = new NodeAwarePolicy(new GroupPolicy(cfg), cfg, view({ canUnload: () => null }));
+    expect(p3.evictionFor("n/c", ["n/a", "n/b"])).toMatchObject({ ok: true, evict: ["n/a"] });
+  });
+});
+
+describe("adopted models over the node's limits (nodeExcess)", () => {
+  test("max_loaded and the budget: least recently used first, pinned and busy ones kept and said", () => {
+    const { m, s } = node(`models = ["a", "b", "c"]\nmax_loaded = 1\npinned = ["b"]`);
+    expect(nodeExcess([m("a"), m("b"), m("c")], new Set(), s)).toEqual({
+      over: "3 models loaded, more than max_loaded = 1",
+      evict: ["n/a", "n/c"],
+      stays: null,
+    });
+    expect(nodeExcess([m("a"), m("b"), m("c")], new Set(["n/c"]), s)).toEqual({
+      over: "3 models loaded, more than max_loaded = 1",
+      evict: ["n/a"],
+      stays:
+        "2 models loaded, more than max_loaded = 1; pinned (n/b) are not unloaded; busy (n/c) wait until they drain",
+    });
+    expect(nodeExcess([m("a")], new Set(), s)).toEqual({ over: null, evict: [], stays: null });
+    const budget = node(`vram_budget_gb = 10\nest_vram_gb = { a = 6, b = 6, c = 6 }`);
+    const bm = budget.m;
+    expect(nodeExcess([bm("a"), bm("b"), bm("c")], new Set(), budget.s)).toEqual({
+      over: "18 GB loaded, more than vram_budget_gb = 10",
+      evict: ["n/a", "n/b"],
+      stays: null,
+    });
   });
 });
 

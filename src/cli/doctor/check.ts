@@ -9,6 +9,7 @@ import type { Config } from "../../config/types.ts";
 import type { GgufModel } from "../../gpu/gguf/types.ts";
 import type { ProbeResult } from "../../gpu/types.ts";
 import type { PlatformReport, UnifiedGpuBudget } from "../../platform/types.ts";
+import type { Fetch } from "../../shared/fetch.ts";
 
 export interface Finding {
   /** What was checked: `config`, `program qwen-7b`, `port 127.0.0.1:8080`. */
@@ -68,6 +69,8 @@ export interface DoctorDeps {
     | { ok: true; bytes: number; responses: number; requests: number }
     | { ok: false; reason: string };
   env: Record<string, string | undefined>;
+  /** How managed nodes and a running qm are asked (absent: nodes are not asked). */
+  fetch?: Fetch;
 }
 
 export interface DoctorContext {

@@ -10,6 +10,7 @@ import { DB_FILE } from "../../store/database.ts";
 import { type DoctorCheck, type Finding, fail, note, pass } from "./check.ts";
 import { ggufCheck } from "./gguf-check.ts";
 import { gpuCheck } from "./gpu-check.ts";
+import { nodeCheck } from "./node-check.ts";
 import { platformCheck } from "./platform-check.ts";
 
 const configCheck: DoctorCheck = {
@@ -173,4 +174,5 @@ export const DOCTOR_CHECKS: readonly DoctorCheck[] = [
   databaseCheck,
   gpuCheck,
   apiKeyCheck,
+  nodeCheck,
 ];

@@ -63,4 +63,5 @@ export const realDeps: DoctorDeps = {
   inContainer: () => existsSync("/.dockerenv") || existsSync("/run/.containerenv"),
   database,
   env: process.env,
+  fetch: (url, init) => fetch(url, init),
 };

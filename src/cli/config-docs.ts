@@ -49,11 +49,12 @@ export const CONFIG_DOCS: Record<DocumentedSection, SectionDoc> = {
       },
       metrics_listen: {
         meaning:
-          '`host:port` of a listener that serves only `GET /metrics` (Prometheus text format), or `""` for none. It needs no API key: bind it where only the scraper can reach it. Its port is kept out of `${PORT}` allocation. Requests are counted in the metrics only when this or `metrics_on_api` is set.',
+          '`host:port` of a listener that serves only `GET /metrics` (Prometheus text format), or `""` for none. It needs no API key: bind it where only the scraper can reach it. It answers only the Host names `allowed_hosts` admits, as the API listeners do. Its port is kept out of `${PORT}` allocation. Requests are counted in the metrics only when this or `metrics_on_api` is set.',
       },
       metrics_on_api: {
         meaning:
-          "Also serve `GET /metrics` on the API listeners, behind the API key like every other route.",
+          '`true`: also serve `GET /metrics` on the API listeners, behind the API key like every other route. `"open"`: serve it there without a key (that path only; the Host check still applies), as an endpoint picker needs: it scrapes the inference port and sends no key (docs/cluster.md).',
+        example: "open",
       },
       api_keys: {
         meaning:

@@ -44,6 +44,20 @@ function coerce(schema: TSchema, text: string): Coerced {
           .map((s) => s.trim())
           .filter((s) => s !== ""),
       };
+    case "Union": {
+      // A literal that matches as written wins (`metrics_on_api = "open"`); else the first
+      // member that reads the text (`true`, `0`).
+      const members = (schema.anyOf ?? []) as TSchema[];
+      if (members.some((m) => m[Kind] === "Literal" && m.const === text.trim())) {
+        return { value: text.trim() };
+      }
+      for (const m of members) {
+        if (m[Kind] === "Literal") continue;
+        const read = coerce(m, text);
+        if ("value" in read) return read;
+      }
+      return { value: text };
+    }
     default:
       return { value: text };
   }

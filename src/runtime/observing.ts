@@ -91,7 +91,7 @@ export class Observation {
         : null;
     this.activity = new ActivityLog(act.enabled ? act.size : 0, this.captures);
     this.logged = act.enabled;
-    this.metricsServed = config.server.metricsListen !== "" || config.server.metricsOnApi;
+    this.metricsServed = config.server.metricsListen !== "" || config.server.metricsOnApi !== false;
     this.recording = act.enabled || this.metricsServed;
     this.metrics = new QmMetrics({
       gauges: deps.gauges,

@@ -12,9 +12,10 @@
 export const MAX_PEER_ID = 256;
 
 /** C0 and C1 controls and DEL: never printable, never in a header. */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: finding control characters is the point
 const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
 /** Past Latin-1: not a byte of a header value. */
-const WIDE = /[^\u0000-\u00ff]/u;
+const WIDE = /[\u0100-\u{10ffff}]/u;
 
 /** `U+6A21` for `模`. */
 function codePoint(ch: string): string {

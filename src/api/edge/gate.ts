@@ -38,10 +38,12 @@ const METHODS = new Set(["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIO
  */
 const PROBE_PATHS: ReadonlySet<string> = new Set(["/health", "/ready"]);
 
-function isOpenPath(path: string, method: string): boolean {
-  return (
-    PROBE_PATHS.has(path) || ((method === "GET" || method === "HEAD") && UI_ASSET_PATHS.has(path))
-  );
+function isOpenPath(path: string, method: string, openMetrics: boolean): boolean {
+  if (PROBE_PATHS.has(path)) return true;
+  if (method !== "GET" && method !== "HEAD") return false;
+  // `metrics_on_api = "open"`: an endpoint picker scrapes `/metrics` on the inference port and
+  // sends no key (docs/cluster.md). Exactly that path; the Host check above still applies.
+  return UI_ASSET_PATHS.has(path) || (openMetrics && path === "/metrics");
 }
 
 /**
@@ -59,6 +61,7 @@ export function createEdge(gw: Gateway, route: Handler, opts: EdgeOptions) {
   const hosts = hostPolicy(server.allowedHosts, opts.loopback);
   const origins = server.corsOrigins;
   const limit = server.maxBodyBytes;
+  const openMetrics = server.metricsOnApi === "open";
 
   return async function edge(request: Request, srv: IdleServer | null): Promise<Response> {
     const url = request.url;
@@ -108,7 +111,7 @@ export function createEdge(gw: Gateway, route: Handler, opts: EdgeOptions) {
       keysOf = server.apiKeys;
       keys = new Set(keysOf);
     }
-    if (keys.size > 0 && !isOpenPath(path, method)) {
+    if (keys.size > 0 && !isOpenPath(path, method, openMetrics)) {
       const key = presentedKey(request.headers);
       if (!key || !keys.has(key)) {
         return withCors(

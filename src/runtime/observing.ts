@@ -11,7 +11,9 @@ import type { GaugeReading } from "../observe/gauges.ts";
 import { QmMetrics } from "../observe/prometheus.ts";
 import type { RequestRecord } from "../observe/record.ts";
 import type { UpstreamTarget } from "../observe/upstream.ts";
+import type { Eviction } from "../policy/types.ts";
 import type { Scheduler } from "../scheduler/scheduler.ts";
+import type { ModelState } from "../scheduler/types.ts";
 import { VERSION } from "../version.ts";
 import type { EventHub } from "./event-hub.ts";
 import type { LiveBudget } from "./live-budget.ts";
@@ -36,6 +38,21 @@ export function gaugeReading(i: GaugeInputs, config: Config): GaugeReading {
   const snap = i.scheduler.snapshot();
   const gpu = i.gpu();
   const r = gpu?.reading;
+  const aliasesOf = new Map<string, string[]>();
+  for (const [alias, id] of Object.entries(config.aliases)) {
+    aliasesOf.set(id, [...(aliasesOf.get(id) ?? []), alias]);
+  }
+  /** What the model server protocol reports of a model of this box's own (not a node's). */
+  const protocolOf = (id: string, state: ModelState) => {
+    const m = i.modelOf(id);
+    if (m.node) return undefined;
+    const listed = !m.unlisted && !m.variantOf;
+    const stopped = state === "stopped" || state === "failed";
+    return {
+      names: listed ? [id, ...(aliasesOf.get(id) ?? [])] : [],
+      loadable: listed && stopped && evictsNothing(i.scheduler.evictionFor(id)),
+    };
+  };
   return {
     version: VERSION,
     uptimeS: Math.round((Date.now() - i.startedAt) / 1000),
@@ -45,6 +62,7 @@ export function gaugeReading(i: GaugeInputs, config: Config): GaugeReading {
       inflight: m.inflight,
       queued: m.queued,
       leases: i.leasesOf(m.id),
+      protocol: protocolOf(m.id, m.state),
     })),
     queueDepth: snap.queueDepth,
     swapsInProgress: snap.swaps.length,
@@ -60,6 +78,8 @@ export function gaugeReading(i: GaugeInputs, config: Config): GaugeReading {
     peers: i.peers(),
   };
 }
+
+const evictsNothing = (e: Eviction) => e.ok && e.evict.length === 0;
 
 export interface ObservationDeps {
   events: EventHub;

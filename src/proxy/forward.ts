@@ -39,6 +39,8 @@ export interface UpstreamCall {
   readonly credentials?: readonly (readonly [string, string])[] | undefined;
   /** How the upstream is called; the global `fetch` when absent (tests pass a fake). */
   readonly fetch?: Fetch | undefined;
+  /** Set when the upstream is a peer (`[peers.NAME]`): its redirects fail the call. */
+  readonly peer?: { readonly peer: string } | null | undefined;
 }
 
 export interface ForwardRequest {
@@ -98,6 +100,15 @@ export async function forward(req: ForwardRequest): Promise<Response> {
     } as RequestInit);
   } catch (error) {
     throw ended(req, error);
+  }
+  if (req.call.peer && upstream.status >= 300 && upstream.status < 400) {
+    // A peer's redirect is never followed (the request and the peer's key would go to another
+    // host) nor passed on (the client would follow it there): the call failed, like a peer
+    // that failed — a 502 naming it, the peer marked down, a bare name tried elsewhere.
+    await upstream.body?.cancel().catch(() => {});
+    const peer = req.call.peer.peer;
+    const why = `peer "${peer}" answered ${upstream.status}, a redirect; qm does not follow or pass on a peer's redirects`;
+    throw ended(req, new QmError("upstream_failed", why));
   }
   deadline.headers();
   if (req.raw) {

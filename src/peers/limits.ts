@@ -14,6 +14,13 @@ export const MAX_PEER_EVENT = 4 * 2 ** 20;
 export const MAX_PEER_MODELS = 1000;
 /** A peer's state changes are applied at most this often; the latest wins in between. */
 export const APPLY_EVERY_MS = 100;
+/**
+ * How fast a peer's event stream is read, past a first burst (`ReadBudget`): a qm peer
+ * sends a status when a client connects and a few hundred bytes per change, while one that
+ * floods would otherwise have qm parse events as fast as the socket delivers them. Unread
+ * bytes stay in the socket, so TCP slows the peer down, not qm.
+ */
+export const PEER_EVENT_BYTES_PER_S = 1024 * 1024;
 
 const MIB = 2 ** 20;
 const size = (bytes: number) => (bytes % MIB === 0 ? `${bytes / MIB} MiB` : `${bytes} bytes`);
@@ -74,5 +81,32 @@ export class EventBound {
       i = end + 1;
     }
     return null;
+  }
+}
+
+/**
+ * A token bucket over the bytes read from one peer's stream: twice `MAX_PEER_EVENT` at once
+ * (a full status event is never held back, nor one past the bound, which fails anyway), then
+ * `PEER_EVENT_BYTES_PER_S`. `take` says how long to wait (ms, on the caller's clock) before
+ * reading on; 0 while within budget. Pure.
+ */
+export class ReadBudget {
+  private tokens: number;
+  private at: number;
+
+  constructor(
+    now: number,
+    private readonly burst = 2 * MAX_PEER_EVENT,
+    private readonly perSecond = PEER_EVENT_BYTES_PER_S,
+  ) {
+    this.tokens = burst;
+    this.at = now;
+  }
+
+  take(bytes: number, now: number): number {
+    this.tokens = Math.min(this.burst, this.tokens + ((now - this.at) * this.perSecond) / 1000);
+    this.at = now;
+    this.tokens -= bytes;
+    return this.tokens >= 0 ? 0 : Math.ceil((-this.tokens * 1000) / this.perSecond);
   }
 }

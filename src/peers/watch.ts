@@ -19,7 +19,7 @@ import { failureCause } from "../proxy/causes.ts";
 import type { Fetch } from "../shared/fetch.ts";
 import type { Logger } from "../shared/log.ts";
 import { readAtMost } from "../shared/read-at-most.ts";
-import { setTimeoutSignal, type Timers } from "../shared/timer.ts";
+import { delay, setTimeoutSignal, type Timers } from "../shared/timer.ts";
 import { FIRST_BACKOFF_MS, MAX_BACKOFF_MS } from "./breaker.ts";
 import {
   type Discovered,
@@ -28,7 +28,13 @@ import {
   fromQmModelEvent,
   fromQmStatus,
 } from "./discover.ts";
-import { answerTooLarge, EventBound, MAX_PEER_ANSWER, PeerBoundError } from "./limits.ts";
+import {
+  answerTooLarge,
+  EventBound,
+  MAX_PEER_ANSWER,
+  PeerBoundError,
+  ReadBudget,
+} from "./limits.ts";
 import { PeerNews } from "./news.ts";
 import type { Offer } from "./route.ts";
 import type { PeerStatusJson, PeerTable } from "./table.ts";
@@ -276,6 +282,8 @@ export class PeerWatch {
       },
     });
     const bound = new EventBound();
+    const { timers } = this.deps;
+    const budget = new ReadBudget(timers.now());
     const decoder = new TextDecoder();
     for await (const chunk of res.body) {
       const over = bound.feed(chunk);
@@ -284,6 +292,10 @@ export class PeerWatch {
         throw new PeerBoundError(over);
       }
       parser.feed(decoder.decode(chunk, { stream: true }));
+      // A peer sending faster than its budget waits, unread, in its socket.
+      const wait = budget.take(chunk.length, timers.now());
+      if (wait > 0) await delay(wait, abort.signal, timers);
+      if (this.stopped) break;
     }
     throw new Error("the event stream ended");
   }

@@ -5,7 +5,13 @@
  * changes after it kept, nothing lost at a flush.
  */
 import { describe, expect, test } from "bun:test";
-import { APPLY_EVERY_MS, EventBound, MAX_PEER_MODELS } from "../../src/peers/limits.ts";
+import {
+  APPLY_EVERY_MS,
+  EventBound,
+  MAX_PEER_MODELS,
+  PEER_EVENT_BYTES_PER_S,
+  ReadBudget,
+} from "../../src/peers/limits.ts";
 import { PeerNews } from "../../src/peers/news.ts";
 import type { Offer } from "../../src/peers/route.ts";
 import { FakeTimers } from "../support/fake-timers.ts";
@@ -126,5 +132,31 @@ describe("PeerNews", () => {
     for (let i = 0; i < MAX_PEER_MODELS; i++) expect(n.model(`m${i}`, "ready")).toBe(true);
     expect(n.model("one-more", "ready")).toBe(false);
     expect(n.model("m0", "offered")).toBe(true);
+  });
+});
+
+describe("ReadBudget", () => {
+  test("a burst at once, then the rate: the wait is what the excess takes to refill", () => {
+    const b = new ReadBudget(0, 1000, 100); // 1000 bytes at once, then 100 bytes/s
+    expect(b.take(1000, 0)).toBe(0);
+    expect(b.take(50, 0)).toBe(500); // 50 bytes short: half a second
+    expect(b.take(0, 500)).toBe(0);
+    // Refilled for 10 s, but never past the burst.
+    expect(b.take(1000, 10_500)).toBe(0);
+    expect(b.take(1, 10_500)).toBe(10);
+  });
+
+  test("the shipped rate: a flood of 64 KiB chunks is read at 1 MiB/s past its burst", () => {
+    const b = new ReadBudget(0);
+    let now = 0;
+    let read = 0;
+    while (now < 10_000) {
+      now += b.take(65536, now);
+      read += 65536;
+    }
+    // 8 MiB at once, then about 1 MiB a second for the rest of the 10 s.
+    expect(read / 2 ** 20).toBeGreaterThan(8 + 9);
+    expect(read / 2 ** 20).toBeLessThan(8 + 11);
+    expect(PEER_EVENT_BYTES_PER_S).toBe(2 ** 20);
   });
 });

@@ -112,6 +112,15 @@ describe("three qm boxes behind the picker's rules", () => {
       const st = await statusOf(i);
       expect(m.waitingQueueSize).toBe(st.models.reduce((n, x) => n + x.queued, 0));
       expect(m.runningRequestsSize).toBe(st.models.reduce((n, x) => n + x.inflight, 0));
+      // The pool's /v1/models: each model's status.value is the state /api/status shows.
+      const listed = (await (
+        await fetch(`${boxes[i]!.url}/v1/models`, { headers: KEY })
+      ).json()) as {
+        data: { id: string; status: { value: string } }[];
+      };
+      for (const x of st.models) {
+        expect(listed.data.find((d) => d.id === x.id)?.status.value).toBe(x.state);
+      }
     }
   });
 

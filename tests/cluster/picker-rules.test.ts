@@ -6,8 +6,8 @@
  * residency and queue cross over — the trade docs/cluster.md explains.
  */
 import { describe, expect, test } from "bun:test";
-import type { GaugeReading, ModelGauge } from "../../src/observe/gauges.ts";
 import { QmMetrics } from "../../src/observe/prometheus.ts";
+import { gauge, reading } from "../observe/readings.ts";
 import {
   type EndpointMetrics,
   emptyMetrics,
@@ -24,30 +24,6 @@ const EQUAL: Weights = {
   "queue-scorer": 1,
   "kv-cache-utilization-scorer": 1,
 };
-
-function reading(models: ModelGauge[]): GaugeReading {
-  return {
-    version: "1",
-    uptimeS: 1,
-    models,
-    queueDepth: 0,
-    swapsInProgress: 0,
-    vram: { budgetGb: 0, ceilingGb: 0, usedGb: 0 },
-    gpu: null,
-    gpuReadingAgeS: null,
-    peers: [],
-  };
-}
-
-const gauge = (id: string, over: Partial<ModelGauge> = {}, aliases: string[] = []): ModelGauge => ({
-  id,
-  state: "stopped",
-  inflight: 0,
-  queued: 0,
-  leases: 0,
-  protocol: { names: [id, ...aliases], loadable: false },
-  ...over,
-});
 
 /** An endpoint's metrics as the picker holds them. */
 function endpoint(over: Partial<EndpointMetrics> & { active?: string[]; waiting?: string[] }) {

@@ -7,7 +7,6 @@
  */
 import { describe, expect, test } from "bun:test";
 import { type Family, formatFamily, parseExposition } from "../../src/observe/exposition.ts";
-import type { GaugeReading, ModelGauge } from "../../src/observe/gauges.ts";
 import { mergeUpstream } from "../../src/observe/merge.ts";
 import {
   adapterEntry,
@@ -18,6 +17,7 @@ import {
 } from "../../src/observe/model-server.ts";
 import { QmMetrics } from "../../src/observe/prometheus.ts";
 import { kvUsageOf } from "../../src/observe/upstream.ts";
+import { gauge, reading } from "./readings.ts";
 
 const model = (over: Partial<ProtocolModel> & { names: string[] }): ProtocolModel => ({
   ready: false,
@@ -87,31 +87,6 @@ describe("the residency lists", () => {
     expect(protocolFigures([], -1).kvUsage).toBe(0);
     expect(protocolFigures([], Number.NaN).kvUsage).toBe(0);
   });
-});
-
-/** A reading with these models (the rest of the gauges at rest). */
-function reading(models: ModelGauge[]): GaugeReading {
-  return {
-    version: "1",
-    uptimeS: 1,
-    models,
-    queueDepth: 0,
-    swapsInProgress: 0,
-    vram: { budgetGb: 0, ceilingGb: 0, usedGb: 0 },
-    gpu: null,
-    gpuReadingAgeS: null,
-    peers: [],
-  };
-}
-
-const gauge = (id: string, over: Partial<ModelGauge> = {}): ModelGauge => ({
-  id,
-  state: "stopped",
-  inflight: 0,
-  queued: 0,
-  leases: 0,
-  protocol: { names: [id], loadable: false },
-  ...over,
 });
 
 function family(text: string, name: string): Family | undefined {

@@ -49,11 +49,12 @@ export const CONFIG_DOCS: Record<DocumentedSection, SectionDoc> = {
       },
       metrics_listen: {
         meaning:
-          '`host:port` of a listener that serves only `GET /metrics` (Prometheus text format), or `""` for none. It needs no API key: bind it where only the scraper can reach it. Its port is kept out of `${PORT}` allocation. Requests are counted in the metrics only when this or `metrics_on_api` is set.',
+          '`host:port` of a listener that serves only `GET /metrics` (Prometheus text format), or `""` for none. It needs no API key: bind it where only the scraper can reach it. It answers only the Host names `allowed_hosts` admits, as the API listeners do. Its port is kept out of `${PORT}` allocation. Requests are counted in the metrics only when this or `metrics_on_api` is set.',
       },
       metrics_on_api: {
         meaning:
-          "Also serve `GET /metrics` on the API listeners, behind the API key like every other route.",
+          '`true`: also serve `GET /metrics` on the API listeners, behind the API key like every other route. `"open"`: serve it there without a key (that path only; the Host check still applies), as an endpoint picker needs: it scrapes the inference port and sends no key (docs/cluster.md).',
+        example: "open",
       },
       api_keys: {
         meaning:
@@ -325,7 +326,7 @@ export const CONFIG_DOCS: Record<DocumentedSection, SectionDoc> = {
   models: {
     heading: "[models.ID]",
     about:
-      "The model servers qm runs, by the id clients send as `model` (`?ctx=N` after it asks for another context size).",
+      "The model servers qm runs, by the id clients send as `model` (`?ctx=N` after it asks for another context size). qm sends the id back in the `X-QM-Model` header, so it must be Latin-1 without control characters (a name such as `模型` goes in `aliases`).",
     keys: {
       cmd: {
         meaning:
@@ -457,7 +458,11 @@ export const CONFIG_DOCS: Record<DocumentedSection, SectionDoc> = {
     about:
       'Other boxes that serve models. A request for a model this box does not have is sent to a peer that offers it (`PEER/MODEL` picks one); translation happens here, so a peer is always sent OpenAI requests. A peer that refuses, times out or fails before answering is marked down and retried later (1 s … 60 s). A `kind = "mistralrs"` peer is a managed node: its models are scheduled here as `NODE/MODEL`, loaded and unloaded over its HTTP API within its `vram_budget_gb` or `max_loaded`.',
     keys: {
-      url: { meaning: "Base URL of the node.", example: "http://gpu-box.lan:8080" },
+      url: {
+        meaning:
+          "Base URL of the node. Credentials in it (`http://user:PASS@host`) are sent as Basic auth (unless `api_key` is set) and shown as `user:***@host` in status, events and the log. A redirect from the node is never followed.",
+        example: "http://gpu-box.lan:8080",
+      },
       kind: {
         meaning:
           '`"openai"`: any OpenAI-compatible endpoint, serving the `models` listed; `"qm"`: another qm, whose models and their state are read from its `/api/events` (or `/api/status`, polled; a llama-swap\'s `/running`); `"mistralrs"`: a mistral.rs server (v0.8+, multi-model) that qm manages — it decides which of the node\'s models are loaded (`POST /v1/models/reload` / `unload`), least recently used first, never a busy or pinned one.',
@@ -468,7 +473,7 @@ export const CONFIG_DOCS: Record<DocumentedSection, SectionDoc> = {
       },
       models: {
         meaning:
-          'Ids of the models it serves, as the node names them. Required for `kind = "openai"`; for `"qm"` and `"mistralrs"`, empty means discover them (a node\'s `GET /v1/models`, every `poll_s`).',
+          'Ids of the models it serves, as the node names them (Latin-1 without control characters, as model ids). Required for `kind = "openai"`; for `"qm"` and `"mistralrs"`, empty means discover them (a node\'s `GET /v1/models`, every `poll_s`; a qm peer\'s first 1 000 valid models).',
         example: ["llama-70b"],
       },
       timeout_s: {

@@ -1,6 +1,7 @@
 import { join } from "node:path";
 import { isPortFreeOnLoopback, loadConfigFile } from "../config/index.ts";
 import { missingPrograms } from "../config/programs.ts";
+import { shownUrl } from "../peers/target.ts";
 import { type RunningServer, startServer } from "../runtime/serve.ts";
 import { createLogger, fallbackSink, ignoreStdoutErrors, LogFeed } from "../shared/log.ts";
 import { VERSION } from "../version.ts";
@@ -65,7 +66,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
   if (running.metricsUrl) log.info(`metrics on ${running.metricsUrl}/metrics`);
   const peers = Object.values(config.peers);
   if (peers.length > 0) {
-    log.info(`peers: ${peers.map((p) => `${p.id} (${p.kind}, ${p.url})`).join(", ")}`);
+    log.info(`peers: ${peers.map((p) => `${p.id} (${p.kind}, ${shownUrl(p.url)})`).join(", ")}`);
   }
 
   return new Promise<number>((resolve) => {

@@ -4,6 +4,7 @@
  * the file's order, which keeps them stable across restarts of the same config.
  */
 import { SplitCommandError, splitCommand } from "./argv.ts";
+import { headerProblem } from "./ids.ts";
 import type { Issues, Path } from "./issues.ts";
 import type { SourceMap } from "./locate.ts";
 import {
@@ -255,13 +256,50 @@ export function buildModels(
   const models: Record<string, ModelConfig> = {};
   for (const id of fileOrder(ctx.map, "models", Object.keys(file.models))) {
     if (ctx.issues.within(["models", id])) continue;
+    const hint = "name it in ASCII or Latin-1 and put this name in aliases (any character)";
+    if (refusedName(ctx, ["models", id], `model id ${JSON.stringify(id)}`, id, hint)) continue;
     const model = buildModel(ctx, id, file.models[id]!, ports);
     if (model) models[id] = model;
   }
   return models;
 }
 
+/**
+ * A model id or peer name that an HTTP header cannot carry (`X-QM-Model`, `X-QM-Peer`: see
+ * ids.ts) is refused here, at its line and column.
+ */
+function refusedName(
+  ctx: BuildContext,
+  path: Path,
+  what: string,
+  name: string,
+  hint: string,
+): boolean {
+  const problem = headerProblem(name);
+  if (problem === null) return false;
+  ctx.issues.at(path, `${what} ${problem}; ${hint}`);
+  return true;
+}
+
+/** The model names a peer's config lists (`models`; a node's `est_vram_gb` keys and `pinned`). */
+function refusedPeerModels(ctx: BuildContext, id: string, p: PeerFile): boolean {
+  const named: [Path, string][] = [
+    ...p.models.map((m, i): [Path, string] => [["peers", id, "models", i], m]),
+    ...Object.keys(p.est_vram_gb).map((m): [Path, string] => [["peers", id, "est_vram_gb", m], m]),
+    ...p.pinned.map((m, i): [Path, string] => [["peers", id, "pinned", i], m]),
+  ];
+  let refused = false;
+  for (const [path, m] of named) {
+    const hint = "qm cannot route to a name it cannot send back in X-QM-Model";
+    if (refusedName(ctx, path, `model ${JSON.stringify(m)}`, m, hint)) refused = true;
+  }
+  return refused;
+}
+
 function buildPeer(ctx: BuildContext, id: string, p: PeerFile): PeerConfig | undefined {
+  const named = `peer name ${JSON.stringify(id)}`;
+  if (refusedName(ctx, ["peers", id], named, id, "name it in ASCII or Latin-1")) return undefined;
+  if (refusedPeerModels(ctx, id, p)) return undefined;
   checkNodeKeys(ctx, id, p);
   const url = expandAt(ctx, ["peers", id, "url"], p.url, []);
   const apiKey = expandAt(ctx, ["peers", id, "api_key"], p.api_key, []);

@@ -44,8 +44,11 @@ export const ServerSchema = Type.Object(
   {
     listen: strings(["127.0.0.1:8080"]),
     metrics_listen: Type.String({ default: "" }),
-    /** `GET /metrics` on the API listeners too. */
-    metrics_on_api: Type.Boolean({ default: false }),
+    /**
+     * `GET /metrics` on the API listeners too: `true` behind the API key like every route,
+     * `"open"` without one (an endpoint picker scrapes the inference port and sends no key).
+     */
+    metrics_on_api: Type.Union([Type.Boolean(), Type.Literal("open")], { default: false }),
     api_keys: Type.Array(Type.String({ minLength: 1 }), { default: [] }),
     start_port: Type.Integer({ minimum: 1, maximum: 65535, default: 10001 }),
     health_check_timeout_s: seconds(120),

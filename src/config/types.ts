@@ -9,8 +9,11 @@ export interface ServerConfig {
   listen: string[];
   /** `host:port` of the Prometheus listener; "" = off. */
   metricsListen: string;
-  /** `GET /metrics` is served on the API listeners too. */
-  metricsOnApi: boolean;
+  /**
+   * `GET /metrics` is served on the API listeners too: `true` behind the API key, `"open"`
+   * without one (that path only).
+   */
+  metricsOnApi: boolean | "open";
   apiKeys: string[];
   startPort: number;
   healthCheckTimeoutS: number;

@@ -22,6 +22,16 @@ export interface ModelGauge {
   readonly queued: number;
   /** Leases held on it. */
   readonly leases: number;
+  /**
+   * Set for this box's own models (absent for a managed node's): what the model server
+   * protocol reports of it (`model-server.ts`).
+   */
+  readonly protocol?: {
+    /** The names a client may send for it: its id and exact aliases; none when unlisted. */
+    readonly names: readonly string[];
+    /** Not resident, and loading it now would evict nothing. */
+    readonly loadable: boolean;
+  };
 }
 
 /** What the gauges show at one scrape. Memory in GB, as status words it (2 decimals). */

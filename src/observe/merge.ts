@@ -11,6 +11,13 @@
  * - another model's family of that name has another type;
  * - one of its series' names belongs to another family (`x_count` of a histogram `x` beside
  *   a plain `x_count` from another server).
+ *
+ * A family in vLLM's namespace (`vllm:…`) is renamed `upstream:vllm:…`, series and all: qm
+ * shows the model server protocol's gauges under those names for the box as a whole
+ * (`model-server.ts`), and an endpoint picker reads the first series of a name it knows, so
+ * an engine's own `vllm:num_requests_waiting{model="x"}` must never stand beside qm's. The
+ * whole prefix is renamed, not the protocol's names of the moment: the picker reads more of
+ * them as it grows (`vllm:cache_config_info`, `vllm:max_gpu_lora_adapters`, …).
  */
 import type { Family, MetricType, Sample } from "./exposition.ts";
 
@@ -24,6 +31,21 @@ export type DropReport = (model: string, family: string, why: string) => void;
 
 /** qm's own names: no upstream family may use them. */
 export const QM_PREFIX = "qm_";
+
+/** The model server protocol's namespace, and what an engine's families in it are renamed to. */
+export const PROTOCOL_PREFIX = "vllm:";
+export const RENAMED_PREFIX = "upstream:";
+
+/** `f` out of the protocol's namespace (`vllm:x` → `upstream:vllm:x`), its series too. */
+function outOfProtocol(f: Family): Family {
+  if (!f.name.startsWith(PROTOCOL_PREFIX)) return f;
+  const moved = (name: string) => (name.startsWith(PROTOCOL_PREFIX) ? RENAMED_PREFIX + name : name);
+  return {
+    ...f,
+    name: moved(f.name),
+    samples: f.samples.map((s) => ({ ...s, name: moved(s.name) })),
+  };
+}
 
 /** The series names a family of `type` may write (its own name included). */
 function seriesNames(f: Family): string[] {
@@ -50,8 +72,9 @@ export function mergeUpstream(scraped: readonly Scraped[], dropped: DropReport):
   /** Which family writes each series name. */
   const owner = new Map<string, string>();
   for (const { model, families } of scraped) {
-    for (const f of families) {
-      if (f.samples.length === 0) continue;
+    for (const written of families) {
+      if (written.samples.length === 0) continue;
+      const f = outOfProtocol(written);
       const names = seriesNames(f);
       if (names.some((n) => n.startsWith(QM_PREFIX))) {
         dropped(model, f.name, `its name is qm's own (${QM_PREFIX}…)`);

@@ -17,6 +17,7 @@ import type { HoldChange } from "../scheduler/types.ts";
 import { type GaugeReading, Gauges } from "./gauges.ts";
 import { type HistogramSeries, SeriesHistogram } from "./histogram.ts";
 import { type KeyLoadReading, KeyMetrics } from "./key-metrics.ts";
+import { ModelServerGauges, type ProtocolModel, protocolFigures } from "./model-server.ts";
 import type { RequestRecord } from "./record.ts";
 import { UpstreamMetrics, type UpstreamOptions, type UpstreamTarget } from "./upstream.ts";
 
@@ -70,6 +71,8 @@ export interface MetricsSources {
   upstreams?: (() => UpstreamTarget[]) | undefined;
   /** How they are fetched (time limit, size cap, warnings). */
   upstream?: UpstreamOptions | undefined;
+  /** Wall-clock milliseconds (the model server protocol's change times); `Date.now` by default. */
+  now?: (() => number) | undefined;
 }
 
 export class QmMetrics {
@@ -94,6 +97,7 @@ export class QmMetrics {
   private readonly holds: Record<Exclude<HoldChange, "dropped">, Counter<"model">>;
   private readonly holdsDropped: Counter<"model" | "reason">;
   private readonly gauges: Gauges;
+  private readonly protocol: ModelServerGauges;
   /** Swaps in progress: when each started (the runtime's clock, ms). */
   private readonly swapStarts = new Map<number, { model: string; at: number }>();
   private readonly upstream: UpstreamMetrics;
@@ -229,6 +233,7 @@ export class QmMetrics {
     );
     this.gauges = new Gauges(this.registry);
     this.keys = new KeyMetrics(registers, () => sources.keys?.() ?? []);
+    this.protocol = new ModelServerGauges(this.registry, sources.now);
     this.upstream = new UpstreamMetrics(this.registry, sources.upstream);
     const peerRequests = this.peerRequests;
     new Counter({
@@ -353,13 +358,29 @@ export class QmMetrics {
   /**
    * The text format, gauges read from the runtime's state now; then the model servers' own metrics,
    * each labelled with its model (upstream.ts), fetched first so that this scrape's
-   * `qm_upstream_scrape_*` series describe them.
+   * `qm_upstream_scrape_*` series describe them and the model server protocol's KV-cache gauge
+   * reads them.
    */
   async text(): Promise<string> {
     const targets = this.sources.upstreams?.() ?? [];
     const upstream = await this.upstream.collect(targets);
-    this.gauges.set(this.sources.gauges());
-    return (await this.registry.metrics()) + upstream;
+    const reading = this.sources.gauges();
+    const models = [...reading.models];
+    this.gauges.set({ ...reading, models });
+    const own: ProtocolModel[] = [];
+    for (const m of models) {
+      if (!m.protocol) continue;
+      own.push({
+        ready: m.state === "ready",
+        loading: m.state === "starting",
+        inflight: m.inflight,
+        queued: m.queued,
+        names: m.protocol.names,
+        loadable: m.protocol.loadable,
+      });
+    }
+    this.protocol.set(protocolFigures(own, upstream.kvUsage ?? 0));
+    return (await this.registry.metrics()) + upstream.text;
   }
 
   get contentType(): string {

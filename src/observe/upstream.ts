@@ -4,7 +4,8 @@
  * timeout and a size cap, parsed (`exposition.ts`), labelled with the model and merged
  * (`merge.ts`) after qm's own. A slow, failing or malformed upstream never fails qm's scrape
  * and delays it by at most the timeout: its series are left out, and
- * `qm_upstream_scrape_errors_total{model}` counts it.
+ * `qm_upstream_scrape_errors_total{model}` counts it. The same scrape reads each engine's
+ * KV-cache use for the model server protocol (`model-server.ts`): the busiest engine's.
  */
 import { Counter, Gauge, type Registry } from "prom-client";
 import { readAtMost } from "../shared/read-at-most.ts";
@@ -33,6 +34,34 @@ export interface UpstreamOptions {
 }
 
 const ACCEPT = "text/plain;version=0.0.4;q=1,*/*;q=0.1";
+
+/**
+ * The gauges engines report their KV-cache use in (0–1): vLLM's (`kv_cache_usage_perc` since
+ * its V1 engine, `gpu_cache_usage_perc` before), llama-server's with `--metrics`, SGLang's.
+ */
+const KV_USAGE = [
+  "vllm:kv_cache_usage_perc",
+  "vllm:gpu_cache_usage_perc",
+  "llamacpp:kv_cache_usage_ratio",
+  "sglang:token_usage",
+];
+
+/** An engine's KV-cache use from its families: the first of `KV_USAGE` it has, or null. */
+export function kvUsageOf(families: readonly Family[]): number | null {
+  for (const name of KV_USAGE) {
+    const value = families.find((f) => f.name === name)?.samples[0]?.value;
+    if (value !== undefined && Number.isFinite(value)) return Math.min(1, Math.max(0, value));
+  }
+  return null;
+}
+
+/** One scrape of the model servers: their merged families' text, and the busiest KV cache. */
+export interface UpstreamScrape {
+  /** "" when none answered. */
+  text: string;
+  /** The highest KV-cache use any scraped engine reports (0–1), or null when none does. */
+  kvUsage: number | null;
+}
 
 export class UpstreamMetrics {
   private readonly errors: Counter<"model">;
@@ -64,11 +93,12 @@ export class UpstreamMetrics {
     });
   }
 
-  /** Scrapes every target in parallel; the merged families' text ("" when none). */
-  async collect(targets: readonly UpstreamTarget[]): Promise<string> {
+  /** Scrapes every target in parallel: the merged families' text, and the busiest KV cache. */
+  async collect(targets: readonly UpstreamTarget[]): Promise<UpstreamScrape> {
     const results = await Promise.all(targets.map((t) => this.scrapeOne(t)));
     this.duration.reset();
     const scraped: Scraped[] = [];
+    let kvUsage: number | null = null;
     for (const r of results) {
       this.duration.set({ model: r.model }, r.seconds);
       if ("error" in r) {
@@ -81,6 +111,8 @@ export class UpstreamMetrics {
       }
       this.failing.delete(r.model);
       scraped.push({ model: r.model, families: r.families });
+      const kv = kvUsageOf(r.families);
+      if (kv !== null) kvUsage = Math.max(kvUsage ?? 0, kv);
     }
     const merged = mergeUpstream(scraped, (model, family, why) => {
       const key = `${model}\u0000${family}`;
@@ -88,7 +120,7 @@ export class UpstreamMetrics {
       this.dropsSaid.add(key);
       this.warn(`metrics of model ${model}: family ${family} dropped: ${why}`);
     });
-    return merged.map(formatFamily).join("");
+    return { text: merged.map(formatFamily).join(""), kvUsage };
   }
 
   private warn(line: string): void {

@@ -42,6 +42,8 @@ export interface UpstreamCall {
   readonly fetch?: Fetch | undefined;
   /** What each model's server answers with as its name (learnt); absent: always rewrite. */
   readonly answerNames?: AnswerNames | undefined;
+  /** Set when the upstream is a peer (`[peers.NAME]`): its redirects fail the call. */
+  readonly peer?: { readonly peer: string } | null | undefined;
 }
 
 export interface ForwardRequest {
@@ -101,6 +103,15 @@ export async function forward(req: ForwardRequest): Promise<Response> {
     } as RequestInit);
   } catch (error) {
     throw ended(req, error);
+  }
+  if (req.call.peer && upstream.status >= 300 && upstream.status < 400) {
+    // A peer's redirect is never followed (the request and the peer's key would go to another
+    // host) nor passed on (the client would follow it there): the call failed, like a peer
+    // that failed — a 502 naming it, the peer marked down, a bare name tried elsewhere.
+    await upstream.body?.cancel().catch(() => {});
+    const peer = req.call.peer.peer;
+    const why = `peer "${peer}" answered ${upstream.status}, a redirect; qm does not follow or pass on a peer's redirects`;
+    throw ended(req, new QmError("upstream_failed", why));
   }
   deadline.headers();
   if (req.raw) {

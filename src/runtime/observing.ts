@@ -13,7 +13,9 @@ import { QmMetrics } from "../observe/prometheus.ts";
 import type { RequestRecord } from "../observe/record.ts";
 import type { UpstreamTarget } from "../observe/upstream.ts";
 import { UsageBook } from "../observe/usage.ts";
+import type { Eviction } from "../policy/types.ts";
 import type { Scheduler } from "../scheduler/scheduler.ts";
+import type { ModelState } from "../scheduler/types.ts";
 import type { StateDb } from "../store/database.ts";
 import { VERSION } from "../version.ts";
 import type { EventHub } from "./event-hub.ts";
@@ -39,6 +41,21 @@ export function gaugeReading(i: GaugeInputs, config: Config): GaugeReading {
   const snap = i.scheduler.snapshot();
   const gpu = i.gpu();
   const r = gpu?.reading;
+  const aliasesOf = new Map<string, string[]>();
+  for (const [alias, id] of Object.entries(config.aliases)) {
+    aliasesOf.set(id, [...(aliasesOf.get(id) ?? []), alias]);
+  }
+  /** What the model server protocol reports of a model of this box's own (not a node's). */
+  const protocolOf = (id: string, state: ModelState) => {
+    const m = i.modelOf(id);
+    if (m.node) return undefined;
+    const listed = !m.unlisted && !m.variantOf;
+    const stopped = state === "stopped" || state === "failed";
+    return {
+      names: listed ? [id, ...(aliasesOf.get(id) ?? [])] : [],
+      loadable: listed && stopped && evictsNothing(i.scheduler.evictionFor(id)),
+    };
+  };
   return {
     version: VERSION,
     uptimeS: Math.round((Date.now() - i.startedAt) / 1000),
@@ -48,6 +65,7 @@ export function gaugeReading(i: GaugeInputs, config: Config): GaugeReading {
       inflight: m.inflight,
       queued: m.queued,
       leases: i.leasesOf(m.id),
+      protocol: protocolOf(m.id, m.state),
     })),
     queueDepth: snap.queueDepth,
     swapsInProgress: snap.swaps.length,
@@ -63,6 +81,8 @@ export function gaugeReading(i: GaugeInputs, config: Config): GaugeReading {
     peers: i.peers(),
   };
 }
+
+const evictsNothing = (e: Eviction) => e.ok && e.evict.length === 0;
 
 export interface ObservationDeps {
   events: EventHub;
@@ -103,7 +123,7 @@ export class Observation {
         : null;
     this.activity = new ActivityLog(act.enabled ? act.size : 0, this.captures);
     this.logged = act.enabled;
-    this.metricsServed = config.server.metricsListen !== "" || config.server.metricsOnApi;
+    this.metricsServed = config.server.metricsListen !== "" || config.server.metricsOnApi !== false;
     const db = deps.db;
     this.usage =
       act.enabled || db !== null

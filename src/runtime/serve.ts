@@ -94,7 +94,7 @@ export function startServer(config: Config, log: Logger, opts: ServeOptions = {}
       const hp = parseHostPort(metrics);
       if (!hp) throw new Error(`bad metrics_listen address "${metrics}"`);
       const server = bindListener("server.metrics_listen", metrics, () =>
-        serveMetrics(runtime, hp.host, hp.port, log),
+        serveMetrics(runtime, hp.host, hp.port, log, config.server.allowedHosts),
       );
       servers.push(server);
       metricsUrl = urlOf(hp.host, server.port);
@@ -195,8 +195,9 @@ export function serveMetrics(
   host: string,
   port: number,
   log: Logger,
+  allowedHosts: readonly string[] = [],
 ): Listener {
-  const handle = metricsHandler(gw, log);
+  const handle = metricsHandler(gw, log, { allowedHosts, loopback: isLoopbackName(host) });
   return Bun.serve({
     hostname: host,
     port,

@@ -16,6 +16,7 @@ import { sumByKey } from "../../observe/usage.ts";
 import { QmError } from "../../shared/errors.ts";
 import type { Logger } from "../../shared/log.ts";
 import { keyOf } from "../edge/caller.ts";
+import { type MetricsHosts, metricsGate } from "../edge/metrics-gate.ts";
 import type { ObserveGateway } from "../gateway.ts";
 import { openaiError } from "../openai/errors.ts";
 import { badRequest } from "../request/body.ts";
@@ -85,14 +86,19 @@ export function metricsRoutes(gw: ObserveGateway) {
 }
 
 /**
- * The metrics listener's whole handler: `GET /metrics` (HEAD too), a 405 for another method
- * there, and a 404 in the OpenAI envelope for every other path.
+ * The metrics listener's whole handler: a Host `hosts` does not admit is refused (403), then
+ * `GET /metrics` (HEAD too), a 405 for another method there, and a 404 in the OpenAI envelope
+ * for every other path.
  */
 export function metricsHandler(
   gw: ObserveGateway,
   log: Logger,
+  hosts: MetricsHosts,
 ): (request: Request) => Promise<Response> {
+  const gate = metricsGate(hosts);
   return async (request) => {
+    const refused = gate(request);
+    if (refused) return openaiError(refused);
     const path = new URL(request.url).pathname;
     if (path !== "/metrics") {
       return openaiError(

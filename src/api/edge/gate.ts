@@ -42,10 +42,12 @@ const METHODS = new Set(["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIO
  */
 const PROBE_PATHS: ReadonlySet<string> = new Set(["/health", "/ready"]);
 
-function isOpenPath(path: string, method: string): boolean {
-  return (
-    PROBE_PATHS.has(path) || ((method === "GET" || method === "HEAD") && UI_ASSET_PATHS.has(path))
-  );
+function isOpenPath(path: string, method: string, openMetrics: boolean): boolean {
+  if (PROBE_PATHS.has(path)) return true;
+  if (method !== "GET" && method !== "HEAD") return false;
+  // `metrics_on_api = "open"`: an endpoint picker scrapes `/metrics` on the inference port and
+  // sends no key (docs/cluster.md). Exactly that path; the Host check above still applies.
+  return UI_ASSET_PATHS.has(path) || (openMetrics && path === "/metrics");
 }
 
 /**
@@ -62,6 +64,7 @@ export function createEdge(gw: Gateway, route: Handler, opts: EdgeOptions) {
   const hosts = hostPolicy(server.allowedHosts, opts.loopback);
   const origins = server.corsOrigins;
   const limit = server.maxBodyBytes;
+  const openMetrics = server.metricsOnApi === "open";
 
   return async function edge(request: Request, srv: IdleServer | null): Promise<Response> {
     const url = request.url;
@@ -108,8 +111,10 @@ export function createEdge(gw: Gateway, route: Handler, opts: EdgeOptions) {
       return render(tooLarge(limit));
     }
     let key: ApiKey = keys.anonymous;
+    // An open path is open to every caller, an admin route among them (`/metrics` when open).
+    const open = isOpenPath(path, method, openMetrics);
     if (keys.required) {
-      if (isOpenPath(path, method)) key = keys.nobody;
+      if (open) key = keys.nobody;
       else {
         const presented = presentedKey(request.headers);
         const found = presented ? keys.lookup(presented) : null;
@@ -129,7 +134,7 @@ export function createEdge(gw: Gateway, route: Handler, opts: EdgeOptions) {
         key = found;
       }
     }
-    if (!key.admin && isAdminRoute(path)) {
+    if (!key.admin && !open && isAdminRoute(path)) {
       opts.log.debug(`${method} ${path}: refused to key ${key.name} (an admin route)`);
       return withCors(
         render(

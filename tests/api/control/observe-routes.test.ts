@@ -76,7 +76,10 @@ describe("the activity and metrics routes", () => {
   });
 
   test("the metrics listener's handler serves the gauges of the reading", async () => {
-    const handle = metricsHandler(observeGateway(), silentLogger);
+    const handle = metricsHandler(observeGateway(), silentLogger, {
+      allowedHosts: [],
+      loopback: true,
+    });
     const text = await (await handle(get("/metrics"))).text();
     expect(text).toContain('qm_model_state{model="m",state="ready"} 1');
     expect(text).toContain('qm_model_inflight{model="m"} 1');

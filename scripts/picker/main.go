@@ -114,7 +114,7 @@ func must(err error) {
 
 func run(qm, epp, eppConfig, version, dir, out string, boxes *[]*box, eppCmd **exec.Cmd) int {
 	f := &figures{PickerVersion: version, Picks: map[string][]string{}, PickMs: map[string]float64{},
-		AfterMove: map[string][]string{}, ParsedFamily: map[string][]string{}, Boxes: map[string]string{},
+		Failures: []string{}, AfterMove: map[string][]string{}, ParsedFamily: map[string][]string{}, Boxes: map[string]string{},
 		byBox: map[string]string{}}
 	defer func() {
 		data, _ := json.MarshalIndent(f, "", "  ")
@@ -236,8 +236,9 @@ func run(qm, epp, eppConfig, version, dir, out string, boxes *[]*box, eppCmd **e
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+	fmt.Printf("the picker picked %.0f ms after its health check passed; 1 s to settle\n",
+		float64(time.Since(settleStart).Milliseconds()))
 	time.Sleep(time.Second)
-	fmt.Printf("picker ready %.0f ms after its health check passed\n", float64(time.Since(settleStart).Milliseconds()))
 
 	pickOnce := func(name string) (string, time.Duration, error) {
 		t0 := time.Now()

@@ -20,7 +20,8 @@ if [ ! -x "$CACHE/epp-$EPP_VERSION/epp" ]; then
   (
     cd "$CACHE/epp-$EPP_VERSION"
     [ -f go.mod ] || go mod init qm-epp >/dev/null 2>&1
-    go get "sigs.k8s.io/gateway-api-inference-extension/cmd/epp@$EPP_VERSION"
+    go get "sigs.k8s.io/gateway-api-inference-extension/cmd/epp@$EPP_VERSION" 2>get.log ||
+      { cat get.log >&2; exit 1; }
     go build -o epp sigs.k8s.io/gateway-api-inference-extension/cmd/epp
   )
 fi

@@ -2,9 +2,9 @@
  * A model of llm-d-router's endpoint picker as far as qm's gauges reach it: the core metrics
  * extractor, the `lora-affinity-scorer`, `queue-scorer` and `kv-cache-utilization-scorer`, the
  * weighted sum and the `max-score-picker`. Written from the rules docs/cluster.md records, read
- * in llm-d-router's source (files and commits there); none of its code is copied. The real
- * picker cannot be built on this machine (its Go module is not on the module proxy), so the
- * tests drive this model against real `qm serve` processes.
+ * in llm-d-router's source (files and commits there); none of its code is copied. The tests
+ * drive this model against real `qm serve` processes; scripts/picker/run.sh runs a real
+ * picker (Go, outside `bun test`).
  */
 import { type Family, parseExposition } from "../../../src/observe/exposition.ts";
 

@@ -7,8 +7,8 @@
  * box keeps its model's requests while its queue is the deepest; and a model moved from one
  * box to another is followed within 5 s.
  *
- * Not the real picker: llm-d-router's Go module is not on the module proxy this machine
- * reaches, so its rules are modelled (docs/cluster.md says what that leaves unproven).
+ * Not the real picker, whose rules are modelled here; scripts/picker/run.sh runs a real one
+ * over the same setup (docs/cluster.md, "The real picker, run").
  */
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import type { StatusJson } from "../../../src/api/status-json.ts";

@@ -1,8 +1,11 @@
 import type { ResourcesConfig } from "../config/types.ts";
+import { type CardLimits, type CardSample, cardSamples } from "../gpu/history.ts";
 import {
+  type Attribution,
   type CardReading,
   effectiveBudgetGb,
   ForeignBaseline,
+  type GpuKind,
   type GpuReading,
   liveCeiling,
   OwnProcesses,
@@ -13,11 +16,23 @@ import {
   type SpawnVerdict,
   spawnGuard,
 } from "../gpu/index.ts";
+import { MemoryOwners } from "../gpu/owners.ts";
+import { VramPictures } from "../gpu/vram-pictures.ts";
 import type { Logger } from "../shared/log.ts";
 import { delay, type Timers } from "../shared/timer.ts";
 import type { CardLimit, LiveBudget } from "./live-budget.ts";
 
-/** One reading of the GPUs' memory (`probeGpu`: nvidia-smi). */
+export { VramPictures };
+
+const KIND_NAMES: Record<GpuKind, string> = {
+  nvidia: "NVIDIA (nvidia-smi)",
+  "nvidia-unified": "NVIDIA with unified memory (nvidia-smi; memory from /proc/meminfo)",
+  amd: "AMD (sysfs)",
+  apple: "Apple silicon (no live reading yet: static budget)",
+  none: "none found (static budget)",
+};
+
+/** One reading of the GPUs' memory (`probeGpu`: nvidia-smi, AMD sysfs, /proc/meminfo). */
 export type GpuProbe = (opts: ProbeOptions) => Promise<ProbeResult>;
 
 export interface GpuWatchDeps {
@@ -46,56 +61,8 @@ export interface GpuWatchDeps {
   vramEventGb?: number;
   /** The least time between two change reports; default 1 s (the spawn guard re-reads fast). */
   vramEventMinMs?: number;
-}
-
-/** What one `vram` report showed. */
-interface Picture {
-  usedGb: number;
-  foreignGb: number;
-  ceilingGb: number;
-  at: number;
-}
-
-/**
- * Decides which readings change the VRAM picture enough to report: the first trusted one, the
- * loss of trust (and its return), and a move of used, foreign or the ceiling by more than
- * `thresholdGb` since the last report — at most once per `minMs`. A move held back by that
- * limit is not lost: the next reading past it is compared with the last report, not the last
- * reading, so the change is reported then.
- */
-export class VramPictures {
-  /** The last report: a picture, "none" (trust lost), or null (nothing reported yet). */
-  private shown: Picture | "none" | null = null;
-
-  constructor(
-    private readonly thresholdGb = 0.25,
-    private readonly minMs = 1000,
-  ) {}
-
-  /** A trusted reading (with the ceiling it gives) at `now`: true when it is to be reported. */
-  reading(usedGb: number, foreignGb: number, ceilingGb: number, now: number): boolean {
-    const last = this.shown;
-    const next = { usedGb, foreignGb, ceilingGb, at: now };
-    if (last === null || last === "none") {
-      this.shown = next;
-      return true;
-    }
-    const moved = (a: number, b: number) => Math.abs(a - b) > this.thresholdGb;
-    const changed =
-      moved(usedGb, last.usedGb) ||
-      moved(foreignGb, last.foreignGb) ||
-      moved(ceilingGb, last.ceilingGb);
-    if (!changed || now - last.at < this.minMs) return false;
-    this.shown = next;
-    return true;
-  }
-
-  /** No trusted reading: reported once, when trust is lost. */
-  untrusted(): boolean {
-    if (this.shown === null || this.shown === "none") return false;
-    this.shown = "none";
-    return true;
-  }
+  /** Each trusted reading's cards, for the history behind the dashboard's charts. */
+  onSample?: (cards: CardSample[]) => void;
 }
 
 export interface GuardOptions {
@@ -126,6 +93,11 @@ export class GpuWatch {
   /** Spawn-guard refusals, remembered until the memory picture changes. */
   private readonly refusals = new Map<string, { fingerprint: string; message: string }>();
   private readonly pictures: VramPictures;
+  /** Whose memory each reading shows: by process, or by change (a PID namespace). */
+  private readonly owners = new MemoryOwners();
+  /** The kind of GPU the last probe found (`/api/status` `resources.gpu_kind`). */
+  kind: GpuKind = "none";
+  private kindLogged = false;
 
   constructor(private readonly deps: GpuWatchDeps) {
     this.own = new OwnProcesses(deps.settleMs ?? RELEASE_SETTLE_MS);
@@ -168,20 +140,31 @@ export class GpuWatch {
     });
     // Idle at both ends of the reading: a model that started or exited while nvidia-smi ran
     // may be in it, unattributed.
-    const idle = pids.idle && this.own.look(timers.now(), this.deps.processes()).idle;
-    const limit = (r: typeof result) =>
-      effectiveBudgetGb(resources.vramBudgetGb, resources.oomGuardReserveGb, r, this.baseline.gb);
-    if (!result.ok) {
+    const models = [...this.deps.processes()];
+    const idle = pids.idle && this.own.look(timers.now(), models).idle;
+    this.noteKind(result);
+    const { reading: r, switched } = this.owners.apply({
+      result,
+      models,
+      settling: this.own.settling(timers.now()),
+      placement: (id) => budget.placement(id),
+    });
+    if (switched) {
+      this.deps.log.warn(
+        `GPU memory: ${result.ok ? "the probe" : result.reason.replace(/: static budget applies$/, "")}; attributing memory by change (the GPU's process ids are not visible here)`,
+      );
+    }
+    if (!r) {
+      const reason = result.ok ? "no reading" : result.reason;
       this.last = null;
       if (budget.cardLimits().length > 0) {
         // The cards' budgets stand, verbatim, as the box's static budget does.
         const limits = budget.cardLimits().map((c) => ({ ...c, ceilingGb: c.budgetGb }));
-        budget.setCards(limits, result.reason);
-      } else budget.set(limit(result), result.reason);
+        budget.setCards(limits, reason);
+      } else budget.set(resources.vramBudgetGb, reason);
       if (this.pictures.untrusted()) this.deps.vramChanged?.();
-      return result.reason.includes("not found");
+      return !result.ok && result.kind === "none";
     }
-    const r = result.reading;
     this.last = r;
     this.lastAt = timers.now();
     this.baseline.observe(r.foreignGb, idle);
@@ -189,19 +172,32 @@ export class GpuWatch {
     const before = budget.vramGb();
     const cards = this.cardLimits(r.cards ?? [], idle);
     if (cards.length > 0) return this.applyCards(r, cards, before);
-    const ceiling = limit(result);
+    // Unified memory without vram_budget_gb: the budget is the memory the box has.
+    const budgetGb =
+      resources.vramBudgetGb > 0 || r.kind !== "nvidia-unified"
+        ? resources.vramBudgetGb
+        : r.totalGb;
+    const ceiling = effectiveBudgetGb(
+      budgetGb,
+      resources.oomGuardReserveGb,
+      { ok: true, reading: r },
+      this.baseline.gb,
+    );
     const base = round(this.baseline.gb ?? 0);
     budget.set(
       ceiling,
-      resources.vramBudgetGb <= 0
-        ? `live: ${round(r.usedGb)} of ${round(r.totalGb)} GB used, ${round(r.foreignGb)} GB by other programs (no vram_budget_gb set)`
-        : `live: ${round(r.foreignGb)} GB used by other programs (idle baseline ${base} GB), ` +
-            `${resources.oomGuardReserveGb} GB reserve → ceiling ${round(ceiling)} GB`,
+      `${this.liveNote()}: ` +
+        (budgetGb <= 0
+          ? `${round(r.usedGb)} of ${round(r.totalGb)} GB used, ${round(r.foreignGb)} GB by other programs (no vram_budget_gb set)`
+          : `${round(r.foreignGb)} GB used by other programs (idle baseline ${base} GB), ` +
+            `${resources.oomGuardReserveGb} GB reserve → ceiling ${round(ceiling)} GB` +
+            (budgetGb === resources.vramBudgetGb ? "" : ` of ${round(budgetGb)} GB (MemTotal)`)),
     );
+    this.recordSample(r, () => ({ budgetGb, ceilingGb: budget.vramGb() }));
     if (this.pictures.reading(r.usedGb, r.foreignGb, budget.vramGb(), timers.now())) {
       this.deps.vramChanged?.();
     }
-    if (resources.vramBudgetGb <= 0) return false;
+    if (budgetGb <= 0) return false;
     if (ceiling < before) {
       this.deps.log.warn(
         `GPU memory: other programs now use ${round(r.foreignGb)} GB; VRAM ceiling ${round(before)} → ${round(ceiling)} GB`,
@@ -211,6 +207,45 @@ export class GpuWatch {
     // process is gone), memory is moving; judge pressure once it settles.
     if (!this.deps.inTransition() && !this.own.settling(timers.now())) this.deps.shed(ceiling);
     return false;
+  }
+
+  /** "live" with how qm's memory is told, for the status note. */
+  private liveNote(): string {
+    return this.owners.attribution === "by_change"
+      ? "live, attribution by change (the GPU's process ids are not visible here)"
+      : "live";
+  }
+
+  /** The kind of GPU the probe found; logged when it changes (the first reading included). */
+  private noteKind(result: ProbeResult): void {
+    const kind: GpuKind = result.ok ? (result.reading.kind ?? "nvidia") : (result.kind ?? "none");
+    if (kind === this.kind && this.kindLogged) return;
+    this.kind = kind;
+    this.kindLogged = true;
+    this.deps.log.info(`GPU: ${KIND_NAMES[kind]}`);
+  }
+
+  /** One history sample of the reading's cards, with the limits in force. */
+  private recordSample(r: GpuReading, boxLimits: () => CardLimits): void {
+    const onSample = this.deps.onSample;
+    if (!onSample) return;
+    const limits = this.deps.budget.cardLimits();
+    onSample(
+      cardSamples(r.cards ?? [], this.owners.models, (index) => {
+        const c = limits.find((l) => l.index === index);
+        return c ? { budgetGb: c.budgetGb, ceilingGb: c.ceilingGb } : boxLimits();
+      }),
+    );
+  }
+
+  /** How qm's memory is told now: by its processes, by change, or null without a reading. */
+  get attribution(): Attribution | null {
+    return this.last ? this.owners.attribution : null;
+  }
+
+  /** Each of qm's models' memory in the latest trusted reading (GB, summed over cards). */
+  measured(): Map<string, number> {
+    return this.last ? this.owners.measured() : new Map();
   }
 
   /**
@@ -255,10 +290,11 @@ export class GpuWatch {
     );
     budget.setCards(
       cards,
-      `live, per card: ${list.join(", ")} (${round(r.foreignGb)} GB used by other programs, ` +
+      `${this.liveNote()}, per card: ${list.join(", ")} (${round(r.foreignGb)} GB used by other programs, ` +
         `${this.deps.resources.oomGuardReserveGb} GB reserve each)`,
     );
     const ceiling = budget.vramGb();
+    this.recordSample(r, () => ({ budgetGb: 0, ceilingGb: 0 }));
     if (this.pictures.reading(r.usedGb, r.foreignGb, ceiling, timers.now())) {
       this.deps.vramChanged?.();
     }

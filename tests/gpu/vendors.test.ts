@@ -336,8 +336,7 @@ describe("auto", () => {
     ).toEqual({
       ok: false,
       kind: "none",
-      reason:
-        "no GPU found (tool not found, no AMD card in /sys/class/drm): static budget applies",
+      reason: "no GPU found (tool not found, no AMD card in /sys/class/drm): static budget applies",
     });
     expect(
       await probeGpu({ command: "auto", nvidiaSmi, sysfsRoot: empty, platform: "darwin" }),

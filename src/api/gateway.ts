@@ -1,4 +1,5 @@
 import type { Config, ModelConfig } from "../config/types.ts";
+import type { HistoryJson } from "../gpu/history.ts";
 import type { PeerStatusJson, PeerTable } from "../peers/table.ts";
 import type { Deadline } from "../proxy/deadline.ts";
 import type { LoadProgress } from "../proxy/wait-status.ts";
@@ -114,6 +115,11 @@ export interface Gateway {
   readonly metrics: QmMetrics;
   /** Other boxes' models (`[peers.NAME]`); absent or null when there are none. */
   readonly peers?: PeerTable | null | undefined;
+  /**
+   * `GET /api/history`: the last `minutes` (at most 30) of GPU memory, residency and swaps.
+   * Absent: no history kept (the route answers empty lists).
+   */
+  history?(minutes: number): HistoryJson;
 }
 
 export interface ModelStatusJson {
@@ -225,6 +231,10 @@ export interface StatusJson {
     ram_used_gb: number;
     /** Why the ceiling is what it is, or why the static budget applies. */
     probe: string;
+    /** The GPU the probe found: `nvidia`, `nvidia-unified`, `amd`, `apple` or `none` (always set by qm). */
+    gpu_kind?: "nvidia" | "nvidia-unified" | "amd" | "apple" | "none";
+    /** How qm's share is told: by process (`pids`), `by_change`, or null without a reading. */
+    attribution?: "pids" | "by_change" | null;
     /** The latest trusted nvidia-smi reading, or null. */
     gpu: (GpuReadingJson & { foreign_baseline_gb: number | null }) | null;
     /** Each card, with several GPUs; absent on a box admitted against one budget. */

@@ -136,3 +136,25 @@ export function cardSamples(
     };
   });
 }
+
+/**
+ * Why a swap evicted what it did, in a word: `load` (nothing evicted), `memory` (evicted to fit
+ * a memory budget), `group` (a group's swap or exclusive rule).
+ */
+export function swapCause(evicted: readonly string[], forBudget: readonly string[]): string {
+  if (evicted.length === 0) return "load";
+  return forBudget.length > 0 ? "memory" : "group";
+}
+
+/**
+ * Why models were stopped outside a swap, in a word, from the scheduler's reason: `ttl`,
+ * `unload`, `keep_alive`, `shed` (the GPU's memory ran short), `budget` (a sleeping model's RAM
+ * wanted), else `other`.
+ */
+export function stopCause(reason: string): string {
+  if (reason === "ttl" || reason === "unload") return reason;
+  if (reason.startsWith("keep_alive")) return "keep_alive";
+  if (reason.startsWith("RAM for ")) return "budget";
+  if (reason.includes("memory")) return "shed";
+  return "other";
+}

@@ -14,6 +14,7 @@ import { modelIdFor } from "../config/aliases.ts";
 import { isPortFreeOnLoopback, loadConfigFile, parseVariantName } from "../config/index.ts";
 import { nodeModelId } from "../config/node-models.ts";
 import type { Config, ModelConfig } from "../config/types.ts";
+import { GpuHistory, type HistoryJson, stopCause, swapCause } from "../gpu/history.ts";
 import { probeGpu } from "../gpu/index.ts";
 import { PeerTable } from "../peers/table.ts";
 import { PeerWatch } from "../peers/watch.ts";
@@ -102,6 +103,8 @@ export class Runtime implements Effects, Gateway {
   readonly budget: LiveBudget;
   readonly leases: LeaseBook;
   readonly gpu: GpuWatch;
+  /** What the GPU held, which models were resident, and the swaps: the last 30 minutes. */
+  private readonly gpuHistory = new GpuHistory();
   private readonly waiters: Waiters;
   private readonly runner: SwapRunner;
   private readonly wake: WakeTimer;
@@ -200,6 +203,7 @@ export class Runtime implements Effects, Gateway {
       shed: (gb, cards) => this.scheduler.shed(gb, cards),
       // The VRAM picture as status shows it (only when it changed: a status costs little then).
       vramChanged: () => this.events.publish({ type: "vram", ...this.status().resources }),
+      onSample: (cards) => this.gpuHistory.memory(Date.now(), cards),
     });
     this.budget.refusalOf = (model) => this.gpu.refusal(model);
     this.budget.placementOf = (model) => this.scheduler.placementOf(model);
@@ -392,6 +396,8 @@ export class Runtime implements Effects, Gateway {
       leasesOf: (id) => this.leases.count(id),
       positionsOf: (id) => this.waiters.positionsOf(id),
       gpu: this.gpu.last,
+      gpuKind: this.gpu.kind,
+      attribution: this.gpu.attribution,
       foreignBaselineGb: this.gpu.foreignBaselineGb,
       loadTimes: this.loadTimes,
       modelOf: (id) => this.reloads.model(id),
@@ -400,6 +406,11 @@ export class Runtime implements Effects, Gateway {
     if (this.peers) status.peers = this.peers.status();
     if (this.preload.configured) status.preload = this.preload.status();
     return status;
+  }
+
+  /** `GET /api/history`: the last `minutes` (at most 30) of memory, residency and swaps. */
+  history(minutes: number): HistoryJson {
+    return this.gpuHistory.since(Date.now(), minutes);
   }
 
   /** Ready models whose server's own metrics are merged into qm's (`scrape_upstream_metrics`). */
@@ -510,6 +521,8 @@ export class Runtime implements Effects, Gateway {
   }
 
   startSwap(swap: Swap): void {
+    const cause = swapCause(swap.evict, swap.budget ?? []);
+    this.gpuHistory.swap(Date.now(), swap.target, swap.evict, cause);
     this.metrics.swapStarted(
       swap.id,
       swap.target,
@@ -525,11 +538,13 @@ export class Runtime implements Effects, Gateway {
   }
 
   stopModels(models: string[], reason: string): void {
+    this.gpuHistory.swap(Date.now(), null, models, stopCause(reason));
     this.metrics.stopped(models, reason);
     this.runner.stopModels(models, reason);
   }
 
   sleepModels(models: string[], reason: string): void {
+    this.gpuHistory.swap(Date.now(), null, models, stopCause(reason));
     this.metrics.stopped(models, reason);
     this.runner.sleepModels(models, reason);
   }
@@ -565,6 +580,7 @@ export class Runtime implements Effects, Gateway {
     if (!waking) this.loadTimes.state(model, state);
     this.loadTimes.wakeState(model, state, waking);
     this.loadEvents.state(model, state);
+    this.gpuHistory.state(Date.now(), model, state);
     this.nodes.stateChanged(model, state);
     // A load's event says how long it is expected to take (null: never loaded before).
     const expected =

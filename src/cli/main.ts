@@ -8,6 +8,8 @@ import { configCommand } from "./config.ts";
 import { doctorCommand } from "./doctor/command.ts";
 import { MAIN_HELP, VERSION_HELP } from "./help.ts";
 import { importCommand } from "./import/command.ts";
+import { selftestCommand } from "./selftest/command.ts";
+import { demoSmiCommand } from "./selftest/demo-smi.ts";
 import { serveCommand } from "./serve.ts";
 
 function versionCommand(argv: string[]): number {
@@ -50,6 +52,10 @@ async function main(argv: string[]): Promise<number> {
       return doctorCommand(rest);
     case "import":
       return importCommand(rest);
+    case "selftest":
+      return selftestCommand(rest);
+    case "demo-smi":
+      return demoSmiCommand(rest);
     case "demo-upstream":
       await runDemoUpstream(rest);
       return typeof process.exitCode === "number" ? process.exitCode : 0;

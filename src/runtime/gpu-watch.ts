@@ -248,6 +248,11 @@ export class GpuWatch {
     return this.last ? this.owners.measured() : new Map();
   }
 
+  /** The same, card by card: card index → model id → GB. */
+  modelsOnCards(): ReadonlyMap<number, ReadonlyMap<string, number>> {
+    return this.last ? this.owners.models : new Map();
+  }
+
   /**
    * Several GPUs: each card's budget (`resources.gpus`; else, with two or more cards listed,
    * each card's memory, scaled to `vram_budget_gb` when one is set) and its live ceiling

@@ -16,6 +16,7 @@ import {
   type SpawnVerdict,
   spawnGuard,
 } from "../gpu/index.ts";
+import { GPU_KIND_NAMES } from "../gpu/kind.ts";
 import { MemoryOwners } from "../gpu/owners.ts";
 import { VramPictures } from "../gpu/vram-pictures.ts";
 import type { Logger } from "../shared/log.ts";
@@ -23,14 +24,6 @@ import { delay, type Timers } from "../shared/timer.ts";
 import type { CardLimit, LiveBudget } from "./live-budget.ts";
 
 export { VramPictures };
-
-const KIND_NAMES: Record<GpuKind, string> = {
-  nvidia: "NVIDIA (nvidia-smi)",
-  "nvidia-unified": "NVIDIA with unified memory (nvidia-smi; memory from /proc/meminfo)",
-  amd: "AMD (sysfs)",
-  apple: "Apple silicon (no live reading yet: static budget)",
-  none: "none found (static budget)",
-};
 
 /** One reading of the GPUs' memory (`probeGpu`: nvidia-smi, AMD sysfs, /proc/meminfo). */
 export type GpuProbe = (opts: ProbeOptions) => Promise<ProbeResult>;
@@ -222,7 +215,7 @@ export class GpuWatch {
     if (kind === this.kind && this.kindLogged) return;
     this.kind = kind;
     this.kindLogged = true;
-    this.deps.log.info(`GPU: ${KIND_NAMES[kind]}`);
+    this.deps.log.info(`GPU: ${GPU_KIND_NAMES[kind]}`);
   }
 
   /** One history sample of the reading's cards, with the limits in force. */

@@ -18,6 +18,7 @@ import {
 } from "../gpu/index.ts";
 import { GPU_KIND_NAMES } from "../gpu/kind.ts";
 import { MemoryOwners } from "../gpu/owners.ts";
+import { setPlacementKind } from "../gpu/visible-devices.ts";
 import { VramPictures } from "../gpu/vram-pictures.ts";
 import type { Logger } from "../shared/log.ts";
 import { delay, type Timers } from "../shared/timer.ts";
@@ -215,6 +216,7 @@ export class GpuWatch {
     if (kind === this.kind && this.kindLogged) return;
     this.kind = kind;
     this.kindLogged = true;
+    if (kind !== "none") setPlacementKind(kind);
     this.deps.log.info(`GPU: ${GPU_KIND_NAMES[kind]}`);
   }
 

@@ -125,3 +125,13 @@ export function holdDeviceMemory(mib: number, device: number): DeviceMemory {
     },
   };
 }
+
+/** Whether the NVIDIA driver library loads and answers here (false on a box without it). */
+export function cudaAvailable(): boolean {
+  try {
+    cudaInfo();
+    return true;
+  } catch {
+    return false;
+  }
+}

@@ -15,7 +15,7 @@ import {
   parseDemoSmi,
   simulate,
 } from "../../src/cli/selftest/demo-smi.ts";
-import { cudaInfo } from "../../src/demo/cuda.ts";
+import { cudaAvailable } from "../../src/demo/cuda.ts";
 import { parseDemoFlags } from "../../src/demo/flags.ts";
 import { visibleCard } from "../../src/demo/vram.ts";
 import {
@@ -33,16 +33,6 @@ afterEach(async () => {
     await p.exited;
   }
 });
-
-/** Whether this box has the NVIDIA driver (then the real path is not a failure to test). */
-function hasDriver(): boolean {
-  try {
-    cudaInfo();
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 describe("--vram-mb flags", () => {
   test("N MiB on device I (default 0); 0, a device alone, or junk are usage errors", () => {
@@ -182,7 +172,7 @@ describe("a demo model holding memory", () => {
     });
   });
 
-  test.skipIf(hasDriver())(
+  test.skipIf(cudaAvailable())(
     "real, without the NVIDIA driver: exit 1 naming libcuda.so.1",
     async () => {
       const p = Bun.spawn(demoArgv("--vram-mb", "64"), {

@@ -5,22 +5,13 @@
  * binary).
  */
 import { beforeAll, expect, setDefaultTimeout, test } from "bun:test";
-import { cudaInfo } from "../../src/demo/cuda.ts";
+import { cudaAvailable } from "../../src/demo/cuda.ts";
 import { BUILD_TIMEOUT_MS, needsBinary } from "../support/binary.ts";
 import { QM } from "../support/qm-process.ts";
 
 beforeAll(needsBinary, BUILD_TIMEOUT_MS);
 // Four scenarios of real processes, two of which wait out the 5 s a release may take.
 setDefaultTimeout(180_000);
-
-function hasDriver(): boolean {
-  try {
-    cudaInfo();
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 async function run(...args: string[]) {
   const p = Bun.spawn([QM, ...args], { stdout: "pipe", stderr: "pipe", stdin: "ignore" });
@@ -57,7 +48,7 @@ test("qm selftest --json: every scenario passes on simulated memory", async () =
   );
 });
 
-test.skipIf(hasDriver())(
+test.skipIf(cudaAvailable())(
   "qm selftest gpu without the NVIDIA driver: exit 1, the driver check only",
   async () => {
     const { code, out } = await run("selftest", "gpu", "--json");

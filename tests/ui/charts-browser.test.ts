@@ -6,20 +6,20 @@
  * conditions, never on a clock. Without Chromium the tests skip.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { existsSync, mkdirSync } from "node:fs";
+import { mkdirSync } from "node:fs";
 import { join } from "node:path";
-import { type Browser, chromium, type Page } from "playwright-core";
+import type { Browser, Page } from "playwright-core";
 import type { StatusJson } from "../../src/api/gateway.ts";
 import type { HistoryJson } from "../../src/gpu/history.ts";
 import { BUILD_TIMEOUT_MS, needsBinary } from "../support/binary.ts";
 import { serve, until } from "../support/e2e.ts";
 import { fakeSmi } from "../support/fake-smi.ts";
 import type { QmServer } from "../support/qm-process.ts";
+import { chromiumFor, launchChromium, watchedPage } from "./chromium.ts";
 
 beforeAll(needsBinary, BUILD_TIMEOUT_MS);
 
-const CHROMIUM = process.env.QM_CHROMIUM ?? "/usr/bin/chromium";
-const HAVE_CHROMIUM = existsSync(CHROMIUM);
+const HAVE_CHROMIUM = chromiumFor("tests/ui/charts-browser.test.ts");
 const KEY = "charts-key";
 const SHOTS = join(import.meta.dir, "__shots__");
 const STEP_MS = 30_000;
@@ -92,17 +92,8 @@ const width = (testid: string) =>
 describe.skipIf(!HAVE_CHROMIUM)("the charts in Chromium", () => {
   beforeAll(async () => {
     mkdirSync(SHOTS, { recursive: true });
-    [qm, browser] = await Promise.all([
-      serve(CONFIG),
-      chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox"] }),
-    ]);
-    page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
-    page.setDefaultTimeout(10_000);
-    page.on("pageerror", (e) => pageErrors.push(`pageerror: ${e.message}`));
-    page.on("console", (m) => {
-      if (m.type() === "error" && !/status of 401\b/.test(m.text()))
-        pageErrors.push(`console: ${m.text()}`);
-    });
+    [qm, browser] = await Promise.all([serve(CONFIG), launchChromium()]);
+    page = await watchedPage(browser, pageErrors, /status of 401\b/, { width: 1280, height: 900 });
     // a runs and answers, then b evicts it; requests on both.
     await chat("a");
     await chat("a");

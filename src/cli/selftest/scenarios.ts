@@ -275,7 +275,7 @@ async function containerScenario(plan: Plan, v: Verdicts): Promise<void> {
       await bench.load("a");
       await bench.read();
       const c1 = bench.ceiling();
-      const attribution = bench.runtime.gpu.attribution;
+      const attribution = bench.runtime.status().resources.attribution;
       const a = bench.runtime.gpu.measured().get("a") ?? 0;
       steps.push(`a started ${gb(c1)} (a measured ${gb(a)})`);
       holder = await Holder.start(mode, mib);

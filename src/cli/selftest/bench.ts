@@ -132,6 +132,7 @@ export class Holder {
       { env, stdin: "ignore", stdout: "pipe", stderr: "pipe" },
     );
     const holder = new Holder(proc);
+    if (live.size === 0) process.once("exit", Holder.killAll);
     live.add(holder);
     // Held once it says it listens (the memory is taken before that line).
     const reader = proc.stdout.getReader();
@@ -166,4 +167,3 @@ export class Holder {
 }
 
 const live = new Set<Holder>();
-process.on("exit", () => Holder.killAll());

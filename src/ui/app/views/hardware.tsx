@@ -7,7 +7,9 @@ import { duration, gb, NONE } from "../format.ts";
 import { useNow } from "../hooks.ts";
 import type { CardStatus, History, RequestRecord, Status } from "../wire.ts";
 import { BarTrack, VramBar } from "./bits.tsx";
-import { MemoryCharts, ResidencyTimeline, useHistory } from "./charts.tsx";
+import { useHistory } from "./chart-parts.tsx";
+import { MemoryCharts } from "./memory-chart.tsx";
+import { ResidencyTimeline } from "./residency.tsx";
 
 const KINDS: Record<string, string> = {
   nvidia: "NVIDIA",

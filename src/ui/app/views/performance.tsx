@@ -4,7 +4,7 @@ import { count, ms, rate } from "../format.ts";
 import { useNow } from "../hooks.ts";
 import { quantile, summarize } from "../perf.ts";
 import type { RequestRecord } from "../wire.ts";
-import { LineChart } from "./charts.tsx";
+import { LineChart } from "./line-chart.tsx";
 
 export function PerformancePage({ requests }: { requests: RequestRecord[] }) {
   const rows = summarize(requests);

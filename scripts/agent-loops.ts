@@ -3,7 +3,8 @@
 // on the GPU); six rounds each: a streamed chat request that offers a tool and ends in a tool
 // call, a tool gap, then the next round carrying the tool's result; the last round offers no
 // tools (qm sees a plain answer: the loop is over). The models are `qm demo-upstream`
-// (`--load-delay-ms` is the load, `--tool-calls`, 32 tokens at 20 ms). Run for two regimes —
+// (`--load-delay-ms` is the load, `--tool-calls` with `--tool-rounds` past the last round, so
+// every round that offers a tool ends in a call; 32 tokens at 20 ms). Run for two regimes —
 // loads cheaper than the gap (1 s) and dearer (5 s) — under qm's default (`hold_policy = "cost"`),
 // `hold_ms = 0` (holds off) and `hold_policy = "fixed"`. Printed: makespan, p95 time to first
 // token (first `data:` frame of each round) and model starts (`qm_swaps_total`), and the default's
@@ -50,7 +51,7 @@ function configToml(listenPort: number, loadMs: number, scheduler: string): stri
   const startPort = 20000 + Math.floor(Math.random() * 10000);
   const model = (id: string) =>
     `[models.${id}]\ncmd = "${QM_BIN} demo-upstream --port \${PORT} --name ${id} ` +
-    `--load-delay-ms ${loadMs} --tool-calls"\n`;
+    `--load-delay-ms ${loadMs} --tool-calls --tool-rounds 1000"\n`;
   return (
     `[server]\nlisten = ["127.0.0.1:${listenPort}"]\nstart_port = ${startPort}\n` +
     `metrics_on_api = true\n\n[resources]\ngpu_probe = "off"\n\n` +

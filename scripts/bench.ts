@@ -45,6 +45,7 @@
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { cpus, tmpdir } from "node:os";
 import { join } from "node:path";
+import { type Binary, buildRevision } from "./bench/against.ts";
 import { anthropicRuns } from "./bench/anthropic.ts";
 import { matrixSolver } from "./bench/matrix.ts";
 import { type NonStreamTarget, nonStreamCells } from "./bench/nonstream.ts";
@@ -56,11 +57,13 @@ import { peerKnownRuns } from "./bench/peer-known.ts";
 import { peerRoute } from "./bench/peer-route.ts";
 import { placement } from "./bench/placement.ts";
 import { startListening, withCleanup } from "./bench/procs.ts";
-import { ensureBuilt, load, MODELS, revision, startQm } from "./bench/qm.ts";
+import { ensureBuilt, load, MODELS, QM_BIN, revision, startQm } from "./bench/qm.ts";
 import { readinessRuns } from "./bench/readiness.ts";
 import { RESPONSES_BENCH, responsesRuns, responsesTargets } from "./bench/responses.ts";
 import { metricsScrape } from "./bench/scrape.ts";
+import { SIDE_SECTIONS, sideBySide, sideTable } from "./bench/side.ts";
 import { streamRuns } from "./bench/streams.ts";
+import { streams1000 } from "./bench/streams-1000.ts";
 import { log, percentile, round, rssMb } from "./bench/util.ts";
 
 const WARMUP_MS = 1000;
@@ -103,7 +106,7 @@ function bareForwarder(name: string, upstream: string, script = BARE) {
 }
 
 /** The sections `--section NAME` can run alone. */
-const ALONE = ["observability", "peer-hop", "peer-known", "placement"] as const;
+const ALONE = ["observability", "peer-hop", "peer-known", "placement", "streams-1000"] as const;
 
 function sectionArg(): (typeof ALONE)[number] | null {
   const at = process.argv.indexOf("--section");
@@ -165,6 +168,15 @@ function peerKnownTargets(m: Awaited<ReturnType<typeof peerKnown>>) {
   };
 }
 
+function streams1000Targets(s: Awaited<ReturnType<typeof streams1000>>) {
+  return {
+    streams_1000_cpu_vs_floor: target(s.qm_vs_floor_cpu_per_chunk, "<=", 1.3),
+    streams_1000_chunks_lost: target(s.qm.chunks_lost, "<=", 0),
+    streams_1000_merged_reads: target(s.qm.merged_reads, "<=", 0),
+    streams_1000_late_chunks: target(s.qm.late_chunks, "<=", 0),
+  };
+}
+
 function placementTargets(n: ReturnType<typeof placement>) {
   return { placement_us_p99: target(n.us_p99, "<=", 100) };
 }
@@ -194,6 +206,9 @@ async function alone(name: (typeof ALONE)[number]): Promise<void> {
       ...[l.whole_c1, l.stream_c1, l.whole_c8, l.stream_c8].map((c) => c.others_cpu_pct),
     );
     report = { machine: machine(othersMax), peer_hop: l, targets: peerHopTargets(l) };
+  } else if (name === "streams-1000") {
+    const s = await streams1000(dir);
+    report = { machine: machine(null), streams_1000: s, targets: streams1000Targets(s) };
   } else if (name === "placement") {
     const n = placement();
     report = { machine: machine(null), placement: n, targets: placementTargets(n) };
@@ -204,7 +219,55 @@ async function alone(name: (typeof ALONE)[number]): Promise<void> {
   process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
 }
 
+/** `--against REV [--rounds N] [--sections a,b]`: this tree's binary and REV's, side by side. */
+async function against(rev: string): Promise<void> {
+  const loadStart = loadavg();
+  await ensureBuilt(true);
+  const other = await buildRevision(rev);
+  const current: Binary = { label: "current", bin: QM_BIN };
+  const roundsAt = process.argv.indexOf("--rounds");
+  const rounds = roundsAt < 0 ? 3 : Number(process.argv[roundsAt + 1]);
+  if (!Number.isInteger(rounds) || rounds < 1) throw new Error("--rounds: a whole number ≥ 1");
+  const sectionsAt = process.argv.indexOf("--sections");
+  const names = sectionsAt < 0 ? null : (process.argv[sectionsAt + 1] ?? "").split(",");
+  const sections = SIDE_SECTIONS.filter((s) => names === null || names.includes(s.name));
+  const unknown = (names ?? []).filter((n) => !SIDE_SECTIONS.some((s) => s.name === n));
+  if (unknown.length > 0) {
+    throw new Error(
+      `--sections: unknown ${unknown.join(", ")}; one or more of ${SIDE_SECTIONS.map((s) => s.name).join(", ")}`,
+    );
+  }
+  const figures = await sideBySide([current, other], sections, rounds, { dir, upstreamQm: QM_BIN });
+  log(
+    `side by side, current (${revision()}) against ${other.label}:\n${sideTable(figures, ["current", other.label])}`,
+  );
+  const report = {
+    machine: {
+      cores: cpus().length,
+      bun: Bun.version,
+      platform: `${process.platform}-${process.arch}`,
+      current: revision(),
+      against: other.label,
+      rounds,
+      loadavg_start: loadStart,
+      loadavg_end: loadavg(),
+    },
+    method:
+      "each section starts a fresh qm serve of each binary on the same generated config and the " +
+      "same upstream programs; rounds alternate which binary goes first; each figure is the " +
+      "median of its rounds; ratio = current ÷ against",
+    figures,
+  };
+  process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
+}
+
 async function main(): Promise<void> {
+  const againstAt = process.argv.indexOf("--against");
+  if (againstAt >= 0) {
+    const rev = process.argv[againstAt + 1];
+    if (!rev) throw new Error("--against: give a revision (a tag, branch or commit)");
+    return against(rev);
+  }
   const section = sectionArg();
   if (section !== null) return alone(section);
   const loadStart = loadavg();

@@ -51,8 +51,17 @@
  *   or a cross-site request (foreign Origin, text/plain body), and any CORS header that lets a
  *   foreign page read an answer.
  *
+ * - peers: per hostile peer (scripts/harden/peers.ts; an endless event line, an endless status
+ *   body, 100 000 huge or invalid model ids, redirects to another host, a flood of valid
+ *   events), each doing its worst for 30 s (`HARDEN_PEER_S` may only shorten it) against a qm
+ *   whose client chats with a local model meanwhile: qm's peak RSS (`rss_max_mb`), the chats'
+ *   p99 (`chat_p99_ms`), chats that failed, requests that reached the host a peer redirected to,
+ *   and the most of the peer's models listed.
+ *
  * Exit code 0 when every target is met: 0 lost, 0 orphans, 0 counters, 0 5xx, 0 unenveloped,
- * 0 bypassed, ≥ 1 000 load and ≥ 5 000 fuzz requests, and no suite failed to run.
+ * 0 bypassed, ≥ 1 000 load and ≥ 5 000 fuzz requests, every hostile peer run with qm under
+ * 200 MB, a chat p99 under 100 ms, no chat failed, no redirect followed and at most 1 000 of
+ * its models listed, and no suite failed to run.
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -66,6 +75,7 @@ import { rng } from "./harden/fuzz-cases.ts";
 import { fetchFuzz } from "./harden/fuzz-fetch.ts";
 import { lifecycleSuite } from "./harden/lifecycle.ts";
 import { loadConfig, loadSuite } from "./harden/load.ts";
+import { type PeerFigures, peerMet, peersSuite } from "./harden/peers.ts";
 import { cmdline, marked, RUN, sweep } from "./harden/procs.ts";
 import { load, type Qm, startQm, stopQm } from "./harden/qm.ts";
 import {
@@ -76,8 +86,13 @@ import {
   securityConfig,
 } from "./harden/security.ts";
 
-/** The global deadline; `HARDEN_LIMIT_S` may only shorten it (to try the deadline itself). */
-const RUN_LIMIT_MS = Math.min(285_000, Number(process.env.HARDEN_LIMIT_S ?? 285) * 1000);
+/**
+ * The global deadline; `HARDEN_LIMIT_S` may only shorten it (to try the deadline itself). The
+ * peers suite takes five hostile peers of 30 s each on top of the others' 285 s.
+ */
+const RUN_LIMIT_MS = Math.min(480_000, Number(process.env.HARDEN_LIMIT_S ?? 480) * 1000);
+/** Each hostile peer's run; `HARDEN_PEER_S` may only shorten it. */
+const PEER_S = Math.min(30, Number(process.env.HARDEN_PEER_S ?? 30));
 const LOAD_REQUESTS = 2000;
 const RAW_FUZZ = 4200;
 const FETCH_FUZZ = 1000;
@@ -99,6 +114,7 @@ const figures = {
   fuzz_malformed_accepted: 0,
   auth_routes: 0,
   auth_bypassed: 0,
+  peers: [] as PeerFigures[],
 };
 const failedSuites: string[] = [];
 let printed = false;
@@ -119,6 +135,8 @@ function met(): boolean {
     f.fuzz_requests >= 5000 &&
     f.faults_tried > 0 &&
     f.auth_routes > 0 &&
+    f.peers.length === 5 &&
+    f.peers.every(peerMet) &&
     failedSuites.length === 0
   );
 }
@@ -151,7 +169,8 @@ async function main(): Promise<void> {
   await ensureBuilt(true);
   const seed = Number(process.env.HARDEN_SEED ?? Math.floor(Math.random() * 2 ** 31));
   log(`run ${RUN}, seed ${seed} (HARDEN_SEED=${seed} repeats the fuzz cases), temp dir ${dir}`);
-  const deadline = t0 + RUN_LIMIT_MS - 60_000;
+  // The other suites end by this; the peers suite, last, has the rest of the run.
+  const deadline = t0 + RUN_LIMIT_MS - 60_000 - 5 * (PEER_S + 5) * 1000;
 
   await suite("security", async () => {
     const book = newBook();
@@ -206,6 +225,10 @@ async function main(): Promise<void> {
     life.report();
     figures.faults_tried += life.tried;
     figures.faults_lost += life.lost;
+  });
+
+  await suite("peers", async () => {
+    figures.peers = await peersSuite(PEER_S, t0 + RUN_LIMIT_MS - 30_000, withQm, dir);
   });
 
   // Every qm has been stopped and its leftovers counted; anything of this run still running

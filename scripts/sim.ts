@@ -7,7 +7,8 @@
 // (`evict = "stop"`), put to sleep and woken (`evict = "sleep"`), or stopped with their KV cache
 // saved and restored (`keep_kv = true`); there each turn after a reload also pays for its prompt:
 // whole when the cache is gone, only the new part when restored. Then the hold policies' grid
-// (sim-grid.ts; `--grid` prints only that). Every time can be set on the command line
+// (sim-grid.ts; `--grid` prints only that); then keys sharing the GPU with fair share on and off
+// (sim-keys.ts; `--keys` prints only that). Every time can be set on the command line
 // (`--load-ms 30000`, `--prefill-ms`, …), and the prefill pair read from the JSON line
 // `scripts/llama/keep-kv.ts` printed (`--from FILE`).
 import { readFileSync } from "node:fs";
@@ -17,6 +18,8 @@ import { LoadTimes } from "../src/runtime/load-times.ts";
 import { Scheduler } from "../src/scheduler/scheduler.ts";
 import type { Effects, Swap } from "../src/scheduler/types.ts";
 import { printGrid } from "./sim-grid.ts";
+import { printKeys } from "./sim-keys.ts";
+import { printOneShot } from "./sim-one-shot.ts";
 
 export interface SimParams {
   rounds: number;
@@ -106,10 +109,44 @@ export interface SimResult {
   makespanMs: number;
   /** Each request's time to first token (grant, plus its prompt processing), in ask order. */
   ttftMs: number[];
+  /** The same, per client (in its rounds' order). */
+  ttftByClient: number[][];
+}
+
+/**
+ * Who sends requests: each client asks its model, gets its answer after the generation, waits
+ * `gapMs`, and asks again, `rounds` times. An agent loop's answers end in tool calls but the
+ * last, and its requests after the first carry the tool results; a chat client's do neither.
+ */
+export interface Client {
+  model: string;
+  rounds: number;
+  gapMs: number;
+  /** When its first request is sent. */
+  startMs: number;
+  /** The conversation key of round `r` (from 0). */
+  conversation: (r: number) => string;
+  /** Round `r`'s answer ends in tool calls. */
+  toolCalls: (r: number) => boolean;
+  /** Round `r`'s request carries a tool result; undefined: it does not say (the rule before). */
+  toolResult: (r: number) => boolean | undefined;
+}
+
+/** The agent loops `p` describes, one per model: round 0 a task, every later one a tool result. */
+export function agentLoops(p: SimParams): Client[] {
+  return Array.from({ length: p.agents }, (_, i) => ({
+    model: `m${i + 1}`,
+    rounds: p.rounds,
+    gapMs: p.toolMs,
+    startMs: 0,
+    conversation: () => `agent-${i + 1}`,
+    toolCalls: (r) => r < p.rounds - 1,
+    toolResult: (r) => r > 0,
+  }));
 }
 
 /** A tiny discrete-event loop: callbacks run in time order (ties in insertion order). */
-class Timeline {
+export class Timeline {
   now = 0;
   private seq = 0;
   private readonly events: { at: number; seq: number; fn: () => void }[] = [];
@@ -119,25 +156,44 @@ class Timeline {
     while (i > 0 && this.events[i - 1]!.at > e.at) i--;
     this.events.splice(i, 0, e);
   }
-  run(limitMs: number): void {
+  /** Runs the events up to `limitMs` in order, `after` each one. */
+  run(limitMs: number, after?: () => void): void {
     for (let e = this.events.shift(); e && e.at <= limitMs; e = this.events.shift()) {
       this.now = e.at;
       e.fn();
+      after?.();
     }
+  }
+
+  private armed: number | null = null;
+  /**
+   * The scheduler's one wake timer (`Effects.wakeAt`) on this timeline: `wake` runs at `at`,
+   * unless it was re-armed (or disarmed, null) since.
+   */
+  arm(at: number | null, wake: () => void): void {
+    this.armed = at;
+    if (at === null) return;
+    this.at(Math.max(0, at - this.now), () => {
+      if (this.armed !== null && this.now >= this.armed) wake();
+    });
   }
 }
 
 interface Loop {
-  model: string;
-  conversation: string;
+  client: Client;
+  index: number;
   round: number;
   doneAt: number;
 }
 
-export function simulate(mode: Mode, p: SimParams = DEFAULTS): SimResult {
+export function simulate(
+  mode: Mode,
+  p: SimParams = DEFAULTS,
+  clients: Client[] = agentLoops(p),
+): SimResult {
   const evict = `evict = "${mode.evict ?? "stop"}"\n`;
   const patience = mode.scheduler.includes("patience_ms") ? "" : "patience_ms = 300000\n";
-  const ids = Array.from({ length: p.agents }, (_, i) => `m${i + 1}`);
+  const ids = [...new Set(clients.map((c) => c.model))];
   const config = loadConfigText(
     `[scheduler]\n${mode.scheduler}\n${patience}\n` +
       ids.map((id) => `[models.${id}]\ncmd = "x"\nproxy = "http://127.0.0.1:9"\n${evict}`).join(""),
@@ -145,12 +201,8 @@ export function simulate(mode: Mode, p: SimParams = DEFAULTS): SimResult {
   );
   const t = new Timeline();
   let swaps = 0;
-  const loops: Loop[] = ids.map((model, i) => ({
-    model,
-    conversation: `agent-${i + 1}`,
-    round: 0,
-    doneAt: -1,
-  }));
+  const loops: Loop[] = clients.map((client, index) => ({ client, index, round: 0, doneAt: -1 }));
+  const ttftByClient: number[][] = clients.map(() => []);
   const byRequest = new Map<number, Loop>();
   const askedAt = new Map<number, number>();
   const ttftMs: number[] = [];
@@ -160,23 +212,25 @@ export function simulate(mode: Mode, p: SimParams = DEFAULTS): SimResult {
   // What the runtime measures: each load and wake, from its swap's start until ready.
   const loadTimes = new LoadTimes(() => t.now);
   let nextId = 1;
-  let wakeAt: number | null = null;
 
   const effects: Effects = {
     grant(id) {
       const loop = byRequest.get(id)!;
+      const { client } = loop;
       // vLLM's sleep drops the KV cache too; only keep_kv brings it back.
       let prefill = 0;
-      if (reloaded.delete(loop.model)) prefill = mode.keepKv ? p.restoredPrefillMs : p.prefillMs;
+      if (reloaded.delete(client.model)) prefill = mode.keepKv ? p.restoredPrefillMs : p.prefillMs;
       ttftMs[id - 1] = t.now - askedAt.get(id)! + prefill;
+      ttftByClient[loop.index]!.push(ttftMs[id - 1]!);
       t.at(prefill + p.genMs, () => {
+        const toolCalls = client.toolCalls(loop.round);
         loop.round++;
-        const last = loop.round >= p.rounds;
-        sched.serveDone(id, { toolCalls: !last });
+        const last = loop.round >= client.rounds;
+        sched.serveDone(id, { toolCalls });
         if (last) {
           loop.doneAt = t.now;
-          if (mode.releaseAtLoopEnd) sched.unload(loop.model);
-        } else t.at(p.toolMs, () => ask(loop));
+          if (mode.releaseAtLoopEnd) sched.unload(client.model);
+        } else t.at(client.gapMs, () => ask(loop));
       });
       return true;
     },
@@ -212,12 +266,7 @@ export function simulate(mode: Mode, p: SimParams = DEFAULTS): SimResult {
     position() {},
     loading() {},
     wakeAt(at) {
-      wakeAt = at;
-      if (at !== null) {
-        t.at(Math.max(0, at - t.now), () => {
-          if (wakeAt !== null && t.now >= wakeAt) sched.wake();
-        });
-      }
+      t.arm(at, () => sched.wake());
     },
     holdChanged() {},
     stateChanged(model, state, detail) {
@@ -241,13 +290,22 @@ export function simulate(mode: Mode, p: SimParams = DEFAULTS): SimResult {
     const id = nextId++;
     byRequest.set(id, loop);
     askedAt.set(id, t.now);
-    sched.request({ id, model: loop.model, conversation: loop.conversation });
+    const { client, round } = loop;
+    sched.request({
+      id,
+      model: client.model,
+      conversation: client.conversation(round),
+      toolResult: client.toolResult(round),
+    });
   };
-  for (const loop of loops) ask(loop);
+  for (const loop of loops) {
+    if (loop.client.startMs > 0) t.at(loop.client.startMs, () => ask(loop));
+    else ask(loop);
+  }
   t.run(24 * 3600 * 1000);
   const loopMs = loops.map((l) => l.doneAt);
   if (loopMs.some((ms) => ms < 0)) throw new Error(`${mode.name}: a loop never finished`);
-  return { mode: mode.name, swaps, loopMs, makespanMs: Math.max(...loopMs), ttftMs };
+  return { mode: mode.name, swaps, loopMs, makespanMs: Math.max(...loopMs), ttftMs, ttftByClient };
 }
 
 /** The nearest-rank percentile `q` (0–1) of `xs`. */
@@ -275,7 +333,7 @@ export function paramsFrom(argv: readonly string[], base: SimParams): SimParams 
   };
   for (let i = 0; i < argv.length; i++) {
     const flag = argv[i]!;
-    if (flag === "--grid") continue;
+    if (flag === "--grid" || flag === "--keys") continue;
     if (flag === "--from") {
       const text = readFileSync(argv[++i]!, "utf8");
       const line = text.trim().split("\n").at(-1)!;
@@ -322,12 +380,18 @@ function printLoops(args: readonly string[]): void {
       `|---|---|${evictions[0]!.loopMs.map(() => "---|").join("")}---|\n`,
   );
   for (const r of evictions) process.stdout.write(row(r));
-  const brief = (r: SimResult) => ({ ...r, ttftMs: undefined });
+  const brief = (r: SimResult) => ({ ...r, ttftMs: undefined, ttftByClient: undefined });
   process.stdout.write(`\n${JSON.stringify([...results, ...evictions].map(brief))}\n`);
+  printOneShot(p);
 }
 
 if (import.meta.main) {
   const args = process.argv.slice(2);
-  if (!args.includes("--grid")) printLoops(args);
-  printGrid(args.includes("--grid") ? "" : "\n");
+  if (args.includes("--keys")) {
+    printKeys();
+  } else {
+    if (!args.includes("--grid")) printLoops(args);
+    printGrid(args.includes("--grid") ? "" : "\n");
+    if (!args.includes("--grid")) printKeys("\n");
+  }
 }

@@ -4,7 +4,7 @@
  *
  * - passthrough: `POST /v1/chat/completions`, relayed byte for byte;
  * - translated: `POST /v1/messages`, each OpenAI chunk parsed and rewritten as Anthropic
- *   `content_block_delta` events (src/api/anthropic/stream-body.ts, translate/stream.ts).
+ *   `content_block_delta` events (src/api/chat/translated-body.ts, anthropic/translate/stream.ts).
  *
  * Each token's text is `<sent_ms>|`, the epoch ms at which the upstream wrote it, so the stamp
  * reaches the client on both routes (a side field would not survive translation). Per chunk:

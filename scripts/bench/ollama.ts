@@ -5,7 +5,7 @@
  *
  * - passthrough: `POST /v1/chat/completions`, relayed byte for byte;
  * - translated: `POST /api/chat`, each OpenAI chunk parsed and rewritten as an NDJSON line
- *   (src/api/ollama/ndjson-body.ts, stream.ts).
+ *   (src/api/chat/translated-body.ts, ollama/stream.ts).
  *
  * Each token's text is `<sent_ms>|` (the upstream's send time), so the stamp reaches the client
  * on both routes; per chunk, the receive time of the read that completed its line or event

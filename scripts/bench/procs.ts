@@ -94,6 +94,26 @@ export function startPlain(
   return proc;
 }
 
+/**
+ * Stops one process this benchmark started (SIGTERM; qm stops its models itself) and waits for
+ * it, up to `graceMs`, then SIGKILLs it.
+ */
+export async function stopChild(pid: number, graceMs = 15_000): Promise<void> {
+  const c = children.find((x) => x.proc.pid === pid);
+  if (!c || c.proc.exitCode !== null || c.proc.signalCode !== null) return;
+  c.proc.kill("SIGTERM");
+  let timer: Timer | undefined;
+  const late = new Promise<void>((r) => {
+    timer = setTimeout(r, graceMs);
+  });
+  await Promise.race([c.proc.exited, late]);
+  clearTimeout(timer);
+  if (c.proc.exitCode === null && c.proc.signalCode === null) {
+    log(`${c.name} did not stop within ${graceMs} ms of SIGTERM; killing it`);
+    c.proc.kill("SIGKILL");
+  }
+}
+
 function alive(pid: number): boolean {
   try {
     process.kill(pid, 0);

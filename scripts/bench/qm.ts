@@ -148,11 +148,12 @@ export async function startQmWith(
   name: string,
   listenPort: number,
   toml: string,
+  bin = QM_BIN,
 ): Promise<Qm> {
   const configPath = join(dir, `${name}.toml`);
   await Bun.write(configPath, toml);
   const logFile = join(dir, `${name}.log`);
-  const proc = startPlain(name, [QM_BIN, "serve", "-c", configPath], logFile);
+  const proc = startPlain(name, [bin, "serve", "-c", configPath], logFile);
   const url = `http://127.0.0.1:${listenPort}`;
   const deadline = Date.now() + 15_000;
   while (Date.now() < deadline) {

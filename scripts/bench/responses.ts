@@ -5,8 +5,8 @@
  *
  * - passthrough: `POST /v1/chat/completions`, relayed byte for byte;
  * - translated: `POST /v1/responses` with `stream: true`, each chat chunk parsed and rewritten
- *   as `response.output_text.delta` events (src/api/responses/stream-body.ts,
- *   translate/stream.ts).
+ *   as `response.output_text.delta` events (src/api/chat/translated-body.ts,
+ *   responses/translate/stream.ts).
  *
  * Each token's text is `<sent_ms>|`, the epoch ms at which the upstream wrote it, so the stamp
  * reaches the client on both routes. Per chunk: the client's receive time of the read that

@@ -1,14 +1,15 @@
 /**
  * `/metrics` scrape time with 50 models: a real Runtime (stand-in processes) whose metrics have
  * heard requests on every model through four APIs, with statuses, latencies, TTFT and tokens;
- * then the time of one scrape (`QmMetrics.text()`: gauges read from status, then prom-client's
- * text format), median and max of 50.
+ * then the time of one scrape (`QmMetrics.text()`: gauges read from the runtime's state, then
+ * prom-client's text format), median and max of 50.
  *
  * Run by bench.ts in a child process: bun scripts/bench/scrape.ts → one JSON line on stdout.
  */
-import type { RequestRecord } from "../../src/api/exchange/record.ts";
+
 import { loadConfigText } from "../../src/config/index.ts";
 import type { ModelConfig } from "../../src/config/types.ts";
+import type { RequestRecord } from "../../src/observe/record.ts";
 import { Runtime } from "../../src/runtime/runtime.ts";
 import type { ModelServer } from "../../src/runtime/swap-runner.ts";
 import { systemClock } from "../../src/shared/clock.ts";
@@ -60,6 +61,7 @@ async function measure(): Promise<Scrape> {
         const r: RequestRecord = {
           id: 0,
           time: Date.now(),
+          key: "anonymous",
           model: `model-${i}`,
           api,
           status,

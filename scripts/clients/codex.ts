@@ -1,24 +1,28 @@
 /**
- * Codex CLI end to end against the compiled `dist/qm` (not part of `npm test`: it needs Codex
- * installed). `bun scripts/clients/codex.ts [path/to/codex]` (default: $CODEX_BIN, else `codex`
- * on PATH). qm serves one model, the scripted `fake-upstream.ts`; Codex talks to qm through a
- * custom provider (`wire_api = "responses"`) in a temporary CODEX_HOME, with its plugins, apps,
- * shell snapshot and analytics off so it stays on loopback. Two `codex exec` turns:
+ * Codex CLI end to end against the compiled `dist/qm`, with a scripted upstream that reasons
+ * (`npm test` runs Codex against the demo model: tests/integration/clients/codex.test.ts).
+ * `bun scripts/clients/codex.ts [path/to/codex]` (default: $CODEX_BIN, else the Codex the client
+ * tests install, clients.ts). qm serves one model, the scripted `fake-upstream.ts`; Codex talks to
+ * qm through a custom provider (`wire_api = "responses"`) in a temporary CODEX_HOME, with its
+ * plugins, apps, shell snapshot and analytics off so it stays on loopback. Two `codex exec` turns:
  *   (a) one that calls its shell tool (`exec_command`) and then answers with the output;
  *   (b) one that answers in text.
  * Exits 1 when either does not end as scripted; qm and the model process are stopped either way.
  */
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { freePort } from "../../tests/support/net.ts";
 import { QM, ROOT, startQm } from "../../tests/support/qm-process.ts";
+import { CODEX, installClient, runClient, writeCodexHome } from "./clients.ts";
 
-const codex = process.argv[2] ?? process.env.CODEX_BIN ?? "codex";
+const installed = process.argv[2] ?? process.env.CODEX_BIN ?? (await installClient(CODEX));
+if (typeof installed !== "string" && !installed.ok) throw new Error(installed.reason);
+const codex = typeof installed === "string" ? installed : installed.bin;
 const dir = mkdtempSync(join(tmpdir(), "qm-codex-"));
 const home = join(dir, "home");
 const work = join(dir, "work");
-for (const d of [home, work]) Bun.spawnSync(["mkdir", "-p", d]);
+mkdirSync(work, { recursive: true });
 const log = join(dir, "requests.jsonl");
 const port = freePort();
 
@@ -34,27 +38,8 @@ cmd = "${process.execPath} ${resolve(ROOT, "scripts/clients/fake-upstream.ts")} 
 check_endpoint = "/health"
 `,
 );
-/** The provider config the README shows, pointed at this qm. */
-writeFileSync(
-  join(home, "config.toml"),
-  `model = "fake"
-model_provider = "qm"
-
-[model_providers.qm]
-name = "quartermaster"
-base_url = "http://127.0.0.1:${port}/v1"
-wire_api = "responses"
-env_key = "QM_API_KEY"
-
-[features]
-plugins = false
-apps = false
-shell_snapshot = false
-
-[analytics]
-enabled = false
-`,
-);
+// The provider config the README shows, pointed at this qm.
+writeCodexHome(home, `http://127.0.0.1:${port}/v1`, "fake");
 
 let failed = false;
 function check(ok: boolean, what: string, detail = ""): void {
@@ -65,17 +50,12 @@ function check(ok: boolean, what: string, detail = ""): void {
   }
 }
 
-async function exec(prompt: string): Promise<{ code: number; out: string; err: string }> {
-  const p = Bun.spawn([codex, "exec", "--skip-git-repo-check", "--ephemeral", "-C", work, prompt], {
-    env: { ...process.env, CODEX_HOME: home, QM_API_KEY: "unused" },
-    stdin: "ignore",
-    stdout: "pipe",
-    stderr: "pipe",
+function exec(prompt: string): Promise<{ code: number; out: string; err: string }> {
+  return runClient([codex, "exec", "--skip-git-repo-check", "--ephemeral", "-C", work, prompt], {
+    cwd: work,
+    env: { CODEX_HOME: home, QM_API_KEY: "unused" },
+    timeoutMs: 60_000,
   });
-  const timer = setTimeout(() => p.kill("SIGKILL"), 60_000);
-  const [out, err] = await Promise.all([p.stdout.text(), p.stderr.text()]);
-  clearTimeout(timer);
-  return { code: await p.exited, out, err };
 }
 
 if (!(await Bun.file(QM).exists())) throw new Error("dist/qm is missing: run `bun run build`");

@@ -5,7 +5,7 @@
  * mid-stream). Afterwards every counter in /api/status must come back to 0.
  */
 
-import type { StatusJson } from "../../src/api/gateway.ts";
+import type { StatusJson } from "../../src/api/status-json.ts";
 import { log } from "../bench/util.ts";
 import { configToml, demoCmd, expectedText, type Qm, status } from "./qm.ts";
 import { type Api, apiPath, chatBody, exchange, type Kind, type Outcome } from "./verdict.ts";

@@ -6,7 +6,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Subprocess } from "bun";
-import type { StatusJson } from "../../src/api/gateway.ts";
+import type { StatusJson } from "../../src/api/status-json.ts";
 import { buildTokens } from "../../src/demo/completion.ts";
 import { startPlain } from "../bench/procs.ts";
 import { QM_BIN } from "../bench/qm.ts";

@@ -1,9 +1,10 @@
 /**
  * Anthropic requests whose prompt tokens `count-corpus.ts` counts on a real llama-server, to
  * calibrate `estimatePrompt` (src/api/anthropic/translate/estimate.ts). The shapes are the ones
- * clients send (docs: CLIENTS.md): plain and system prompts, tools with real schemas (Claude
- * Code-like), multi-turn, tool_use / tool_result turns, images, thinking; the texts mix prose,
- * code, JSON, digits, identifiers and non-ASCII scripts, which tokenize at very different rates.
+ * clients send (README.md "Claude Code", docs/translation.md §3): plain and system prompts,
+ * tools with real schemas (Claude Code-like), multi-turn, tool_use / tool_result turns, images,
+ * thinking; the texts mix prose, code, JSON, digits, identifiers and non-ASCII scripts, which
+ * tokenize at very different rates.
  */
 import type { CountTokensRequest } from "../../src/api/anthropic/wire.ts";
 

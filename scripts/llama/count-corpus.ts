@@ -1,8 +1,8 @@
 /**
  * Counts the prompt tokens of every request in `corpus.ts` the way qm does for a running
  * llama-server (translatePrompt → countPromptTokens: /apply-template + /tokenize), on each tiny
- * model family, and writes tests/anthropic/fixtures/token-counts.json, which
- * tests/anthropic/estimate.test.ts checks `estimatePrompt` against.
+ * model family, and writes tests/api/anthropic/fixtures/token-counts.json, which
+ * tests/api/anthropic/estimate.test.ts checks `estimatePrompt` against.
  *
  *   bun scripts/llama/count-corpus.ts        (needs build.sh and tiny-gguf.py run first)
  *   bun scripts/llama/count-corpus.ts --out /tmp/held-out.json gemma4 phi3
@@ -14,9 +14,9 @@
  */
 import { join } from "node:path";
 import { estimatePrompt, IMAGE_TOKENS } from "../../src/api/anthropic/translate/estimate.ts";
-import type { OaiMessage } from "../../src/api/anthropic/translate/openai-types.ts";
 import { type Prompt, translatePrompt } from "../../src/api/anthropic/translate/request.ts";
 import { countPromptTokens } from "../../src/api/anthropic/upstream.ts";
+import type { OaiMessage } from "../../src/api/chat/wire.ts";
 import type { ModelConfig } from "../../src/config/types.ts";
 import { corpus } from "./corpus.ts";
 import { startLlama } from "./server.ts";
@@ -24,7 +24,7 @@ import { startLlama } from "./server.ts";
 /** `[--out FILE] [FAMILY…]`: by default every family of tiny-gguf.py. */
 const args = process.argv.slice(2);
 const outAt = args.indexOf("--out");
-const FIXTURE = join(import.meta.dir, "..", "..", "tests", "anthropic", "fixtures");
+const FIXTURE = join(import.meta.dir, "..", "..", "tests", "api", "anthropic", "fixtures");
 const OUT = outAt >= 0 ? (args.splice(outAt, 2)[1] ?? "") : join(FIXTURE, "token-counts.json");
 const FAMILIES = args.length > 0 ? args : ["llama3", "qwen3", "gemma4", "phi3"];
 

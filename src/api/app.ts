@@ -3,12 +3,17 @@ import { QmError } from "../shared/errors.ts";
 import type { Logger } from "../shared/log.ts";
 import { uiRoutes } from "../ui/routes.ts";
 import { anthropicError } from "./anthropic/errors.ts";
+import { ANTHROPIC_MODELS } from "./anthropic/models.ts";
 import { anthropicRoutes, isAnthropicPath } from "./anthropic/routes.ts";
+import {
+  activityRoutes,
+  metricsRoutes,
+  requestRoute,
+  usageRoute,
+} from "./control/observe-routes.ts";
 import { controlMethods, controlRoutes } from "./control/routes.ts";
 import { createEdge } from "./edge/gate.ts";
 import type { Gateway } from "./gateway.ts";
-import { requestRoute } from "./metrics/request-route.ts";
-import { activityRoutes, metricsRoutes } from "./metrics/routes.ts";
 import { ollamaError } from "./ollama/errors.ts";
 import { isOllamaPath, ollamaRoutes } from "./ollama/routes.ts";
 import { openaiError } from "./openai/errors.ts";
@@ -21,8 +26,9 @@ export function buildRoutes(gw: Gateway, log: Logger) {
     .use(controlRoutes(gw, log))
     .use(activityRoutes(gw))
     .use(requestRoute(gw))
+    .use(usageRoute(gw))
     .use(gw.config.server.metricsOnApi ? metricsRoutes(gw) : new Elysia())
-    .use(openaiRoutes(gw, log))
+    .use(openaiRoutes(gw, log, ANTHROPIC_MODELS))
     .use(anthropicRoutes(gw, { log }))
     .use(ollamaRoutes(gw, Date.now, log))
     .use(responsesRoutes(gw, log))

@@ -1,21 +1,45 @@
-import type { Config, ModelConfig } from "../config/types.ts";
+/**
+ * What the HTTP layer needs from the runtime, split by who uses it: the routes that serve a
+ * model (`InferenceGateway`), the control routes (`ControlGateway`) and the activity and
+ * metrics routes (`ObserveGateway`). The runtime implements all three (`Gateway`); api never
+ * imports it, and a test fakes only the part its routes use.
+ */
+import type { Config, KeyPriority, ModelConfig } from "../config/types.ts";
 import type { HistoryJson } from "../gpu/history.ts";
-import type { PeerStatusJson, PeerTable } from "../peers/table.ts";
+import type { ActivityLog } from "../observe/activity.ts";
+import type { Capture, CaptureStore } from "../observe/capture.ts";
+import type { QmMetrics } from "../observe/prometheus.ts";
+import type { RequestRecord } from "../observe/record.ts";
+import type { UsageBook } from "../observe/usage.ts";
+import type { PeerTable } from "../peers/table.ts";
+import type { AnswerNames } from "../proxy/answer-names.ts";
 import type { Deadline } from "../proxy/deadline.ts";
 import type { LoadProgress } from "../proxy/wait-status.ts";
 import type { ModelState, ServeOutcome } from "../scheduler/types.ts";
 import type { Fetch } from "../shared/fetch.ts";
 import type { Sweep } from "../shared/sweep.ts";
-import type { Capture, CaptureStore } from "./exchange/capture.ts";
-import type { RequestRecord } from "./exchange/record.ts";
-import type { ActivityLog } from "./metrics/activity.ts";
-import type { QmMetrics } from "./metrics/prometheus.ts";
+import type { StateDb } from "../store/database.ts";
+import type { StatusJson } from "./status-json.ts";
 
-/** What the HTTP layer needs from the runtime (the runtime implements it; api never imports it). */
 export interface Lease {
   readonly model: ModelConfig;
   readonly waitedMs: number;
   release(outcome?: ServeOutcome): void;
+}
+
+/**
+ * The key a request came with, as the waiters and the scheduler weigh it (`[keys.NAME]`): its
+ * name (never the secret), its priority, and the most of its requests in flight at once on
+ * the box (0: no cap of its own; over it, requests wait). The waiters also read the most of its
+ * requests that may wait (`maxQueued`, 0: no cap of its own; over it, 503 `queue_full`) and
+ * whether a reload revoked it (its waiting requests then get 401).
+ */
+export interface RequestKey {
+  readonly name: string;
+  readonly priority: KeyPriority;
+  readonly maxConcurrency: number;
+  readonly maxQueued?: number;
+  readonly revoked?: boolean;
 }
 
 export interface AcquireHooks {
@@ -36,6 +60,15 @@ export interface AcquireHooks {
    * id, or its opening messages' hash), whose tool gaps the scheduler learns.
    */
   conversation?: string | undefined;
+  /** The request carries a tool result (`exchange/tool-result.ts`): its conversation loops. */
+  toolResult?: boolean | undefined;
+  /** The key the request came with; absent: `anonymous`, with no cap of its own. */
+  key?: RequestKey | undefined;
+}
+
+/** Who takes, renews or releases a lease: a request's key. */
+export interface LeaseKey extends RequestKey {
+  readonly admin: boolean;
 }
 
 export interface LeaseInfo {
@@ -49,14 +82,16 @@ export interface QmEvent {
   [key: string]: unknown;
 }
 
-export interface Gateway {
+/** The models by name: every part of the gateway starts here. */
+export interface ModelLookup {
   readonly config: Config;
+  /** The model a name a client sent (id, alias, or a name an alias pattern matches) names. */
+  resolve(name: string): ModelConfig | undefined;
+}
+
+/** What the routes that serve a model need: the exchange, the APIs' own routes. */
+export interface InferenceGateway extends ModelLookup {
   readonly shuttingDown: boolean;
-  /**
-   * Reloads the config and applies what changed (`POST /api/config/reload`): the change
-   * summary, or the loader's error (FILE:LINE:COL: …) with nothing changed. Absent: no reload.
-   */
-  reloadConfig?(): { ok: true; changes: unknown; message: string } | { ok: false; error: string };
   /**
    * Where the deadlines of live upstream calls are swept; shutdown cuts them all when its grace
    * is over (clients get an error). The process's real-time sweep when absent.
@@ -64,7 +99,8 @@ export interface Gateway {
   readonly calls?: Sweep<Deadline>;
   /** How upstream calls (models, peers) are made; the global `fetch` when absent. */
   readonly fetch?: Fetch | undefined;
-  resolve(name: string): ModelConfig | undefined;
+  /** The name each model's server answers with, learnt (the model-name rewrite skips those that match). */
+  readonly answerNames?: AnswerNames | undefined;
   /** `resolve`, plus `model?ctx=N` variants minted on first use (throws QmError if malformed). */
   resolveModel(name: string): Promise<ModelConfig | undefined>;
   acquire(model: ModelConfig, signal: AbortSignal, hooks?: AcquireHooks): Promise<Lease>;
@@ -72,23 +108,6 @@ export interface Gateway {
   stderrTail(id: string, lines?: number): string[];
   /** The model's load in progress (time so far, time expected), or null when not loading. */
   loadProgress(id: string): LoadProgress | null;
-  /** Recent stdout and stderr lines of a model's process (bounded ring buffer). */
-  logs(id: string): string[];
-  /** Each new output line of model `id`, as it comes, until the returned function is called. */
-  followLogs(id: string, fn: (line: string) => void): () => void;
-  status(): StatusJson;
-  /** Unloads one model (or all); throws QmError `conflict` for leased ones unless forced. */
-  unload(id: string | null, opts?: { force?: boolean }): void;
-  /** Holds `model` busy until released or `ttlMs` passes without a renewal. */
-  lease(model: ModelConfig, signal: AbortSignal, ttlMs: number): Promise<LeaseInfo>;
-  renewLease(model: string, lease: string, ttlMs?: number): LeaseInfo;
-  releaseLease(model: string, lease: string): void;
-  /** Each event as it is published, with its id (1, 2, …), until the returned function runs. */
-  subscribe(fn: (e: QmEvent, id: number) => void): () => void;
-  /** The kept events after `id` (a `Last-Event-ID`), or null when some are no longer kept. */
-  eventsSince(id: number): { id: number; event: QmEvent }[] | null;
-  /** The id of the last event published (0: none yet). */
-  readonly lastEventId: number;
   /**
    * A proxied call of `modelId` timed out (`first_byte_timeout_s` / `stall_timeout_s`); a
    * model that keeps timing out, with no answer in between, is restarted.
@@ -104,17 +123,48 @@ export interface Gateway {
   record(r: RequestRecord, capture?: Capture | null): void;
   /**
    * Something reads the records (the activity log, or the metrics on a listener): when false,
-   * none is built and no answer's figures are read.
+   * none is built and no answer's usage is read.
    */
   readonly recording: boolean;
   /** Where requests and answers are captured (`[activity] capture`), or null when off. */
   readonly captures: CaptureStore | null;
-  /** The latest finished requests (`GET /api/requests`). */
-  readonly activity: ActivityLog;
-  /** qm's Prometheus metrics (`GET /metrics`). */
-  readonly metrics: QmMetrics;
   /** Other boxes' models (`[peers.NAME]`); absent or null when there are none. */
   readonly peers?: PeerTable | null | undefined;
+  /** The database (`[store]`), where stored Responses outlast a restart; absent or null: none. */
+  readonly db?: StateDb | null | undefined;
+}
+
+/** What the control routes (`/api/…`: status, load, unload, leases, events, logs) need. */
+export interface ControlGateway extends ModelLookup {
+  readonly shuttingDown: boolean;
+  /**
+   * Reloads the config and applies what changed (`POST /api/config/reload`): the change
+   * summary, or the loader's error (FILE:LINE:COL: …) with nothing changed. Absent: no reload.
+   */
+  reloadConfig?(): { ok: true; changes: unknown; message: string } | { ok: false; error: string };
+  resolveModel(name: string): Promise<ModelConfig | undefined>;
+  modelState(id: string): ModelState;
+  /** Recent stdout and stderr lines of a model's process (bounded ring buffer). */
+  logs(id: string): string[];
+  /** Each new output line of model `id`, as it comes, until the returned function is called. */
+  followLogs(id: string, fn: (line: string) => void): () => void;
+  status(): StatusJson;
+  /** Unloads one model (or all); throws QmError `conflict` for leased ones unless forced. */
+  unload(id: string | null, opts?: { force?: boolean }): void;
+  /**
+   * Holds `model` busy until released or `ttlMs` passes without a renewal; the lease is `key`'s
+   * (absent: `anonymous`).
+   */
+  lease(model: ModelConfig, signal: AbortSignal, ttlMs: number, key?: LeaseKey): Promise<LeaseInfo>;
+  /** Renews a lease; throws QmError `forbidden` when `by` is no admin and the lease not its own. */
+  renewLease(model: string, lease: string, ttlMs?: number, by?: LeaseKey): LeaseInfo;
+  releaseLease(model: string, lease: string, by?: LeaseKey): void;
+  /** Each event as it is published, with its id (1, 2, …), until the returned function runs. */
+  subscribe(fn: (e: QmEvent, id: number) => void): () => void;
+  /** The kept events after `id` (a `Last-Event-ID`), or null when some are no longer kept. */
+  eventsSince(id: number): { id: number; event: QmEvent }[] | null;
+  /** The id of the last event published (0: none yet). */
+  readonly lastEventId: number;
   /**
    * `GET /api/history`: the last `minutes` (at most 30) of GPU memory, residency and swaps.
    * Absent: no history kept (the route answers empty lists).
@@ -122,122 +172,15 @@ export interface Gateway {
   history?(minutes: number): HistoryJson;
 }
 
-export interface ModelStatusJson {
-  id: string;
-  state: ModelState;
-  inflight: number;
-  leases: number;
-  queued: number;
-  /**
-   * The places in qm's waiting line (1 = next) of the model's queued requests, front first;
-   * requests waiting for its load in progress are counted in `queued` but have no place.
-   */
-  queue_positions: number[];
-  /** Wall-clock epoch ms until which the model is held, or null. */
-  held_until_ms: number | null;
-  /**
-   * Why it is held (`hold_policy = "cost"`), e.g. `gap 2.1 s expected, swap 6.3 s`: the tool gap
-   * its conversation is expected to take, and what swapping it back would cost. Null when it
-   * is not held, or held for `hold_ms` (`"fixed"`).
-   */
-  held_reason?: string | null;
-  /** The same figures, in ms: the typical gap, the hold's window, the swap back. */
-  hold?: { gap_ms: number; window_ms: number; swap_ms: number } | null;
-  /**
-   * How its last hold ended, until its next one: `expired` (`gap spent`, `loop ended`),
-   * `preempted` (`patience`) or `dropped` (`cost`, `fairness`); `at_ms` wall-clock epoch ms.
-   */
-  hold_ended?: { how: string; reason: string; at_ms: number } | null;
-  est_vram_gb: number;
-  est_ram_gb: number;
-  pid: number | null;
-  port: number | null;
-  aliases: string[];
-  group: string;
-  ttl_s: number;
-  /** The idle time-to-live a request set in place of `ttl_s` (`keep_alive`; -1 = for ever), or null. */
-  keep_alive_ms: number | null;
-  /** Wall-clock epoch ms at which the idle model will be stopped (its TTL), or null. */
-  unload_at_ms: number | null;
-  concurrency_limit: number;
-  unlisted: boolean;
-  last_error: string | null;
-  /**
-   * The load in progress (null when not loading): ms so far, ms it is expected to take (the
-   * median of the model's last loads; null before its first), the fraction done (the larger of
-   * the time's and the log stage's; null when neither is known) and the stage.
-   */
-  load: {
-    elapsed_ms: number;
-    expected_ms: number | null;
-    progress: number | null;
-    /** The stage the model's log shows (llama-server: `"loading tensors"`, …), or null. */
-    stage: string | null;
-  } | null;
-  /** How long the model's last load took, in ms; null if it never loaded. */
-  last_load_ms: number | null;
-  /** A config reload changed its process settings: they apply on its next start. */
-  restart_pending?: boolean;
-  /** The cards it runs on (several GPUs), while it holds memory; absent otherwise. */
-  gpus?: number[];
-  /** A managed node's model (`kind = "mistralrs"`): the node it runs on; absent otherwise. */
-  node?: string;
+/** What the activity and metrics routes need (`/api/requests`, `/metrics`). */
+export interface ObserveGateway extends ModelLookup {
+  /** The latest finished requests (`GET /api/requests`). */
+  readonly activity: ActivityLog;
+  /** qm's Prometheus metrics (`GET /metrics`). */
+  readonly metrics: QmMetrics;
+  /** Usage per key × model × hour (`GET /api/usage`); absent: not kept. */
+  readonly usage?: UsageBook | undefined;
 }
 
-/** One card, with several GPUs (`resources.gpus` or detected). */
-export interface CardStatusJson {
-  index: number;
-  /** Its budget: `resources.gpus`, or the card's memory as nvidia-smi reports it. */
-  budget_gb: number;
-  /** What admission uses on it now (the budget, tightened by the live reading). */
-  ceiling_gb: number;
-  /** Estimated use by the models placed on it (a model on n cards: est_vram_gb / n each). */
-  used_gb: number;
-  /** The models placed on it, holding memory now. */
-  models: string[];
-  /** The latest trusted nvidia-smi reading of this card, or null. */
-  reading: GpuReadingJson | null;
-}
-
-/** An nvidia-smi reading, of the box or of one card. */
-export interface GpuReadingJson {
-  total_gb: number;
-  used_gb: number;
-  free_gb: number;
-  ours_gb: number;
-  foreign_gb: number;
-}
-
-export interface StatusJson {
-  version: string;
-  /** The other boxes (`[peers.NAME]`) and what this qm knows of them; absent with none. */
-  peers?: PeerStatusJson[];
-  uptime_s: number;
-  models: ModelStatusJson[];
-  queue: { depth: number };
-  swaps: { target: string; evict: string[]; waiters: number }[];
-  /** Models loaded at startup (`server.preload`, `preload = true`); absent with none. */
-  preload?: {
-    pending: string[];
-    loading: string | null;
-    done: string[];
-    skipped: { model: string; reason: string }[];
-  };
-  resources: {
-    vram_budget_gb: number;
-    vram_ceiling_gb: number;
-    vram_used_gb: number;
-    ram_budget_gb: number;
-    ram_used_gb: number;
-    /** Why the ceiling is what it is, or why the static budget applies. */
-    probe: string;
-    /** The GPU the probe found: `nvidia`, `nvidia-unified`, `amd`, `apple` or `none` (always set by qm). */
-    gpu_kind?: "nvidia" | "nvidia-unified" | "amd" | "apple" | "none";
-    /** How qm's share is told: by process (`pids`), `by_change`, or null without a reading. */
-    attribution?: "pids" | "by_change" | null;
-    /** The latest trusted nvidia-smi reading, or null. */
-    gpu: (GpuReadingJson & { foreign_baseline_gb: number | null }) | null;
-    /** Each card, with several GPUs; absent on a box admitted against one budget. */
-    gpus?: CardStatusJson[];
-  };
-}
+/** All of it: what the runtime implements and a listener's routes are built on. */
+export type Gateway = InferenceGateway & ControlGateway & ObserveGateway;

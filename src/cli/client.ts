@@ -1,5 +1,5 @@
 import { createParser } from "eventsource-parser";
-import type { StatusJson } from "../api/gateway.ts";
+import type { StatusJson } from "../api/status-json.ts";
 import { realTimers } from "../shared/timer.ts";
 import { parse, UsageError } from "./args.ts";
 import { configPath, loadForCli } from "./config-path.ts";
@@ -17,6 +17,11 @@ interface Target {
   key: string | null;
 }
 
+/** The URL a client on this box reaches a listen address at (a wildcard: loopback). */
+export function listenUrl(listen: string): string {
+  return `http://${listen.replace(/^0\.0\.0\.0:/, "127.0.0.1:").replace(/^\[::\]:/, "[::1]:")}`;
+}
+
 /** Where the running server is: --url, $QM_URL, else the config's first listen address. */
 function target(values: { url?: string; config?: string }): Target {
   let url = values.url ?? process.env.QM_URL;
@@ -25,7 +30,7 @@ function target(values: { url?: string; config?: string }): Target {
     const loaded = loadForCli(configPath(values.config));
     if (loaded.ok) {
       const listen = loaded.config.server.listen[0] ?? "127.0.0.1:8080";
-      url ??= `http://${listen.replace(/^0\.0\.0\.0:/, "127.0.0.1:").replace(/^\[::\]:/, "[::1]:")}`;
+      url ??= listenUrl(listen);
       key ??= loaded.config.server.apiKeys[0] ?? null;
     }
   }

@@ -49,15 +49,16 @@ export const CONFIG_DOCS: Record<DocumentedSection, SectionDoc> = {
       },
       metrics_listen: {
         meaning:
-          '`host:port` of a listener that serves only `GET /metrics` (Prometheus text format), or `""` for none. It needs no API key: bind it where only the scraper can reach it. Its port is kept out of `${PORT}` allocation. Requests are counted in the metrics only when this or `metrics_on_api` is set.',
+          '`host:port` of a listener that serves only `GET /metrics` (Prometheus text format), or `""` for none. It needs no API key: bind it where only the scraper can reach it. It answers only the Host names `allowed_hosts` admits, as the API listeners do. Its port is kept out of `${PORT}` allocation. Requests are counted in the metrics only when this or `metrics_on_api` is set.',
       },
       metrics_on_api: {
         meaning:
-          "Also serve `GET /metrics` on the API listeners, behind the API key like every other route.",
+          '`true`: also serve `GET /metrics` on the API listeners, behind the API key like every other route. `"open"`: serve it there without a key (that path only; the Host check still applies), as an endpoint picker needs: it scrapes the inference port and sends no key (docs/cluster.md).',
+        example: "open",
       },
       api_keys: {
         meaning:
-          "When non-empty, every route but `GET /health`, `GET /ready` and the dashboard's static files (`/ui/`, which asks for the key) needs one of these keys, as `Authorization: Bearer KEY` or `x-api-key: KEY`; otherwise 401. Keys are never sent on to a model.",
+          "Admin keys (named `admin`; `[keys.NAME]` adds named ones). When any key is configured, every route but `GET /health`, `GET /ready` and the dashboard's static files (`/ui/`, which asks for the key) needs one, as `Authorization: Bearer KEY` or `x-api-key: KEY`; otherwise 401. Keys are never sent on to a model.",
         example: ["sk-local"],
       },
       start_port: {
@@ -93,11 +94,11 @@ export const CONFIG_DOCS: Record<DocumentedSection, SectionDoc> = {
       },
       state_dir: {
         meaning:
-          'Where qm keeps the record of the model processes it runs, so that the next `qm serve` can end what a crashed qm left behind. `""`: `$XDG_STATE_HOME/quartermaster`, else `~/.local/state/quartermaster`.',
+          'Where qm keeps its state: the record of the model processes it runs (so that the next `qm serve` can end what a crashed qm left behind), the models\' load times and the database `qm.db` (`[store]`). `""`: `$XDG_STATE_HOME/quartermaster`, else `~/.local/state/quartermaster`.',
       },
       responses_store: {
         meaning:
-          "How many Responses API answers qm keeps in memory, most recently used first, for `previous_response_id` and `GET`/`DELETE /v1/responses/{id}` (answers sent with `store: false` are never kept). Each keeps its final Response object and the conversation it continued. `0`: none kept. Lost when qm restarts.",
+          "How many Responses API answers qm keeps in memory, most recently used first, for `previous_response_id` and `GET`/`DELETE /v1/responses/{id}` (answers sent with `store: false` are never kept). Each keeps its final Response object, the conversation it continued and the key that made it (only that key, or an admin, finds it). `0`: none kept. With `[store]` they are also kept in the database and outlast a restart; this bounds the memory only.",
         example: 1000,
       },
       responses_store_mb: {
@@ -112,6 +113,50 @@ export const CONFIG_DOCS: Record<DocumentedSection, SectionDoc> = {
       watch_config: {
         meaning:
           'Reload the config when its file changes on disk (debounced; a write that leaves the content as it was is ignored). `SIGHUP` and `POST /api/config/reload` reload regardless. A reload restarts no model whose process settings are unchanged; see README, "Changing the config while it runs".',
+      },
+    },
+  },
+  keys: {
+    heading: "[keys.NAME]",
+    about:
+      "Named API keys, each with the models it may use, whether it is an admin, its priority and its limits (docs/security.md). The keys of `server.api_keys` are admin keys named `admin`.",
+    keys: {
+      key: {
+        meaning:
+          "The key itself, as clients send it (`Authorization: Bearer KEY` or `x-api-key: KEY`). Give this or `key_sha256`, not both.",
+      },
+      key_sha256: {
+        meaning:
+          "The key's SHA-256 in hex, so the file holds no secret: `qm keys hash` prints it for a key, `qm keys new NAME` makes a new key with its table.",
+      },
+      models: {
+        meaning:
+          'Model ids and aliases this key may use, `*` matching any run of characters (`"qwen-*"`, `"box2/*"`). Any other model does not exist for it: 404 `model_not_found`, and model lists leave it out.',
+        example: ["qwen-7b", "embed-*"],
+      },
+      admin: {
+        meaning:
+          "`true`: it may load and unload models, reload the config, read logs and metrics, and see every key's requests, captures, stored responses and usage. `false`: those routes answer 403 `forbidden`, and it sees only its own.",
+      },
+      priority: {
+        meaning:
+          '`"interactive"`, `"normal"` or `"batch"`: how its waiting requests are weighed against other keys\' by the scheduler.',
+      },
+      max_concurrency: {
+        meaning:
+          "The most requests of this key in flight at once on the box; further ones wait (they are not refused). `0`: no cap of its own.",
+      },
+      max_queued: {
+        meaning:
+          "The most requests of this key waiting at once; further ones get 503 `queue_full` with `Retry-After`. `0`: only `scheduler.max_queue` applies.",
+      },
+      rpm: {
+        meaning:
+          "Requests for a model per minute (a sliding minute); past it 429 with `Retry-After`, in the API's envelope. `0`: no limit.",
+      },
+      tokens_per_min: {
+        meaning:
+          "Prompt plus completion tokens per minute, as the answers stated them; once the last minute's reach it, 429 with `Retry-After` until enough of them are a minute old. `0`: no limit.",
       },
     },
   },
@@ -137,7 +182,12 @@ export const CONFIG_DOCS: Record<DocumentedSection, SectionDoc> = {
       },
       hold_policy: {
         meaning:
-          '`"cost"`: a hold lasts the tool gap its conversation is expected to take (learned from its earlier gaps), ends when the gap is spent or the loop answers without tool calls, and is dropped for a waiting request when the idle it would cost exceeds swapping the waiter\'s model in and the held one back (measured load or wake times); a request waits behind idle holds for at most three such round trips. `"fixed"`: a hold lasts `hold_ms` and gives way only to a request past its `patience_ms`.',
+          '`"cost"`: a hold lasts the tool gap its conversation is expected to take (learned from its earlier gaps), ends when the gap is spent or the loop answers without tool calls, and is dropped for a waiting request when the idle it would cost exceeds swapping the waiter\'s model in and the held one back (measured load or wake times); a request waits behind idle holds for at most three such round trips. With `hold_on = "tool_calls"`, a tool-call answer is held only with evidence that a tool result will follow: its conversation has sent one, or its model\'s recent tool-call answers were mostly followed by one (so clients that offer tools on every call but never run them stop holding the GPU). `"fixed"`: a hold lasts `hold_ms` and gives way only to a request past its `patience_ms`.',
+      },
+      fair_share: {
+        meaning:
+          "How keys (`[keys.NAME]`) share the GPU, by their `priority`. `enabled`: within one model's queue, keys take turns in proportion to their weights (`interactive`, `normal`, `batch`), first come first served within a key; when a swap is needed, a key that has had less than its share drains a busy model of keys of no higher priority; a waiter of a lower priority never breaks a higher one's hold, nor takes the model of a higher one's agent loop in a tool gap, but by its patience, counted since its key was last served on that model. Keys of equal weight share as peers. `false`: first come, first served (keys keep their `max_concurrency`). Requests without a key are the key `anonymous` at `normal`. See src/scheduler/design.md, \"Fair share\".",
+        example: { enabled: true, interactive: 8, normal: 2, batch: 1 },
       },
     },
   },
@@ -155,7 +205,7 @@ export const CONFIG_DOCS: Record<DocumentedSection, SectionDoc> = {
       },
       capture: {
         meaning:
-          "`true`: each kept record also keeps its request (method, path, headers with `authorization`, `x-api-key`, `proxy-authorization` and `cookie` redacted, body) and the answer as the client got it, each cut at `capture_bytes`; served only by `GET /api/requests/{id}`, behind the API key. Prompts and answers are then held in qm's memory: leave it off where that matters.",
+          "`true`: each kept record also keeps its request (method, path, headers and body) and the answer as the client got it, each cut at `capture_bytes`; served only by `GET /api/requests/{id}`, to the key that made the request and to admin keys. Redacted: every header whose name contains `key`, `token`, `secret`, `auth`, `cookie`, `session` or `password` (any case), and the values of such query parameters. Prompts and answers are then held in qm's memory: leave it off where that matters.",
       },
       capture_bytes: {
         meaning:
@@ -166,6 +216,29 @@ export const CONFIG_DOCS: Record<DocumentedSection, SectionDoc> = {
         meaning:
           "With `capture`: the most all captures together may hold, in MB (MiB; fractions allowed); past it the oldest captures are dropped first, their records kept.",
       },
+      capture_persist: {
+        meaning:
+          "With `capture` and `[store]`: each capture is also written to the database with its record, so `GET /api/requests/{id}` shows it after a restart (within `[store]` bounds). `false`: captures live in memory only; the records are kept regardless.",
+      },
+    },
+  },
+  store: {
+    heading: "[store]",
+    about:
+      "What outlasts a restart: an SQLite database (`qm.db`) in `server.state_dir` with the stored Responses, the usage per key, model and hour, and the activity records.",
+    keys: {
+      enabled: {
+        meaning:
+          "`false`: nothing is written; everything lives in memory and is lost when qm stops. A database that cannot be opened (read-only disk, a corrupt file) is reported at start and by `qm doctor`, and qm runs on with memory only.",
+      },
+      max_age_days: {
+        meaning: "Rows older than this many days are deleted (fractions allowed).",
+        example: 7,
+      },
+      max_mb: {
+        meaning:
+          "The database's size bound, in MB (MiB): past it the oldest rows are deleted first.",
+      },
     },
   },
   resources: {
@@ -174,7 +247,7 @@ export const CONFIG_DOCS: Record<DocumentedSection, SectionDoc> = {
     keys: {
       vram_budget_gb: {
         meaning:
-          "GPU memory qm may plan for, in GB (GiB). A model is admitted when its `est_vram_gb` fits beside the residents; otherwise the least-recently-used residents are evicted until it fits. `0`: no budget, the group rules alone decide.",
+          "GPU memory qm may plan for, in GB (GiB). A model is admitted when its `est_vram_gb` fits beside the residents; otherwise the least-recently-used residents are evicted until it fits. `0`: no budget, the group rules alone decide. `\"auto\"`: on an Apple Silicon Mac, the share of its unified memory the GPU may use — `iogpu.wired_limit_mb` when set above 0, else Metal's default working-set limit, 2/3 of RAM up to 36 GiB and 3/4 above (read with `sysctl` when the config is loaded); on any other box, the GPUs' total memory as the GPU probe reads it, and no budget while there is no reading.",
         example: 24,
       },
       ram_budget_gb: {
@@ -253,7 +326,7 @@ export const CONFIG_DOCS: Record<DocumentedSection, SectionDoc> = {
   models: {
     heading: "[models.ID]",
     about:
-      "The model servers qm runs, by the id clients send as `model` (`?ctx=N` after it asks for another context size).",
+      "The model servers qm runs, by the id clients send as `model` (`?ctx=N` after it asks for another context size). qm sends the id back in the `X-QM-Model` header, so it must be Latin-1 without control characters (a name such as `模型` goes in `aliases`).",
     keys: {
       cmd: {
         meaning:
@@ -349,9 +422,14 @@ export const CONFIG_DOCS: Record<DocumentedSection, SectionDoc> = {
           'Merge the server\'s own Prometheus metrics (`GET {proxy}/metrics`) into qm\'s `/metrics` while the model is ready, each series labelled `model="ID"` (a `model` label of its own becomes `upstream_model`). `"auto"`: on for `llama-server` started with `--metrics` and for vLLM, off otherwise; `true` or `false` decides.',
         example: true,
       },
+      ctx_step: {
+        meaning:
+          "A request for the model at a context size (`ID?ctx=N`, or Ollama's `options.num_ctx`, which clients such as aider set from the prompt's size) is rounded up to a multiple of this, and served by the base model or a `?ctx=` variant already running whose context is at least that large; only when none runs is a variant started, and the model's other live variants are then unloaded (unless a swapping group or a VRAM budget decides who stays). `1`: sizes kept exact.",
+        example: 8192,
+      },
       keep_kv: {
         meaning:
-          "llama-server only: keep the model's KV cache across a stop. qm adds `--slot-save-path <state_dir>/kv/<model>/`; before any stop of a ready model but a crash or shutdown (a swap, the TTL, an unload, a restart) it saves each slot with a cached prompt (`POST /slots/{id}?action=save`), and after the next start, before the first request is let in, restores them (`action=restore`), so an agent's long prompt is not processed again. Failures are logged and the model carries on cold. The files go when the model's command or env changes; the folder goes when a reload removes the model or turns its `keep_kv` off, once its process has stopped. Refused for a command that does not run `llama-server`.",
+          "llama-server only: keep the model's KV cache across a stop. qm adds `--slot-save-path <state_dir>/kv/<model>/`; before any stop of a ready model but a crash or shutdown (a swap, the TTL, an unload, a restart) it saves each slot with a cached prompt (`POST /slots/{id}?action=save`), and after the next start, before the first request is let in, restores them (`action=restore`), so an agent's long prompt is not processed again. Failures are logged and the model carries on cold. The files go when the model's command, env or context size changes (a new `${PORT}` is no change), or its model file does (path, size, mtime); the folder goes when a reload removes the model or turns its `keep_kv` off, once its process has stopped. Refused for a command that does not run `llama-server`.",
         example: true,
       },
       keep_kv_max_mb: {
@@ -380,7 +458,11 @@ export const CONFIG_DOCS: Record<DocumentedSection, SectionDoc> = {
     about:
       'Other boxes that serve models. A request for a model this box does not have is sent to a peer that offers it (`PEER/MODEL` picks one); translation happens here, so a peer is always sent OpenAI requests. A peer that refuses, times out or fails before answering is marked down and retried later (1 s … 60 s). A `kind = "mistralrs"` peer is a managed node: its models are scheduled here as `NODE/MODEL`, loaded and unloaded over its HTTP API within its `vram_budget_gb` or `max_loaded`.',
     keys: {
-      url: { meaning: "Base URL of the node.", example: "http://gpu-box.lan:8080" },
+      url: {
+        meaning:
+          "Base URL of the node. Credentials in it (`http://user:PASS@host`) are sent as Basic auth (unless `api_key` is set) and shown as `user:***@host` in status, events and the log. A redirect from the node is never followed.",
+        example: "http://gpu-box.lan:8080",
+      },
       kind: {
         meaning:
           '`"openai"`: any OpenAI-compatible endpoint, serving the `models` listed; `"qm"`: another qm, whose models and their state are read from its `/api/events` (or `/api/status`, polled; a llama-swap\'s `/running`); `"mistralrs"`: a mistral.rs server (v0.8+, multi-model) that qm manages — it decides which of the node\'s models are loaded (`POST /v1/models/reload` / `unload`), least recently used first, never a busy or pinned one.',
@@ -391,7 +473,7 @@ export const CONFIG_DOCS: Record<DocumentedSection, SectionDoc> = {
       },
       models: {
         meaning:
-          'Ids of the models it serves, as the node names them. Required for `kind = "openai"`; for `"qm"` and `"mistralrs"`, empty means discover them (a node\'s `GET /v1/models`, every `poll_s`).',
+          'Ids of the models it serves, as the node names them (Latin-1 without control characters, as model ids). Required for `kind = "openai"`; for `"qm"` and `"mistralrs"`, empty means discover them (a node\'s `GET /v1/models`, every `poll_s`; a qm peer\'s first 1 000 valid models).',
         example: ["llama-70b"],
       },
       timeout_s: {

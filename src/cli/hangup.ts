@@ -12,7 +12,9 @@
  *     its terminal: then it serves on;
  *   - otherwise (a service with no terminal, or a terminal still there) → reload the config.
  */
-import { closeSync, openSync, readFileSync } from "node:fs";
+import { closeSync, openSync } from "node:fs";
+import { platform } from "../platform/index.ts";
+import { ignoredInStatus } from "../platform/linux/signals.ts";
 
 export type HangupAction = "reload" | "stop" | "ignore";
 
@@ -41,21 +43,14 @@ export function hasControllingTerminal(): boolean {
 }
 
 /**
- * Whether SIGHUP is ignored, from `SigIgn` of /proc/self/status (a hex mask, bit N−1 for
- * signal N; SIGHUP is 1). Read before qm installs its own handler, it tells whether qm was
- * started under `nohup`. False where /proc is missing.
+ * Whether SIGHUP is ignored (the platform's signal mask: Linux `SigIgn` of /proc/self/status,
+ * Darwin `ps -o sigignore`; `status`: a recorded Linux one). Read before qm installs its own
+ * handler, it tells whether qm was started under `nohup`. False where it cannot be read.
  */
 export function hangupIgnored(status?: string): boolean {
-  let text = status;
-  if (text === undefined) {
-    try {
-      text = readFileSync("/proc/self/status", "utf8");
-    } catch {
-      return false;
-    }
-  }
-  const mask = /^SigIgn:\s*([0-9a-fA-F]+)$/m.exec(text)?.[1];
-  return mask !== undefined && (Number.parseInt(mask.slice(-1), 16) & 1) === 1;
+  return status === undefined
+    ? platform.signalIgnored("SIGHUP")
+    : ignoredInStatus(status, "SIGHUP");
 }
 
 /** Captures the facts at start; `action()` decides on each SIGHUP. */

@@ -16,6 +16,8 @@ Commands:
                            check this box and the config: programs, model files, ports,
                            state dir, GPU, API key; one line per check, with the fix
   import llama-swap FILE   print a quartermaster.toml for a llama-swap config.yaml
+  keys hash | keys new NAME
+                           the key_sha256 of a key on stdin; a new key and its [keys.NAME] table
   selftest [gpu] [--json]  run the GPU scenarios with demo models: simulated memory, or real
                            memory on an NVIDIA card (gpu); one verdict per check
   demo-upstream --port N --name X
@@ -88,8 +90,8 @@ the fix), • a note (e.g. no GPU: qm then applies the static budget). Exits 1 w
 check failed.
   the config loads; each model's program is found and executable; each model's GGUF file
   (-m) is readable and its VRAM estimate fits the budget; the listeners' ports are free;
-  the state dir is writable; the GPU probe answers (and whether qm can trust it); an API
-  key is set when qm listens beyond loopback.
+  the state dir is writable and its database (qm.db) opens; the GPU probe answers (and
+  whether qm can trust it); an API key is set when qm listens beyond loopback.
   -c, --config FILE   config file (default: $QM_CONFIG, else ./quartermaster.toml)
   --json              {"ok": bool, "checks": [{"name", "ok", "detail", "fix"}]}
 `;
@@ -112,6 +114,15 @@ With gpu it is real, held through the NVIDIA driver (libcuda.so.1) and read with
 probe; without the driver only the driver check runs, and fails.
   --json   {"ok": bool, "checks": [{"name", "ok", "detail"}]}
 Exit 0 only when every check passed.
+`;
+
+export const KEYS_HELP = `Usage: qm keys hash | qm keys new NAME
+
+  hash       reads a key from stdin (one trailing newline ignored) and prints its SHA-256 in
+             lower-case hex, for key_sha256 in a [keys.NAME] table
+  new NAME   prints a new random key on the first line, then its [keys.NAME] table with
+             key_sha256: give the key to its user, put the table in the config (which then
+             holds no secret)
 `;
 
 export const IMPORT_HELP = `Usage: qm import llama-swap FILE

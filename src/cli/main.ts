@@ -8,6 +8,7 @@ import { configCommand } from "./config.ts";
 import { doctorCommand } from "./doctor/command.ts";
 import { MAIN_HELP, VERSION_HELP } from "./help.ts";
 import { importCommand } from "./import/command.ts";
+import { keysCommand } from "./keys.ts";
 import { selftestCommand } from "./selftest/command.ts";
 import { demoSmiCommand } from "./selftest/demo-smi.ts";
 import { serveCommand } from "./serve.ts";
@@ -52,6 +53,8 @@ async function main(argv: string[]): Promise<number> {
       return doctorCommand(rest);
     case "import":
       return importCommand(rest);
+    case "keys":
+      return keysCommand(rest);
     case "selftest":
       return selftestCommand(rest);
     case "demo-smi":

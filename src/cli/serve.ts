@@ -1,6 +1,7 @@
 import { join } from "node:path";
 import { isPortFreeOnLoopback, loadConfigFile } from "../config/index.ts";
 import { missingPrograms } from "../config/programs.ts";
+import { shownUrl } from "../peers/target.ts";
 import { type RunningServer, startServer } from "../runtime/serve.ts";
 import { createLogger, fallbackSink, ignoreStdoutErrors, LogFeed } from "../shared/log.ts";
 import { VERSION } from "../version.ts";
@@ -56,11 +57,16 @@ export async function serveCommand(argv: string[]): Promise<number> {
   const ids = Object.keys(config.models);
   log.info(`qm ${VERSION} serving ${ids.length} model(s) from ${loaded.path}: ${ids.join(", ")}`);
   for (const url of running.urls) log.info(`listening on ${url}`);
+  const keyNames = [
+    ...(config.server.apiKeys.length > 0 ? ["admin"] : []),
+    ...Object.keys(config.keys),
+  ];
+  if (keyNames.length > 0) log.info(`keys: ${keyNames.join(", ")}`);
   for (const w of missingPrograms(Object.values(config.models))) log.warn(w);
   if (running.metricsUrl) log.info(`metrics on ${running.metricsUrl}/metrics`);
   const peers = Object.values(config.peers);
   if (peers.length > 0) {
-    log.info(`peers: ${peers.map((p) => `${p.id} (${p.kind}, ${p.url})`).join(", ")}`);
+    log.info(`peers: ${peers.map((p) => `${p.id} (${p.kind}, ${shownUrl(p.url)})`).join(", ")}`);
   }
 
   return new Promise<number>((resolve) => {

@@ -1,4 +1,4 @@
-import type { StatusJson } from "../api/gateway.ts";
+import type { StatusJson } from "../api/status-json.ts";
 
 /** The state, with a load's progress (`starting 42%`, or seconds so far before a first load). */
 function loadCell(m: StatusJson["models"][number]): string {
@@ -35,6 +35,9 @@ export function renderStatus(s: StatusJson): string {
   }
   out.push("");
   out.push(`queue: ${s.queue.depth} waiting`);
+  for (const [key, models] of waitingByKey(s.waiting ?? [])) {
+    out.push(`  ${key} waits for ${models.map(([m, n]) => `${m} (${n})`).join(", ")}`);
+  }
   for (const sw of s.swaps) {
     const evict = sw.evict.length ? `, stopping ${sw.evict.join(", ")}` : "";
     out.push(`swap: loading ${sw.target}${evict} (${sw.waiters} waiting)`);
@@ -89,6 +92,19 @@ export function renderStatus(s: StatusJson): string {
   return `${out.join("\n")}\n`;
 }
 
+/** Who waits for what: each key's waiting requests by model, in the order they came. */
+function waitingByKey(
+  waiting: NonNullable<StatusJson["waiting"]>,
+): Map<string, [string, number][]> {
+  const by = new Map<string, Map<string, number>>();
+  for (const w of waiting) {
+    const models = by.get(w.key) ?? new Map<string, number>();
+    by.set(w.key, models);
+    models.set(w.model, (models.get(w.model) ?? 0) + 1);
+  }
+  return new Map([...by].map(([key, models]) => [key, [...models]]));
+}
+
 /** Columns padded to their widest cell, two spaces apart. */
 function table(head: string[], rows: string[][]): string[] {
   const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
@@ -120,6 +136,9 @@ function fleet(peers: NonNullable<StatusJson["peers"]>, now: number): string[] {
         ? `${p.name} (up again; last error): ${p.last_error}`
         : `${p.name}: ${p.last_error}`,
     );
+  }
+  for (const p of peers) {
+    if (p.can_unload === false) out.push(`${p.name}: cannot unload models (no_loader_config)`);
   }
   out.push("(* loaded and ready on the peer)");
   return out;

@@ -4,6 +4,7 @@
  * the file's order, which keeps them stable across restarts of the same config.
  */
 import { SplitCommandError, splitCommand } from "./argv.ts";
+import { headerProblem } from "./ids.ts";
 import type { Issues, Path } from "./issues.ts";
 import type { SourceMap } from "./locate.ts";
 import {
@@ -18,7 +19,7 @@ import {
 import type { PortAllocator } from "./ports.ts";
 import type { ConfigFile, ModelFile, PeerFile } from "./schema.ts";
 import type { BodyParams, KeepKv, ModelConfig, NodeSettings, PeerConfig } from "./types.ts";
-import { isLlamaServer, scrapesMetricsByDefault } from "./variant.ts";
+import { contextSize, isLlamaServer, modelPath, scrapesMetricsByDefault } from "./variant.ts";
 
 export interface BuildContext {
   issues: Issues;
@@ -106,7 +107,12 @@ function buildModel(ctx: BuildContext, id: string, m: ModelFile, ports: PortAllo
     );
   }
   const env_ = Object.fromEntries(env.map(([name, e]) => [name, text(e)]));
-  const keepKv = m.keep_kv ? keepKvOf(ctx, id, m, argv, env_) : null;
+  const keepKv = m.keep_kv
+    ? keepKvOf(ctx, id, m, argv, {
+        cmd: raw(fields.cmd),
+        env: Object.fromEntries(env.map(([name, e]) => [name, raw(e)])),
+      })
+    : null;
   const config: ModelConfig = {
     id,
     cmd: keepKv ? `${cmd} --slot-save-path ${keepKv.dir}/` : cmd,
@@ -142,6 +148,7 @@ function buildModel(ctx: BuildContext, id: string, m: ModelFile, ports: PortAllo
       : { gpus: typeof m.gpus === "number" ? m.gpus : [...new Set(m.gpus)].sort((a, b) => a - b) }),
     group: "", // set once groups are known
     keepKv,
+    ctxStep: m.ctx_step,
     template: {
       cmd: raw(fields.cmd),
       proxy: raw(fields.proxy),
@@ -156,14 +163,18 @@ function buildModel(ctx: BuildContext, id: string, m: ModelFile, ports: PortAllo
 
 /**
  * `keep_kv = true`: llama-server only (its `--slot-save-path` and `/slots` API); the folder is
- * `<state_dir>/kv/<id made safe>`, and the hash covers what makes a saved cache another's.
+ * `<state_dir>/kv/<id made safe>`, and the hash covers what makes a saved cache another's: the
+ * command and env as written, before `${PORT}` is filled in (a port is where the server
+ * listens, not what it computes — a reload or a restart may hand out another), and the context
+ * size. The model file is stamped when the process starts (`KvSlots.prepare`), not here: it
+ * can change on disk without any reload.
  */
 function keepKvOf(
   ctx: BuildContext,
   id: string,
   m: ModelFile,
   argv: string[],
-  env: Record<string, string>,
+  template: { cmd: string; env: Record<string, string> },
 ): KeepKv | null {
   if (argv.length > 0 && !isLlamaServer(argv)) {
     ctx.issues.at(
@@ -183,8 +194,20 @@ function keepKvOf(
     dir: `${kvRoot(ctx.stateDir)}/${safeName(id)}`,
     maxBytes: m.keep_kv_max_mb * 1024 * 1024,
     timeoutMs: Math.round(m.keep_kv_timeout_s * 1000),
-    hash: Bun.hash(JSON.stringify([argv, env])).toString(16),
+    hash: Bun.hash(JSON.stringify([words(template.cmd), template.env, contextSize(argv)])).toString(
+      16,
+    ),
+    modelFile: modelPath(argv),
   };
+}
+
+/** A command's words (so a re-wrapped command is the same command); the text if it cannot split. */
+function words(cmd: string): string[] | string {
+  try {
+    return splitCommand(cmd);
+  } catch {
+    return cmd;
+  }
 }
 
 /** The folder that holds every `keep_kv` model's folder. */
@@ -233,13 +256,50 @@ export function buildModels(
   const models: Record<string, ModelConfig> = {};
   for (const id of fileOrder(ctx.map, "models", Object.keys(file.models))) {
     if (ctx.issues.within(["models", id])) continue;
+    const hint = "name it in ASCII or Latin-1 and put this name in aliases (any character)";
+    if (refusedName(ctx, ["models", id], `model id ${JSON.stringify(id)}`, id, hint)) continue;
     const model = buildModel(ctx, id, file.models[id]!, ports);
     if (model) models[id] = model;
   }
   return models;
 }
 
+/**
+ * A model id or peer name that an HTTP header cannot carry (`X-QM-Model`, `X-QM-Peer`: see
+ * ids.ts) is refused here, at its line and column.
+ */
+function refusedName(
+  ctx: BuildContext,
+  path: Path,
+  what: string,
+  name: string,
+  hint: string,
+): boolean {
+  const problem = headerProblem(name);
+  if (problem === null) return false;
+  ctx.issues.at(path, `${what} ${problem}; ${hint}`);
+  return true;
+}
+
+/** The model names a peer's config lists (`models`; a node's `est_vram_gb` keys and `pinned`). */
+function refusedPeerModels(ctx: BuildContext, id: string, p: PeerFile): boolean {
+  const named: [Path, string][] = [
+    ...p.models.map((m, i): [Path, string] => [["peers", id, "models", i], m]),
+    ...Object.keys(p.est_vram_gb).map((m): [Path, string] => [["peers", id, "est_vram_gb", m], m]),
+    ...p.pinned.map((m, i): [Path, string] => [["peers", id, "pinned", i], m]),
+  ];
+  let refused = false;
+  for (const [path, m] of named) {
+    const hint = "qm cannot route to a name it cannot send back in X-QM-Model";
+    if (refusedName(ctx, path, `model ${JSON.stringify(m)}`, m, hint)) refused = true;
+  }
+  return refused;
+}
+
 function buildPeer(ctx: BuildContext, id: string, p: PeerFile): PeerConfig | undefined {
+  const named = `peer name ${JSON.stringify(id)}`;
+  if (refusedName(ctx, ["peers", id], named, id, "name it in ASCII or Latin-1")) return undefined;
+  if (refusedPeerModels(ctx, id, p)) return undefined;
   checkNodeKeys(ctx, id, p);
   const url = expandAt(ctx, ["peers", id, "url"], p.url, []);
   const apiKey = expandAt(ctx, ["peers", id, "api_key"], p.api_key, []);

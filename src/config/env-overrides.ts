@@ -44,6 +44,25 @@ function coerce(schema: TSchema, text: string): Coerced {
           .map((s) => s.trim())
           .filter((s) => s !== ""),
       };
+    case "Union": {
+      // `vram_budget_gb = "auto"` or a number: a literal as written, else the first member
+      // the text reads as.
+      const members = schema.anyOf as TSchema[];
+      const literal = members.find((m) => m[Kind] === "Literal" && m.const === text.trim());
+      if (literal) return { value: literal.const };
+      let first: Coerced | null = null;
+      for (const m of members.filter((m) => m[Kind] !== "Literal")) {
+        const c = coerce(m, text);
+        if ("value" in c) return c;
+        first ??= c;
+      }
+      const names = members
+        .filter((m) => m[Kind] === "Literal")
+        .map((m) => JSON.stringify(m.const));
+      return first && names.length > 0
+        ? { error: `${first.error.replace(/^expected /, `expected ${names.join(", ")} or `)}` }
+        : (first ?? { value: text });
+    }
     default:
       return { value: text };
   }

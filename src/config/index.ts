@@ -5,6 +5,7 @@ export { type LoadOptions, loadConfigFile, loadConfigText } from "./load.ts";
 export { isPortFreeOnLoopback } from "./ports.ts";
 export * from "./types.ts";
 export {
+  contextSize,
   MAX_CTX,
   MIN_CTX,
   mintVariant,

@@ -6,12 +6,14 @@
  */
 import { readFileSync } from "node:fs";
 import { parse, TomlError } from "smol-toml";
+import { platform, type UnifiedGpuBudget } from "../platform/index.ts";
 import { buildAliases } from "./aliases.ts";
 import { buildModels, buildPeers, fileOrder } from "./build-models.ts";
 import { buildGroups, buildMatrix, checkServer } from "./checks.ts";
 import { applyEnvOverrides } from "./env-overrides.ts";
 import { ConfigError } from "./errors.ts";
 import { Issues } from "./issues.ts";
+import { buildKeys } from "./keys.ts";
 import { locateKeys } from "./locate.ts";
 import { render, resolveMacros } from "./macros.ts";
 import { namedNodeModels, nodeModel } from "./node-models.ts";
@@ -32,6 +34,19 @@ export interface LoadOptions {
   qmBin?: string;
   /** Whether a port can be handed out for `${PORT}`; default: try to bind 127.0.0.1. */
   isPortFree?: (port: number) => boolean;
+  /**
+   * What `vram_budget_gb = "auto"` reads where the GPU's memory is the system's (Apple
+   * Silicon); default: this platform's (src/platform), asked only when the file says "auto".
+   */
+  unifiedGpuBudget?: () => UnifiedGpuBudget | null;
+}
+
+const GIB = 1024 ** 3;
+
+/** `"auto"` → GB, to the hundredth below (what status shows); 0 where memory is not unified. */
+function autoVramBudgetGb(opts: LoadOptions): number {
+  const unified = (opts.unifiedGpuBudget ?? (() => platform.unifiedGpuBudget()))();
+  return unified === null ? 0 : Math.floor((unified.bytes / GIB) * 100) / 100;
 }
 
 function parseToml(text: string, file: string): Record<string, unknown> {
@@ -83,6 +98,7 @@ export function loadConfigText(text: string, opts: LoadOptions): Config {
   );
   const preload = buildPreload(file, map, issues);
   const gpus = checkGpus(file, issues);
+  const keys = buildKeys(file, issues);
   issues.throwIfAny();
 
   const { server, scheduler, resources } = file;
@@ -106,12 +122,21 @@ export function loadConfigText(text: string, opts: LoadOptions): Config {
       watchConfig: server.watch_config,
       ...(preload.length > 0 ? { preload } : {}),
     },
+    keys,
     scheduler: {
       holdMs: scheduler.hold_ms,
       patienceMs: scheduler.patience_ms,
       holdOn: scheduler.hold_on,
       holdPolicy: scheduler.hold_policy,
       maxQueue: scheduler.max_queue,
+      fairShare: {
+        enabled: scheduler.fair_share.enabled,
+        weights: {
+          interactive: scheduler.fair_share.interactive,
+          normal: scheduler.fair_share.normal,
+          batch: scheduler.fair_share.batch,
+        },
+      },
     },
     activity: {
       enabled: file.activity.enabled,
@@ -119,9 +144,17 @@ export function loadConfigText(text: string, opts: LoadOptions): Config {
       capture: file.activity.capture,
       captureBytes: file.activity.capture_bytes,
       captureTotalBytes: Math.round(file.activity.capture_total_mb * 1024 * 1024),
+      capturePersist: file.activity.capture_persist,
+    },
+    store: {
+      enabled: file.store.enabled,
+      maxAgeMs: Math.round(file.store.max_age_days * 24 * 3600 * 1000),
+      maxBytes: Math.round(file.store.max_mb * 1024 * 1024),
     },
     resources: {
-      vramBudgetGb: resources.vram_budget_gb,
+      vramBudgetGb:
+        resources.vram_budget_gb === "auto" ? autoVramBudgetGb(opts) : resources.vram_budget_gb,
+      ...(resources.vram_budget_gb === "auto" ? { vramBudgetAuto: true as const } : {}),
       ramBudgetGb: resources.ram_budget_gb,
       oomGuardReserveGb: resources.oom_guard_reserve_gb,
       gpuProbe: resources.gpu_probe,

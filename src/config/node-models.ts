@@ -56,6 +56,7 @@ export function remoteModel(o: {
     stallTimeoutMs: 0,
     scrapeUpstreamMetrics: false,
     keepKv: null,
+    ctxStep: 1,
     group: DEFAULT_GROUP,
     template: {
       cmd: "",

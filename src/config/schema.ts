@@ -18,6 +18,14 @@ const seconds = (value: number) =>
   Type.Number({ minimum: 0, maximum: Math.floor(MAX_TIMER_MS / 1000), default: value });
 const millis = (value: number) =>
   Type.Integer({ minimum: 0, maximum: MAX_TIMER_MS, default: value });
+/** A fair-share weight: a key's share of the GPU against the others', in whole numbers. */
+const weight = (value: number, priority: string) =>
+  Type.Integer({
+    minimum: 1,
+    maximum: 1000,
+    default: value,
+    description: `The weight of keys with priority = "${priority}".`,
+  });
 const strings = (value: string[] = []) => Type.Array(Type.String(), { default: value });
 /** A string enum; the cast keeps the literal union in `Static` (`.map` loses it). */
 const oneOf = <const T extends readonly string[]>(values: T, value: T[number]) =>
@@ -36,8 +44,11 @@ export const ServerSchema = Type.Object(
   {
     listen: strings(["127.0.0.1:8080"]),
     metrics_listen: Type.String({ default: "" }),
-    /** `GET /metrics` on the API listeners too. */
-    metrics_on_api: Type.Boolean({ default: false }),
+    /**
+     * `GET /metrics` on the API listeners too: `true` behind the API key like every route,
+     * `"open"` without one (an endpoint picker scrapes the inference port and sends no key).
+     */
+    metrics_on_api: Type.Union([Type.Boolean(), Type.Literal("open")], { default: false }),
     api_keys: Type.Array(Type.String({ minLength: 1 }), { default: [] }),
     start_port: Type.Integer({ minimum: 1, maximum: 65535, default: 10001 }),
     health_check_timeout_s: seconds(120),
@@ -71,6 +82,22 @@ export const SchedulerSchema = Type.Object(
     hold_on: oneOf(["tool_calls", "request"], "tool_calls"),
     /** `"cost"`: hold or yield by what each costs (src/scheduler/design.md); `"fixed"`: `hold_ms`. */
     hold_policy: oneOf(["cost", "fixed"], "cost"),
+    /** Sharing the GPU between keys by priority (src/scheduler/design.md, "Fair share"). */
+    fair_share: Type.Object(
+      {
+        enabled: Type.Boolean({
+          default: true,
+          description: "Share by priority; false: first come, first served.",
+        }),
+        interactive: weight(4, "interactive"),
+        normal: weight(2, "normal"),
+        batch: weight(1, "batch"),
+      },
+      {
+        additionalProperties: false,
+        default: { enabled: true, interactive: 4, normal: 2, batch: 1 },
+      },
+    ),
   },
   closed,
 );
@@ -87,13 +114,52 @@ export const ActivitySchema = Type.Object(
     capture_bytes: Type.Integer({ minimum: 0, default: 65536 }),
     /** Bytes kept by all captures together, in MB. */
     capture_total_mb: nonNegative(64),
+    /** Captures are written to the database with their records (`[store]`), not only kept in memory. */
+    capture_persist: Type.Boolean({ default: false }),
+  },
+  closed,
+);
+
+/** `[keys.NAME]`: a named API key, its models and its limits. */
+export const KeySchema = Type.Object(
+  {
+    /** The key itself; or `key_sha256`, so that the file holds no secret. */
+    key: Type.String({ default: "" }),
+    key_sha256: Type.String({ default: "" }),
+    /** Model ids and aliases this key may use (`*` patterns); ["*"] = all. */
+    models: strings(["*"]),
+    admin: Type.Boolean({ default: false }),
+    priority: oneOf(["interactive", "normal", "batch"], "normal"),
+    /** Requests in flight at once on the box; more wait. 0 = no cap of its own. */
+    max_concurrency: Type.Integer({ minimum: 0, maximum: 1000000, default: 0 }),
+    /** Requests waiting at once; more get 503. 0 = no cap of its own. */
+    max_queued: Type.Integer({ minimum: 0, maximum: 1000000, default: 0 }),
+    /** Requests per minute; more get 429. 0 = no limit. */
+    rpm: Type.Integer({ minimum: 0, maximum: 1000000000, default: 0 }),
+    /** Prompt and completion tokens per minute; more get 429. 0 = no limit. */
+    tokens_per_min: Type.Integer({ minimum: 0, maximum: 1000000000000, default: 0 }),
+  },
+  closed,
+);
+
+/** `[store]`: what outlasts a restart (the SQLite database in `server.state_dir`). */
+export const StoreSchema = Type.Object(
+  {
+    enabled: Type.Boolean({ default: true }),
+    /** Rows older than this are deleted. */
+    max_age_days: Type.Number({ minimum: 0.01, maximum: 36500, default: 30 }),
+    /** The database's size bound, in MB; past it the oldest rows go first. */
+    max_mb: Type.Number({ minimum: 1, maximum: 1048576, default: 256 }),
   },
   closed,
 );
 
 export const ResourcesSchema = Type.Object(
   {
-    vram_budget_gb: nonNegative(0),
+    /** `"auto"`: Apple Silicon's unified memory share, else the GPUs' total once read. */
+    vram_budget_gb: Type.Union([Type.Literal("auto"), Type.Number({ minimum: 0 })], {
+      default: 0,
+    }),
     ram_budget_gb: nonNegative(0),
     oom_guard_reserve_gb: nonNegative(1.0),
     gpu_probe: Type.String({ default: "auto" }),
@@ -172,6 +238,8 @@ export const ModelSchema = Type.Object(
     keep_kv_max_mb: Type.Integer({ minimum: 1, maximum: 16777216, default: 4096 }),
     /** One deadline for all saves before a stop (and all restores after a start). */
     keep_kv_timeout_s: Type.Number({ minimum: 0.1, maximum: 3600, default: 20 }),
+    /** A `?ctx=N` request (Ollama's `num_ctx`) is rounded up to a multiple of this. */
+    ctx_step: Type.Integer({ minimum: 1, maximum: 1_000_000, default: 4096 }),
     /** Loaded at startup (after `server.preload`, in file order). */
     preload: Type.Boolean({ default: false }),
     /** How many GPUs it needs (default 1 with several cards), or the fixed cards it runs on. */
@@ -221,8 +289,10 @@ const tableOf = <T extends TSchema>(schema: T) =>
 export const ConfigFileSchema = Type.Object(
   {
     server: ServerSchema,
+    keys: tableOf(KeySchema),
     scheduler: SchedulerSchema,
     activity: ActivitySchema,
+    store: StoreSchema,
     resources: ResourcesSchema,
     router: RouterSchema,
     groups: tableOf(GroupSchema),
@@ -240,6 +310,7 @@ export type ConfigFile = Static<typeof ConfigFileSchema>;
 export type ModelFile = Static<typeof ModelSchema>;
 export type PeerFile = Static<typeof PeerSchema>;
 export type GroupFile = Static<typeof GroupSchema>;
+export type KeyFile = Static<typeof KeySchema>;
 
 /** The sections whose scalar keys `QM_<SECTION>__<KEY>` may override. */
 export const OVERRIDABLE_SECTIONS = {

@@ -9,8 +9,11 @@ export interface ServerConfig {
   listen: string[];
   /** `host:port` of the Prometheus listener; "" = off. */
   metricsListen: string;
-  /** `GET /metrics` is served on the API listeners too. */
-  metricsOnApi: boolean;
+  /**
+   * `GET /metrics` is served on the API listeners too: `true` behind the API key, `"open"`
+   * without one (that path only).
+   */
+  metricsOnApi: boolean | "open";
   apiKeys: string[];
   startPort: number;
   healthCheckTimeoutS: number;
@@ -49,10 +52,28 @@ export interface SchedulerConfig {
   holdPolicy: "cost" | "fixed";
   /** Most requests waiting at once; beyond it 503. */
   maxQueue: number;
+  /** Sharing the GPU between keys (`[scheduler.fair_share]`); absent: the defaults. */
+  fairShare?: FairShareConfig;
+}
+
+/** `[scheduler.fair_share]`: whether keys share by priority, and each priority's weight. */
+export interface FairShareConfig {
+  /** Off: keys keep their `max_concurrency`, and the rest is first come, first served. */
+  enabled: boolean;
+  weights: { interactive: number; normal: number; batch: number };
 }
 
 export interface ResourcesConfig {
+  /**
+   * GPU memory to plan for; 0 = no budget. `vram_budget_gb = "auto"` is resolved when the file
+   * is loaded: the GPU's share of unified memory on Apple Silicon (src/platform), else 0.
+   */
   vramBudgetGb: number;
+  /**
+   * `vram_budget_gb = "auto"`. Where it resolved to 0 (no unified memory), the GPU probe's
+   * total is the budget once there is a reading (src/runtime/gpu-watch.ts); absent otherwise.
+   */
+  vramBudgetAuto?: true;
   ramBudgetGb: number;
   oomGuardReserveGb: number;
   /** Command used to read GPU memory, or "off". */
@@ -134,6 +155,8 @@ export interface ModelConfig {
   group: string;
   /** `keep_kv = true` (llama-server): where and how its slots are saved across a stop; else null. */
   keepKv: KeepKv | null;
+  /** `ctx_step`: a `?ctx=N` request is rounded up to a multiple of this (src/runtime/design.md). */
+  ctxStep: number;
   /**
    * The model's strings with every macro resolved except `${PORT}`, `${MODEL_ID}` (and
    * `${PID}`): what a `model?ctx=N` variant is minted from, with a port of its own.
@@ -168,8 +191,13 @@ export interface KeepKv {
   maxBytes: number;
   /** `keep_kv_timeout_s` in milliseconds: one deadline for a whole save (or restore). */
   timeoutMs: number;
-  /** Hash of the argv (without the save path) and env: files saved under another are removed. */
+  /**
+   * Hash of the command and env as written (before `${PORT}` is filled in; without the save
+   * path) and the context size: files saved under another are removed.
+   */
   hash: string;
+  /** The model file (`-m`), stamped (size, mtime) with the saved files: another stamp drops them. */
+  modelFile: string | null;
 }
 
 /** A managed node's model: the node, its key, the node's id for the model. */
@@ -220,6 +248,41 @@ export interface PeerConfig {
   node: NodeSettings | null;
 }
 
+/** How a key's requests are weighed against other keys' (`[keys.NAME] priority`). */
+export type KeyPriority = "interactive" | "normal" | "batch";
+
+/**
+ * A named API key (`[keys.NAME]`; the keys of `server.api_keys` are not here: they are the
+ * admin keys, named `admin`). Only the key's SHA-256 is kept.
+ */
+export interface KeyConfig {
+  name: string;
+  /** SHA-256 of the key, lower-case hex (`key_sha256`, or of the literal `key`). */
+  sha256: string;
+  /** Patterns of the model ids and aliases it may use (`*` matches any run of characters). */
+  models: string[];
+  /** It may use the admin routes and see every key's data. */
+  admin: boolean;
+  priority: KeyPriority;
+  /** Its requests in flight at once on the box; more wait. 0: no cap of its own. */
+  maxConcurrency: number;
+  /** Its requests waiting at once; more get 503 `queue_full`. 0: no cap of its own. */
+  maxQueued: number;
+  /** Requests per minute; more get 429. 0: no limit. */
+  rpm: number;
+  /** Prompt plus completion tokens per minute; more get 429. 0: no limit. */
+  tokensPerMin: number;
+}
+
+/** What outlasts a restart (`[store]`): the SQLite database in `server.state_dir`. */
+export interface StoreConfig {
+  enabled: boolean;
+  /** Rows older than this many milliseconds are deleted. */
+  maxAgeMs: number;
+  /** The database's bound in bytes; past it the oldest rows go first. */
+  maxBytes: number;
+}
+
 export interface ActivityConfig {
   /** Off: no log and no `request` events. */
   enabled: boolean;
@@ -231,15 +294,20 @@ export interface ActivityConfig {
   captureBytes: number;
   /** Bytes kept by all captures together; the oldest go first. */
   captureTotalBytes: number;
+  /** Captures are written to the database with their records (`[store]`). */
+  capturePersist: boolean;
 }
 
 export interface Config {
   /** Path the config was read from ("" for inline text). */
   file: string;
   server: ServerConfig;
+  /** `[keys.NAME]` by name (the admin keys of `server.api_keys` are `server.apiKeys`). */
+  keys: Record<string, KeyConfig>;
   scheduler: SchedulerConfig;
   /** The activity log (`GET /api/requests`). */
   activity: ActivityConfig;
+  store: StoreConfig;
   resources: ResourcesConfig;
   router: { policy: "group" | "matrix" };
   /** Every group, the implicit default group (`DEFAULT_GROUP`) included when it has members. */

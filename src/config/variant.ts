@@ -61,6 +61,21 @@ export function withContextSize(argv: readonly string[], ctx: number): string[] 
   return [...out, vllm ? "--max-model-len" : "--ctx-size", String(ctx)];
 }
 
+/**
+ * The context size a command sets (`--ctx-size N`, `-c N`, `--ctx-size=N`; vLLM's
+ * `--max-model-len`), or null when it sets none (the server then takes the model's own).
+ */
+export function contextSize(argv: readonly string[]): number | null {
+  const flags = isVllm(argv) ? VLLM_FLAGS : CTX_FLAGS;
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    const eq = arg.indexOf("=");
+    const [flag, value] = eq > 0 ? [arg.slice(0, eq), arg.slice(eq + 1)] : [arg, argv[i + 1]];
+    if (flags.has(flag)) return value !== undefined && /^\d+$/.test(value) ? Number(value) : null;
+  }
+  return null;
+}
+
 /** The model file a llama-server-style command loads (`-m PATH` / `--model PATH`), if any. */
 export function modelPath(argv: readonly string[]): string | null {
   for (let i = 0; i < argv.length; i++) {

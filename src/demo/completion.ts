@@ -16,7 +16,12 @@ export interface TokenTable {
 
 export function buildTokens(name: string, count: number, markdown = false): TokenTable {
   if (markdown) return markdownTokens(name, count);
-  const words = `Hello! I am ${name}, a demo model served by quartermaster.`.split(" ");
+  return wordTokens(`Hello! I am ${name}, a demo model served by quartermaster.`, count);
+}
+
+/** `sentence` cut into word tokens (each but the first with its leading space), repeated to `count`. */
+export function wordTokens(sentence: string, count = sentence.split(" ").length): TokenTable {
+  const words = sentence.split(" ");
   const text: string[] = [];
   for (let i = 0; i < count; i++) {
     const word = words[i % words.length] as string;
@@ -46,16 +51,10 @@ function markdownTokens(name: string, count: number): TokenTable {
 
 /** What `--reasoning N` "thinks" before answering, cut into word tokens like the answer. */
 export function buildReasoning(count: number): TokenTable {
-  const words = "Let me think about this request step by step before I answer.".split(" ");
-  const text: string[] = [];
-  for (let i = 0; i < count; i++) {
-    const word = words[i % words.length] as string;
-    text.push(i === 0 ? word : ` ${word}`);
-  }
-  return { text, json: text.map((t) => JSON.stringify(t)) };
+  return wordTokens("Let me think about this request step by step before I answer.", count);
 }
 
-/** The tool call every `--tool-calls` completion ends with. */
+/** The tool call a `--tool-calls` completion ends with (src/demo/tools.ts picks it). */
 export interface DemoToolCall {
   id: string;
   name: string;
@@ -64,8 +63,12 @@ export interface DemoToolCall {
   pieces: string[];
 }
 
-export function buildToolCall(name: string, id: string): DemoToolCall {
-  const args = JSON.stringify({ location: "Paris", unit: "celsius" });
+export function buildToolCall(
+  name: string,
+  id: string,
+  input: Record<string, unknown>,
+): DemoToolCall {
+  const args = JSON.stringify(input);
   const pieces: string[] = [];
   for (let i = 0; i < args.length; i += 7) pieces.push(args.slice(i, i + 7));
   return { id, name, arguments: args, pieces };

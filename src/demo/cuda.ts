@@ -33,11 +33,6 @@ export class CudaError extends Error {}
 
 function load(): Lib {
   if (lib) return lib;
-  if (process.platform !== "linux") {
-    throw new CudaError(
-      `${LIBRARY} (the NVIDIA driver library) is Linux's; this is ${process.platform}`,
-    );
-  }
   try {
     lib = dlopen(LIBRARY, SYMBOLS).symbols;
   } catch (err) {

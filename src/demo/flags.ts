@@ -19,7 +19,16 @@ export interface DemoOptions {
   crashAfterTokens: number | null;
   ignoreSigterm: boolean;
   hangHealth: boolean;
+  /**
+   * Chat answers call a tool (src/demo/tools.ts): the one `tool` names, else a shell tool,
+   * else the first offered, with arguments valid for its schema; after `toolRounds` tool
+   * results since the last user message, a text answer ends the loop.
+   */
   toolCalls: boolean;
+  /** `--tool NAME`: the tool `--tool-calls` calls when offered. */
+  tool?: string;
+  /** `--tool-rounds N`: tool results before the answer that ends the loop (default 1). */
+  toolRounds?: number;
   /** Exit(1) by itself this many ms after start; null = never. */
   exitAfterMs: number | null;
   /** Every inference request answers this HTTP status with an OpenAI error body. */
@@ -109,7 +118,13 @@ Options:
   --load-delay-ms N        /health answers 503 "loading model" for N ms after start (default 0)
   --token-ms N             pause between streamed tokens in ms; 0 = no pause (default 20)
   --tokens N               completion length in tokens (default 32)
-  --tool-calls             chat completions end with a tool call (finish_reason "tool_calls")
+  --tool-calls             chat answers call an offered tool (finish_reason "tool_calls"):
+                           a shell tool (Codex CLI's exec_command, Claude Code's Bash, ...)
+                           running \`echo hello from NAME\`, else the first tool, with arguments
+                           valid for its JSON Schema; after a tool result, a text answer
+                           quoting it ends the loop
+  --tool NAME              the tool --tool-calls calls when the request offers it
+  --tool-rounds N          tool results before the answer that ends the loop (default 1)
   --fail-status N          every inference request answers HTTP N with an OpenAI error
   --reasoning N            chat answers think N tokens first (streamed as reasoning_content)
   --cached-tokens N        usage reports N prompt tokens as cached (prompt_tokens_details)
@@ -163,7 +178,8 @@ type OptionalIntKey =
   | "stallAfterTokens"
   | "wakeMs"
   | "vramMb"
-  | "vramDevice";
+  | "vramDevice"
+  | "toolRounds";
 
 const INT_FLAGS: Record<string, IntKey> = {
   "--port": "port",
@@ -185,6 +201,7 @@ const OPTIONAL_INT_FLAGS: Record<string, OptionalIntKey> = {
   "--wake-ms": "wakeMs",
   "--vram-mb": "vramMb",
   "--vram-device": "vramDevice",
+  "--tool-rounds": "toolRounds",
 };
 const BOOL_FLAGS: Record<string, BoolKey> = {
   "--crash-at-start": "crashAtStart",
@@ -244,6 +261,12 @@ export function parseDemoFlags(argv: readonly string[]): DemoFlagsResult {
       const dir = inline ?? argv[++i];
       if (!dir) return { kind: "error", message: `${flag} needs a path` };
       options.slotSavePath = dir.endsWith("/") ? dir : `${dir}/`;
+      continue;
+    }
+    if (flag === "--tool") {
+      const name = inline ?? argv[++i];
+      if (!name) return { kind: "error", message: `${flag} needs a tool name` };
+      options.tool = name;
       continue;
     }
     if (flag === "-m" || flag === "--model") {

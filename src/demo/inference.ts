@@ -10,6 +10,7 @@ import {
   buildToolCall,
   chatResponse,
   chatStreamPlan,
+  type DemoToolCall,
   embed,
   type StreamPlan,
   type TokenTable,
@@ -17,6 +18,7 @@ import {
   textStreamPlan,
   type Usage,
   usage,
+  wordTokens,
 } from "./completion.ts";
 import type { BadSse, DemoOptions } from "./flags.ts";
 import {
@@ -28,8 +30,9 @@ import {
   stalledJson,
   untilAborted,
 } from "./http.ts";
-import { contextOverflow } from "./llama-extras.ts";
+import { contextOverflow, renderPrompt, tokenCount } from "./llama-extras.ts";
 import type { DemoSlots } from "./slots.ts";
+import { loopAnswer, offeredTools, pickTool, toolArguments } from "./tools.ts";
 
 export interface DemoContext {
   options: DemoOptions;
@@ -47,6 +50,8 @@ interface Common {
   model: string;
   id: number;
   created: number;
+  /** `max_completion_tokens` / `max_tokens`, else infinity. */
+  limit: number;
   count: number;
   finish: "stop" | "length";
   promptTokens: number;
@@ -64,6 +69,7 @@ function common(ctx: DemoContext, body: Record<string, unknown>, text: string): 
     model: typeof body.model === "string" ? body.model : ctx.options.name,
     id: ctx.nextId(),
     created: Math.floor(Date.now() / 1000),
+    limit,
     count,
     finish: count < ctx.options.tokens ? "length" : "stop",
     // A rough, deterministic stand-in for a tokenizer: ~4 bytes of request per token.
@@ -76,13 +82,6 @@ function common(ctx: DemoContext, body: Record<string, unknown>, text: string): 
   };
 }
 
-function toolName(body: Record<string, unknown>): string {
-  const tools = body.tools;
-  if (!Array.isArray(tools)) return "get_weather";
-  const fn = (tools[0] as { function?: { name?: unknown } } | undefined)?.function;
-  return typeof fn?.name === "string" ? fn.name : "get_weather";
-}
-
 export async function chatCompletions(ctx: DemoContext, req: Request): Promise<Response> {
   const parsed = await readJsonObject(req);
   if (typeof parsed === "string") return openAiError(400, parsed);
@@ -92,25 +91,26 @@ export async function chatCompletions(ctx: DemoContext, req: Request): Promise<R
   }
   const overflow = contextOverflow(ctx.options, c.body);
   if (overflow) return overflow;
-  const toolCall = ctx.options.toolCalls
-    ? buildToolCall(toolName(c.body), `call_demo_${c.id}`)
-    : null;
+  const turn = toolTurn(ctx, c);
+  const { toolCall } = turn;
   const thinking = ctx.options.reasoningTokens;
   const reasoning = thinking ? buildReasoning(thinking) : undefined;
   const completionTokens =
-    c.count + (toolCall === null ? 0 : toolCall.pieces.length + 1) + (thinking ?? 0);
+    turn.count + (toolCall === null ? 0 : toolCall.pieces.length + 1) + (thinking ?? 0);
   const input = {
     id: `chatcmpl-demo-${c.id}`,
     created: c.created,
     model: c.model,
-    table: ctx.table,
-    count: c.count,
-    finishReason: toolCall === null ? c.finish : ("tool_calls" as const),
+    table: turn.table,
+    count: turn.count,
+    finishReason: toolCall === null ? turn.finish : ("tool_calls" as const),
     toolCall,
     ...(reasoning ? { reasoning } : {}),
   };
   const cached = ctx.slots ? ctx.slots.take(c.body) : ctx.options.cachedTokens;
-  const use = usage(c.promptTokens, completionTokens, cached);
+  // The prompt as the demo's own /apply-template renders it and /tokenize counts it.
+  const prompt = tokenCount(renderPrompt(c.body.messages, c.body.tools));
+  const use = usage(prompt, completionTokens, cached);
   if (c.stream) {
     return streamPlan(ctx, req, chatStreamPlan({ ...input, usage: c.includeUsage ? use : null }));
   }
@@ -119,6 +119,37 @@ export async function chatCompletions(ctx: DemoContext, req: Request): Promise<R
   }
   await generateWhole(ctx, completionTokens);
   return jsonText(chatResponse({ ...input, usage: use }));
+}
+
+/**
+ * `--tool-calls`: the answer that ends the loop once the tool results are in (its own text),
+ * else the usual text followed by a call of the tool `tools.ts` picks. Without the flag, the
+ * usual text.
+ */
+interface Turn {
+  table: TokenTable;
+  count: number;
+  finish: "stop" | "length";
+  toolCall: DemoToolCall | null;
+}
+
+function toolTurn(ctx: DemoContext, c: Common): Turn {
+  const plain: Turn = { table: ctx.table, count: c.count, finish: c.finish, toolCall: null };
+  const { options } = ctx;
+  if (!options.toolCalls) return plain;
+  const answer = loopAnswer(c.body.messages, options.toolRounds ?? 1);
+  if (answer !== null) {
+    const table = wordTokens(answer);
+    const count = Math.min(table.text.length, c.limit);
+    return { table, count, finish: count < table.text.length ? "length" : "stop", toolCall: null };
+  }
+  // A model calls only what it was offered: no tools, no call.
+  const tool = pickTool(offeredTools(c.body.tools), options.tool);
+  if (tool === null) return plain;
+  const call = buildToolCall(tool.name, `call_demo_${c.id}`, toolArguments(tool, options.name));
+  // What it says before the call: one short sentence, cut as `--tokens` / max_tokens say.
+  const table = wordTokens(`Let me call ${tool.name} for that.`);
+  return { table, count: Math.min(table.text.length, c.count), finish: c.finish, toolCall: call };
 }
 
 export async function completions(ctx: DemoContext, req: Request): Promise<Response> {

@@ -1,4 +1,5 @@
 /** What every probe shares: its options, qm's process trees, and how a reading is told. */
+import type { MemoryTotals } from "../platform/index.ts";
 import type { Timers } from "../shared/timer.ts";
 import type { attribute } from "./attribute.ts";
 import { type ProcessTree, procTree } from "./process-tree.ts";
@@ -25,16 +26,16 @@ export interface ProbeOptions {
   timers?: Timers;
   /** Where AMD cards are read: default `$QM_SYSFS_ROOT` or `/sys`. */
   sysfsRoot?: string;
-  /** Where `meminfo` is read: default `$QM_PROC_ROOT` or `/proc`. */
-  procRoot?: string;
-  /** Resident memory of qm's processes (unified memory); default `/proc/<pid>/status`. */
+  /** The box's memory (unified memory); default the platform's (`systemMemory`, meminfo.ts). */
+  memory?: () => MemoryTotals | null;
+  /** Resident memory of qm's processes (unified memory); default the platform's. */
   rss?: RssReader;
   /** The nvidia-smi `"auto"` runs; default `nvidia-smi` on PATH. */
   nvidiaSmi?: string;
   /** AMD's per-process tools; default `amd-smi`, then `rocm-smi`. */
   amdSmi?: string;
   rocmSmi?: string;
-  /** `process.platform`, to name Apple silicon. */
+  /** The platform's name (`darwin`, `linux`, …), to name Apple silicon; default this one's. */
   platform?: string;
 }
 

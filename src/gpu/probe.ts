@@ -7,14 +7,16 @@
  *   sysfs, else none (Apple silicon is named, not read).
  * - a command (`"nvidia-smi"`, a path, with arguments): nvidia-smi's two CSV queries — per-GPU
  *   memory and per-process memory, run concurrently (they are a moment apart either way). A GPU
- *   listed with `[N/A]` memory is a unified-memory part: /proc/meminfo and the RSS of qm's trees.
- * - `"amd"`: AMD cards (./amd/probe.ts); `"unified"`: /proc/meminfo without nvidia-smi (a
+ *   listed with `[N/A]` memory is a unified-memory part: the system's memory and the RSS of
+ *   qm's trees, as the platform reads them (src/platform).
+ * - `"amd"`: AMD cards (./amd/probe.ts); `"unified"`: the system's memory without nvidia-smi (a
  *   Jetson without it); `"off"`: no probe.
  */
 import { splitCommand } from "../config/argv.ts";
+import { platform } from "../platform/index.ts";
 import { probeAmd } from "./amd/probe.ts";
 import { attribute } from "./attribute.ts";
-import { procRoot, readMeminfo } from "./meminfo.ts";
+import { systemMemory, unifiedMemory } from "./meminfo.ts";
 import { COMPUTE_APPS_FIELDS, parseComputeApps } from "./parse-compute-apps.ts";
 import {
   GPU_QUERY_FIELDS,
@@ -30,7 +32,7 @@ import {
   type ProbeOptions,
   SUFFIX,
 } from "./probe-options.ts";
-import { procRss } from "./rss.ts";
+import { platformRss } from "./rss.ts";
 import { type CommandResult, runCommand } from "./run-command.ts";
 import type { GpuKind, ProbeResult } from "./types.ts";
 import { unifiedReading } from "./unified.ts";
@@ -56,7 +58,7 @@ async function probeAuto(opts: ProbeOptions): Promise<ProbeResult> {
   if (nvidia.ok || nvidia.kind !== "none") return nvidia;
   const amd = await probeAmd(opts);
   if (amd.ok || amd.kind !== "none") return amd;
-  if ((opts.platform ?? process.platform) === "darwin") {
+  if ((opts.platform ?? platform.name) === "darwin") {
     return {
       ok: false,
       kind: "apple",
@@ -115,16 +117,16 @@ async function probeNvidia(opts: ProbeOptions, command: string): Promise<ProbeRe
 
 /** Unified memory: the system's memory, qm's share by the RSS of its trees. */
 async function probeUnified(opts: ProbeOptions, gpus: UnifiedGpu[]): Promise<ProbeResult> {
-  const root = opts.procRoot ?? procRoot();
-  const [mem, ours] = await Promise.all([readMeminfo(root), ourTree(opts)]);
+  const ours = await ourTree(opts);
+  const mem = unifiedMemory((opts.memory ?? systemMemory())());
   if (!mem) {
     return {
       ok: false,
       kind: "nvidia-unified",
-      reason: `unified memory, but ${root}/meminfo cannot be read${SUFFIX}`,
+      reason: `unified memory, but the box's /proc/meminfo cannot be read${SUFFIX}`,
     };
   }
-  const rss = await (opts.rss ?? procRss())([...ours]);
+  const rss = await (opts.rss ?? platformRss())([...ours]);
   const r = unifiedReading({ gpus, mem, ours, rss, expectOurs: (opts.ourPids ?? []).length > 0 });
   return r.ok
     ? { ok: true, reading: r.value }

@@ -31,6 +31,44 @@ const STATUSES: ReadonlySet<string> = new Set([
 
 /** The most of a node's answer qm reads (a model list is small). */
 const MAX_ANSWER_BYTES = 4 * 1024 * 1024;
+/** The most of a node's `error` text that qm passes on. */
+const MAX_ERROR_CHARS = 500;
+
+/** A lifecycle call's answer: the status, and the node's `error` text when it gave one. */
+export interface NodeAnswer {
+  status: NodeModelStatus;
+  error: string | null;
+}
+
+/**
+ * Which of a model's entries counts when the node lists it more than once. mistral.rs 0.8.1
+ * lists its `reloading` ids, then the loaded ones, then the unloaded ones not reloading: a
+ * loaded model whose id a failed reload left `reloading` comes twice, and it serves. Loaded
+ * wins, then reloading, then unloaded — whatever the order of the entries.
+ */
+const RANK: Record<NodeModelStatus, number> = {
+  loaded: 3,
+  reloading: 2,
+  unloaded: 1,
+  not_found: 0,
+  no_loader_config: 0,
+  internal_error: 0,
+};
+
+/** A node's list entries (`{id, status}`), one status per id (`RANK`). */
+export function mergeListed(entries: readonly unknown[]): Map<string, NodeModelStatus> {
+  const out = new Map<string, NodeModelStatus>();
+  for (const entry of entries) {
+    if (typeof entry !== "object" || entry === null) continue;
+    const { id, status } = entry as { id?: unknown; status?: unknown };
+    if (typeof id !== "string" || id === "" || typeof status !== "string") continue;
+    if (!STATUSES.has(status)) continue;
+    const s = status as NodeModelStatus;
+    const had = out.get(id);
+    if (RANK[s] > 0 && (had === undefined || RANK[s] > RANK[had])) out.set(id, s);
+  }
+  return out;
+}
 
 export class NodeApiError extends Error {
   /** The node could not be reached, or gave no answer in time (not: it answered badly). */
@@ -48,31 +86,31 @@ export class MistralrsApi {
     this.fetch = fetcher ?? fetch;
   }
 
-  /** Every model the node serves with its status (entries without one, like `default`, skipped). */
-  async list(): Promise<Map<string, NodeModelStatus>> {
-    const body = await this.call("GET", "/v1/models", undefined, this.peer.timeoutMs);
+  /**
+   * Every model the node has, with its status (`mergeListed`: entries without one, like
+   * `default`, skipped; an id listed twice counted once).
+   */
+  async list(signal?: AbortSignal): Promise<Map<string, NodeModelStatus>> {
+    const body = await this.call("GET", "/v1/models", undefined, this.peer.timeoutMs, signal);
     const data = (body as { data?: unknown } | null)?.data;
     if (!Array.isArray(data)) throw this.error("GET /v1/models", "answered without a data list");
-    const out = new Map<string, NodeModelStatus>();
-    for (const entry of data) {
-      if (typeof entry !== "object" || entry === null) continue;
-      const { id, status } = entry as { id?: unknown; status?: unknown };
-      if (typeof id !== "string" || id === "" || typeof status !== "string") continue;
-      if (STATUSES.has(status)) out.set(id, status as NodeModelStatus);
-    }
-    return out;
+    return mergeListed(data);
   }
 
-  status(model: string, signal?: AbortSignal): Promise<NodeModelStatus> {
+  status(model: string, signal?: AbortSignal): Promise<NodeAnswer> {
     return this.lifecycle("status", model, this.peer.timeoutMs, signal);
   }
 
-  /** Asks the node to load `model`; the answer may come once it is loaded, or at once. */
-  reload(model: string, timeoutMs: number, signal?: AbortSignal): Promise<NodeModelStatus> {
+  /**
+   * Asks the node to load `model`; the answer may come once it is loaded, or at once. Only for
+   * a model the node lists as unloaded: mistral.rs 0.8.1 answers `not_found` for a loaded model
+   * or an id it does not have, and leaves that id `reloading` for good.
+   */
+  reload(model: string, timeoutMs: number, signal?: AbortSignal): Promise<NodeAnswer> {
     return this.lifecycle("reload", model, timeoutMs, signal);
   }
 
-  unload(model: string, signal?: AbortSignal): Promise<NodeModelStatus> {
+  unload(model: string, signal?: AbortSignal): Promise<NodeAnswer> {
     return this.lifecycle("unload", model, this.peer.timeoutMs, signal);
   }
 
@@ -81,7 +119,7 @@ export class MistralrsApi {
     model: string,
     timeoutMs: number,
     signal?: AbortSignal,
-  ): Promise<NodeModelStatus> {
+  ): Promise<NodeAnswer> {
     const path = `/v1/models/${verb}`;
     const body = await this.call(
       "POST",
@@ -90,8 +128,10 @@ export class MistralrsApi {
       timeoutMs,
       signal,
     );
-    const status = (body as { status?: unknown } | null)?.status;
-    if (typeof status === "string" && STATUSES.has(status)) return status as NodeModelStatus;
+    const { status, error } = body as { status?: unknown; error?: unknown };
+    if (typeof status === "string" && STATUSES.has(status)) {
+      return { status: status as NodeModelStatus, error: errorText(error) };
+    }
     throw this.error(`POST ${path}`, `answered without a known status for "${model}"`);
   }
 
@@ -151,4 +191,13 @@ export class MistralrsApi {
       limit.cancel();
     }
   }
+}
+
+/** The node's `error` text, bounded and on one line; null when it gave none. */
+function errorText(error: unknown): string | null {
+  if (typeof error !== "string") return null;
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: control bytes are what is replaced
+  const line = error.replace(/[\u0000-\u001f\u007f]+/g, " ").trim();
+  if (line === "") return null;
+  return line.length > MAX_ERROR_CHARS ? `${line.slice(0, MAX_ERROR_CHARS)}…` : line;
 }

@@ -9,11 +9,13 @@ import { namedNodeModels } from "../config/node-models.ts";
 import type { ModelConfig, PeerConfig } from "../config/types.ts";
 import { QmError } from "../shared/errors.ts";
 import { Breaker, type PeerHealth } from "./breaker.ts";
+import { MAX_PEER_MODELS } from "./limits.ts";
 import { type Offer, type PeerView, route } from "./route.ts";
-import { peerModel } from "./target.ts";
+import { peerModel, shownUrl } from "./target.ts";
 
 export interface PeerStatusJson {
   name: string;
+  /** The peer's URL, a password in it shown as `***` (`shownUrl`). */
   url: string;
   kind: PeerConfig["kind"];
   state: PeerHealth;
@@ -159,14 +161,21 @@ export class PeerTable {
     if (changed) this.onChange(this.statusOf(p));
   }
 
-  /** One model's change on a qm peer (its `event: model`). */
-  modelChanged(peer: string, model: string, offer: Offer): void {
+  /**
+   * One model's change on a qm peer (its `event: model`). A model it did not list before is
+   * taken only while the peer has fewer than `MAX_PEER_MODELS` discovered: false when refused.
+   */
+  modelChanged(peer: string, model: string, offer: Offer): boolean {
     const p = this.peers.get(peer);
-    if (!p) return;
+    if (!p) return true;
     const was = p.models.get(model);
+    if (was === undefined && p.models.size >= MAX_PEER_MODELS + p.config.models.length) {
+      return false;
+    }
     p.models.set(model, offer);
     if (was !== "ready" && offer === "ready") p.resident++;
     if (was !== offer) this.onChange(this.statusOf(p));
+    return true;
   }
 
   /** The peer's config, for the watch that follows it. */
@@ -221,7 +230,7 @@ export class PeerTable {
     const state = p.breaker.health(now);
     return {
       name: p.config.id,
-      url: p.config.url,
+      url: shownUrl(p.config.url),
       kind: p.config.kind,
       state,
       models: [...p.models].map(([id, s]) => ({ id, state: s })),

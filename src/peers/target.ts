@@ -39,3 +39,21 @@ export function peerCredentials(apiKey: string): [string, string][] {
 export function peerRequestHeaders(apiKey: string): [string, string][] {
   return [...peerCredentials(apiKey), ["x-qm-forwarded", "1"]];
 }
+
+/**
+ * A peer's URL as qm shows it (`/api/status`, `/api/events`, its log): a password written in
+ * it (`http://user:PASS@host`) as `***`. The URL itself, credentials and all, is what qm
+ * fetches: fetch sends them as Basic auth (RFC 7617).
+ */
+export function shownUrl(url: string): string {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return url;
+  }
+  if (parsed.password === "" && parsed.username === "") return url;
+  const at = url.indexOf("@", url.indexOf("//") + 2);
+  const user = parsed.username === "" ? "" : parsed.username;
+  return `${parsed.protocol}//${user}${parsed.password === "" ? "" : ":***"}@${url.slice(at + 1)}`;
+}

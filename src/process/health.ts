@@ -21,6 +21,8 @@ export interface HealthWait {
   timers?: Timers;
   /** Default: the global fetch. */
   fetch?: Fetch;
+  /** Called once, at the first HTTP answer of any status: something listens on the port now. */
+  onAnswer?: () => void;
 }
 
 /** One probe never waits longer than this, so a hung endpoint is retried, not awaited. */
@@ -30,6 +32,7 @@ export async function waitHealthy(w: HealthWait): Promise<HealthOutcome> {
   const timers = w.timers ?? realTimers;
   const send = w.fetch ?? fetch;
   let lastProbe = "no answer yet";
+  let answered = false;
   for (;;) {
     if (w.signal.aborted) return { kind: "aborted" };
     const left = w.deadline - timers.now();
@@ -42,6 +45,10 @@ export async function waitHealthy(w: HealthWait): Promise<HealthOutcome> {
         signal: AbortSignal.any([w.signal, probe.signal]),
         redirect: "manual",
       });
+      if (!answered) {
+        answered = true;
+        w.onAnswer?.();
+      }
       // Read the body so the connection can be reused by the next probe.
       await res.arrayBuffer();
       if (res.status === 200) return { kind: "ready" };

@@ -6,7 +6,6 @@
  * restore (`KeepKv.timeoutMs`) on the injected timers. Invariants: ./design.md.
  */
 import {
-  existsSync,
   mkdirSync,
   readdirSync,
   readFileSync,
@@ -21,6 +20,7 @@ import type { Fetch } from "../shared/fetch.ts";
 import type { Logger } from "../shared/log.ts";
 import { readAtMost } from "../shared/read-at-most.ts";
 import { realTimers, type Timers } from "../shared/timer.ts";
+import { MANIFEST, modelStamp } from "./kv-folders.ts";
 
 export interface KvSlotsDeps {
   log: Logger;
@@ -40,10 +40,10 @@ interface SavedSlot {
 
 interface Manifest {
   hash: string;
+  /** The model file's stamp when the files were saved (`modelStamp`); absent: no model file. */
+  model?: string;
   slots: Record<string, SavedSlot>;
 }
-
-export const MANIFEST = "manifest.json";
 
 /** What a save or a restore did (logged; tests read it). */
 export interface KvOutcome {
@@ -56,40 +56,6 @@ export interface KvOutcome {
 }
 
 class Deadline extends Error {}
-
-/**
- * Removes the `keep_kv` folders `names` under `root` (`<state_dir>/kv`): their models were
- * removed, or lost `keep_kv`. Only a folder holding qm's manifest is removed, never anything else
- * put there. Never throws; returns the folders removed.
- */
-export function removeKvFolders(root: string, names: Iterable<string>, log: Logger): string[] {
-  const removed: string[] = [];
-  for (const name of names) {
-    const dir = join(root, name);
-    try {
-      if (!existsSync(join(dir, MANIFEST))) continue;
-      const mb = folderBytes(dir) / (1024 * 1024);
-      rmSync(dir, { recursive: true, force: true });
-      removed.push(dir);
-      log.info(`keep_kv: removed ${dir} (${mb.toFixed(1)} MiB); no model keeps it any more`);
-    } catch (err) {
-      log.warn(`keep_kv: could not remove ${dir}: ${message(err)}`);
-    }
-  }
-  return removed;
-}
-
-function folderBytes(dir: string): number {
-  let total = 0;
-  for (const f of readdirSync(dir)) {
-    try {
-      total += statSync(join(dir, f)).size;
-    } catch {
-      // gone meanwhile
-    }
-  }
-  return total;
-}
 
 /** The most of a `/slots` answer read (one entry per slot; a save's or restore's is small). */
 const MAX_ANSWER_MIB = 16;
@@ -119,15 +85,20 @@ export class KvSlots {
     try {
       mkdirSync(this.kv.dir, { recursive: true });
       const manifest = this.readManifest();
-      if (manifest === null || manifest.hash !== this.kv.hash) {
+      const stamp = modelStamp(this.kv.modelFile);
+      if (!this.matches(manifest, stamp)) {
         const files = readdirSync(this.kv.dir);
         for (const f of files) rmSync(join(this.kv.dir, f), { force: true, recursive: true });
         if (files.length > 0) {
+          const why =
+            manifest !== null && manifest.hash === this.kv.hash
+              ? "its model file changed"
+              : "its config changed";
           this.deps.log.info(
-            `model "${this.id}": saved KV cache removed (${files.length} files; its config changed)`,
+            `model "${this.id}": saved KV cache removed (${files.length} files; ${why})`,
           );
         }
-        this.writeManifest({ hash: this.kv.hash, slots: {} });
+        this.writeManifest(this.fresh(stamp));
       }
     } catch (err) {
       this.deps.log.warn(`model "${this.id}": keep_kv folder ${this.kv.dir}: ${message(err)}`);
@@ -145,8 +116,10 @@ export class KvSlots {
         outcome.failed.push({ slot: -1, reason: "GET /slots: not a list of slots" });
         return;
       }
-      const manifest = this.readManifest() ?? { hash: this.kv.hash, slots: {} };
-      manifest.hash = this.kv.hash;
+      const stamp = modelStamp(this.kv.modelFile);
+      const old = this.readManifest();
+      // Slots saved under another config or model file are not kept beside these.
+      const manifest = this.matches(old, stamp) && old !== null ? old : this.fresh(stamp);
       for (const slot of slots) {
         try {
           const answer = await call(`${base}/slots/${slot.id}?action=save`, {
@@ -181,7 +154,8 @@ export class KvSlots {
   async restore(base: string): Promise<KvOutcome> {
     const outcome: KvOutcome = { done: [], failed: [], timedOut: false };
     const manifest = this.readManifest();
-    if (manifest === null || manifest.hash !== this.kv.hash) return outcome;
+    // Never into another model: the file the server loaded must be the one the slots came from.
+    if (manifest === null || !this.matches(manifest, modelStamp(this.kv.modelFile))) return outcome;
     const entries = Object.entries(manifest.slots).filter(([, s]) =>
       existsFile(join(this.kv.dir, s.file)),
     );
@@ -294,6 +268,19 @@ export class KvSlots {
     }
   }
 
+  /** The files were saved under this config and this model file. */
+  private matches(manifest: Manifest | null, stamp: string | null): boolean {
+    return (
+      manifest !== null && manifest.hash === this.kv.hash && (manifest.model ?? null) === stamp
+    );
+  }
+
+  private fresh(stamp: string | null): Manifest {
+    return stamp === null
+      ? { hash: this.kv.hash, slots: {} }
+      : { hash: this.kv.hash, model: stamp, slots: {} };
+  }
+
   private readManifest(): Manifest | null {
     try {
       const raw = JSON.parse(readFileSync(join(this.kv.dir, MANIFEST), "utf8")) as unknown;
@@ -307,7 +294,9 @@ export class KvSlots {
           savedAt: typeof s.savedAt === "number" ? s.savedAt : 0,
         };
       }
-      return { hash: raw.hash, slots };
+      return typeof raw.model === "string"
+        ? { hash: raw.hash, model: raw.model, slots }
+        : { hash: raw.hash, slots };
     } catch {
       return null;
     }

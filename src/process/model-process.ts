@@ -26,7 +26,7 @@ import { claimPort, portOf } from "./port-guard.ts";
 import { trackGroup, untrackGroup } from "./process-group.ts";
 import { sleepServer, wakeServer } from "./sleep-api.ts";
 import { type ModelSubprocess, spawnModel, withGpuIds } from "./spawn.ts";
-import { foreignListener, freePortFor } from "./start-guard.ts";
+import { freePortFor, ownershipCheck } from "./start-guard.ts";
 import { STDIO_DRAIN_MS } from "./stop-command.ts";
 import { terminate } from "./terminate.ts";
 import { tree } from "./tree-watch.ts";
@@ -224,6 +224,7 @@ export class ModelProcess {
     }
     const run = this.spawn(free);
     const { model } = run;
+    const checkOwner = ownershipCheck(model, run.pid, run.start, guard);
     const outcome: HealthOutcome | { kind: "exit" } = await Promise.race([
       model.checkEndpoint === null
         ? Promise.resolve<HealthOutcome>({ kind: "ready" })
@@ -234,16 +235,12 @@ export class ModelProcess {
             signal: run.abort.signal,
             timers: this.timers,
             fetch: this.opts.fetch,
+            onAnswer: () => void checkOwner(),
           }),
       run.exit.then(() => ({ kind: "exit" }) as const),
     ]);
     run.abort.abort();
-    if (run.stopRequested) {
-      throw new QmError(
-        "cancelled",
-        `loading model "${model.id}" was cancelled: it was stopped before it became ready`,
-      );
-    }
+    if (run.stopRequested) throw stoppedWhileStarting(model.id);
     // A 200 from a process that already died came from someone else on that port.
     if (outcome.kind === "exit" || (outcome.kind === "ready" && run.exited)) {
       // Whatever the supervisor's state when it was reaped, this start is what it ended.
@@ -264,8 +261,8 @@ export class ModelProcess {
     }
     if (model.checkEndpoint !== null) {
       // The 200 must have come from the model: a stranger may have bound the port since.
-      tree.scan();
-      const foreign = foreignListener(model, tree.members(run.pid), run.start, guard);
+      const foreign = await checkOwner();
+      if (run.stopRequested) throw stoppedWhileStarting(model.id);
       if (foreign) {
         this.opts.log.warn(foreign.message);
         await this.stop();
@@ -275,16 +272,12 @@ export class ModelProcess {
     if (run.kv !== null) {
       // Before start() resolves, so before the first waiter is granted; never fails the start.
       await run.kv.restore(model.proxy);
-      if (run.stopRequested || run.exited) {
-        throw new QmError(
-          "cancelled",
-          `loading model "${model.id}" was cancelled: it was stopped before it became ready`,
-        );
-      }
+      if (run.stopRequested || run.exited) throw stoppedWhileStarting(model.id);
     }
     const ms = Math.round(this.timers.now() - run.startedAt);
     this.opts.log.info(`model "${model.id}" ready in ${ms} ms (pid ${run.pid})`);
     this.setState("ready");
+    tree.scanSoon(); // its descendants now, once the first grants have gone out
   }
 
   private spawn(model: ModelConfig): Run {
@@ -396,4 +389,12 @@ export class ModelProcess {
     this._state = state;
     this.opts.onStateChange?.(state);
   }
+}
+
+/** A start that a stop overtook before the model became ready. */
+function stoppedWhileStarting(id: string): QmError {
+  return new QmError(
+    "cancelled",
+    `loading model "${id}" was cancelled: it was stopped before it became ready`,
+  );
 }

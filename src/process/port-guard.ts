@@ -7,8 +7,9 @@
 import { splitCommand } from "../config/argv.ts";
 import type { ModelConfig } from "../config/types.ts";
 import { withContextSize } from "../config/variant.ts";
+import { platform } from "../platform/index.ts";
+import type { ProcFs } from "../platform/types.ts";
 import { isLoopbackName } from "../shared/net.ts";
-import { linuxProc, type ProcFs } from "./proc-fs.ts";
 
 // The macros a template still holds (spelled out: they are literal text, not templates).
 const PORT = "$" + "{PORT}";
@@ -93,7 +94,7 @@ function bindable(port: number): boolean {
   }
 }
 
-export const realProbe: PortProbe = { fs: linuxProc, bindable };
+export const realProbe: PortProbe = { fs: platform.procs, bindable };
 
 /** Inodes of the sockets listening on `port` at a loopback or wildcard address. */
 export function listenerInodes(port: number, probe: PortProbe = realProbe): Set<string> {
@@ -108,10 +109,28 @@ export function listenerInodes(port: number, probe: PortProbe = realProbe): Set<
 
 /**
  * Where /proc is there it is the whole truth: a socket in LISTEN state at a loopback or
- * wildcard address. Elsewhere qm tries to bind 127.0.0.1 itself.
+ * wildcard address. Elsewhere (no /proc, or Darwin's lsof, which sees only this user's
+ * sockets) qm tries to bind 127.0.0.1 itself.
  */
 export function portBusy(port: number, probe: PortProbe = realProbe): boolean {
-  return probe.fs.available ? listenerInodes(port, probe).size > 0 : !probe.bindable(port);
+  // A bind is cheap (tens of µs) and no listener lets it through (qm's probe asks for no
+  // SO_REUSEPORT); only a port it cannot bind is read from /proc, the whole truth (some other
+  // socket may hold the address without listening), which can take milliseconds.
+  if (probe.bindable(port)) return false;
+  return probe.fs.available && probe.fs.listenersComplete
+    ? listenerInodes(port, probe).size > 0
+    : true;
+}
+
+/** `listenerInodes`, read without blocking where the platform can. */
+export async function listenerInodesAsync(
+  port: number,
+  probe: PortProbe = realProbe,
+): Promise<Set<string>> {
+  const fs = probe.fs;
+  if (!fs.available) return new Set();
+  const all = fs.listenersAsync ? await fs.listenersAsync() : fs.listeners();
+  return new Set(all.filter((l) => l.port === port && l.local).map((l) => l.inode));
 }
 
 /** The process holding one of `inodes` (a full /proc scan: only when something is wrong). */
@@ -135,7 +154,7 @@ export function holderOf(port: number, probe: PortProbe = realProbe): Holder | n
 export function describeHolder(port: number, holder: Holder | null): string {
   return holder
     ? `pid ${holder.pid} (${holder.comm})`
-    : `another process (\`ss -ltnp 'sport = :${port}'\` names it)`;
+    : `another process (\`${platform.portHint(port)}\` names it)`;
 }
 
 /**
@@ -151,15 +170,34 @@ export function listenerOwnership(
   leaderStart: number,
   probe: PortProbe = realProbe,
 ): { kind: "ours" | "unknown" } | { kind: "foreign"; holder: Holder } {
-  const inodes = listenerInodes(port, probe);
+  return ownershipOf(listenerInodes(port, probe), () => members, leaderStart, probe);
+}
+
+export type Ownership = { kind: "ours" | "unknown" } | { kind: "foreign"; holder: Holder };
+
+/**
+ * `listenerOwnership` for the listening sockets `inodes`. `leader`, when given, is asked
+ * first (the server itself usually holds its socket), so the model's whole tree is read
+ * (`members`) only when it does not.
+ */
+export function ownershipOf(
+  inodes: Set<string>,
+  members: () => readonly number[],
+  leaderStart: number,
+  probe: PortProbe = realProbe,
+  leader?: number,
+): Ownership {
   if (inodes.size === 0) return { kind: "unknown" };
-  for (const pid of members) {
+  const holds = (pid: number) => {
     const sockets = probe.fs.socketInodes(pid);
-    if (sockets && [...inodes].some((i) => sockets.has(i))) return { kind: "ours" };
-  }
+    return sockets !== null && [...inodes].some((i) => sockets.has(i));
+  };
+  if (leader !== undefined && holds(leader)) return { kind: "ours" };
+  const all = members();
+  for (const pid of all) if (pid !== leader && holds(pid)) return { kind: "ours" };
   const holder = findHolder(inodes, probe.fs);
   if (holder && holder.start >= 0 && leaderStart >= 0 && holder.start < leaderStart) {
-    if (!members.includes(holder.pid)) return { kind: "foreign", holder };
+    if (!all.includes(holder.pid)) return { kind: "foreign", holder };
   }
   return { kind: "unknown" };
 }

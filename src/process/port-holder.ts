@@ -1,13 +1,15 @@
 /**
  * Who holds a TCP port, at any address: for a listener qm cannot bind (`qm serve` refusing to
- * start, `qm doctor`). Linux only for now — /proc/net/tcp{,6} for the listening socket's inode,
- * then /proc/PID/fd for the process that has it open; elsewhere (or for another user's
- * process, whose fds qm may not read) the answer is null and the message says how to look.
+ * start, `qm doctor`). The platform's listening sockets name it (Linux: /proc/net/tcp{,6} for
+ * the socket's inode, then /proc/PID/fd for the process that has it open; Darwin: lsof);
+ * where it cannot (no reader, or another user's process) the answer is null and the message
+ * says how to look.
  */
+import { platform } from "../platform/index.ts";
+import type { ProcFs } from "../platform/types.ts";
 import { describeHolder, findHolder, type Holder } from "./port-guard.ts";
-import { linuxProc, type ProcFs } from "./proc-fs.ts";
 
-export function portHolder(port: number, fs: ProcFs = linuxProc): Holder | null {
+export function portHolder(port: number, fs: ProcFs = platform.procs): Holder | null {
   if (!fs.available) return null;
   const inodes = new Set(
     fs
@@ -18,7 +20,7 @@ export function portHolder(port: number, fs: ProcFs = linuxProc): Holder | null 
   return findHolder(inodes, fs);
 }
 
-/** "pid 123 (llama-server)", or how to find it (`ss -ltnp …`). */
-export function describePortHolder(port: number, fs: ProcFs = linuxProc): string {
+/** "pid 123 (llama-server)", or how to find it (`ss -ltnp …`, `lsof …`). */
+export function describePortHolder(port: number, fs: ProcFs = platform.procs): string {
   return describeHolder(port, portHolder(port, fs));
 }

@@ -5,7 +5,7 @@
  * the process group). Every live group is recorded so `killAllSync` can clean up from
  * `process.on("exit")`, where nothing asynchronous runs any more.
  */
-import { readdirSync, readFileSync } from "node:fs";
+import { platform } from "../platform/index.ts";
 import { delay } from "../shared/timer.ts";
 
 const live = new Set<number>();
@@ -52,37 +52,10 @@ export function killAllSync(): number {
  */
 export async function waitGroupGone(pgid: number, maxMs: number): Promise<boolean> {
   const until = performance.now() + maxMs;
-  while (signalGroup(pgid, 0) && groupHasRunningMember(pgid)) {
+  // A group kill(2) still finds may hold only zombies (src/platform: `groupRunning`).
+  while (signalGroup(pgid, 0) && platform.groupRunning(pgid)) {
     if (performance.now() >= until) return false;
     await delay(2);
   }
   return true;
-}
-
-/**
- * A killed child reparented to init stays a zombie until init reaps it (some container
- * inits take their time) and keeps its group "existing" for kill(2). Zombies hold no
- * memory, files or ports, so on Linux we look in /proc for members that still run.
- */
-function groupHasRunningMember(pgid: number): boolean {
-  let entries: string[];
-  try {
-    entries = readdirSync("/proc");
-  } catch {
-    return true; // no procfs: trust kill(2)
-  }
-  for (const name of entries) {
-    const c = name.charCodeAt(0);
-    if (c < 48 || c > 57) continue;
-    let stat: string;
-    try {
-      stat = readFileSync(`/proc/${name}/stat`, "utf8");
-    } catch {
-      continue; // exited while we looked
-    }
-    // proc(5): "pid (comm) state ppid pgrp ..."; comm may contain spaces and parentheses.
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    if (Number(fields[2]) === pgid && fields[0] !== "Z" && fields[0] !== "X") return true;
-  }
-  return false;
 }

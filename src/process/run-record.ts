@@ -9,8 +9,8 @@
  */
 import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import type { ProcEntry, ProcFs } from "../platform/types.ts";
 import type { Logger } from "../shared/log.ts";
-import type { ProcEntry, ProcFs } from "./proc-fs.ts";
 import type { ProcId, WatchedRun } from "./tree-watch.ts";
 
 export interface RunFile {

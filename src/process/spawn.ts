@@ -1,14 +1,16 @@
 /**
  * Starting a model's server process: in a session of its own (`detached: true` calls
  * setsid(2), so the model and all it spawns form one process group), killed by the kernel
- * if qm dies (death-signal.ts), with `env` added to qm's environment. Every way it cannot
- * start becomes `upstream_start_failed` naming the model and its command.
+ * if qm dies where the platform can (Linux: `setpriv --pdeathsig`, src/platform), with `env`
+ * added to qm's environment. Every way it cannot start becomes `upstream_start_failed`
+ * naming the model and its command.
  */
+import { accessSync, constants } from "node:fs";
 import { fillGpuIds } from "../config/macros.ts";
 import type { ModelConfig } from "../config/types.ts";
 import { placementEnv } from "../gpu/visible-devices.ts";
+import { type Platform, platform } from "../platform/index.ts";
 import { QmError } from "../shared/errors.ts";
-import { missingProgram, withParentDeathSignal } from "./death-signal.ts";
 
 export type ModelSubprocess = Bun.Subprocess<"ignore", "pipe", "pipe">;
 
@@ -21,6 +23,7 @@ export function spawnModel(
   model: ModelConfig,
   extraEnv: Record<string, string>,
   gpus?: readonly number[],
+  on: Platform = platform,
 ): ModelSubprocess {
   if (model.argv.length === 0) {
     throw new QmError("upstream_start_failed", `model "${model.id}" has an empty cmd`);
@@ -38,7 +41,7 @@ export function spawnModel(
   const missing = missingProgram(argv[0]!, env);
   if (missing) throw failed(missing);
   try {
-    return Bun.spawn(withParentDeathSignal(argv), {
+    return Bun.spawn(on.withParentDeathSignal(argv), {
       env,
       stdin: "ignore",
       stdout: "pipe",
@@ -56,4 +59,24 @@ export function withGpuIds(model: ModelConfig, gpus: readonly number[] | undefin
     Object.entries(model.env).map(([k, v]) => [k, fillGpuIds(v, gpus)]),
   );
   return { ...model, cmdStop: fillGpuIds(model.cmdStop, gpus), env };
+}
+
+/**
+ * A parent-death wrapper would turn "no such program" into an exit code; find it first so
+ * the error names the command plainly. Returns a message, or null when the program can run.
+ */
+export function missingProgram(
+  program: string,
+  env: Record<string, string | undefined>,
+): string | null {
+  if (program.includes("/")) {
+    try {
+      accessSync(program, constants.X_OK);
+      return null;
+    } catch {
+      return `"${program}" does not exist or is not executable`;
+    }
+  }
+  const PATH = env.PATH ?? process.env.PATH ?? "";
+  return Bun.which(program, { PATH }) ? null : `"${program}" was not found on PATH`;
 }

@@ -11,7 +11,9 @@ import {
   describeHolder,
   type Holder,
   holderOf,
+  listenerInodesAsync,
   listenerOwnership,
+  ownershipOf,
   type PortProbe,
   pickPort,
   portBusy,
@@ -19,6 +21,7 @@ import {
   realProbe,
   withPort,
 } from "./port-guard.ts";
+import { tree } from "./tree-watch.ts";
 
 const PORT = "$" + "{PORT}";
 
@@ -73,6 +76,59 @@ export function freePortFor(model: ModelConfig, deps: GuardDeps): ModelConfig {
  * After a 200 from the health check: a `port_in_use` error when the listener belongs to a
  * process that is not the model's (then the 200 was not the model's either), else null.
  */
+/**
+ * `foreignListener`, with the sockets read without blocking qm, and the model's tree read only
+ * when its leader (`leader`) does not hold the listener itself.
+ */
+export async function foreignListenerAsync(
+  model: ModelConfig,
+  leader: number,
+  members: () => readonly number[],
+  leaderStart: number,
+  deps: GuardDeps,
+): Promise<QmError | null> {
+  const p = portOf(model);
+  if (p === null) return null;
+  const probe = deps.probe ?? realProbe;
+  const inodes = await listenerInodesAsync(p.port, probe);
+  const o = ownershipOf(inodes, members, leaderStart, probe, leader);
+  return o.kind === "foreign" ? foreign(model, p.port, o.holder, deps) : null;
+}
+
+function foreign(model: ModelConfig, port: number, holder: Holder, deps: GuardDeps): QmError {
+  return new QmError(
+    "port_in_use",
+    `model "${model.id}" cannot start: port ${port} was taken by ` +
+      `${who(port, holder, deps)} while the model was starting, and that process ` +
+      "answered its health check; the model was stopped",
+  );
+}
+
+/**
+ * Whether the listener on `model`'s port is its own (not a stranger's that answers its health
+ * check), asked at most once: the returned function starts the check on its first call and
+ * gives the same answer after. Called when something first answers on the port, while the
+ * model may still be loading, so a model that becomes ready seldom waits for it (reading the
+ * sockets can take milliseconds); the model's whole tree is read only when `leader` does not
+ * hold the listener itself.
+ */
+export function ownershipCheck(
+  model: ModelConfig,
+  leader: number,
+  leaderStart: number,
+  deps: GuardDeps,
+): () => Promise<QmError | null> {
+  let answer: Promise<QmError | null> | null = null;
+  const members = () => {
+    tree.scan();
+    return tree.members(leader);
+  };
+  return () => {
+    answer ??= foreignListenerAsync(model, leader, members, leaderStart, deps);
+    return answer;
+  };
+}
+
 export function foreignListener(
   model: ModelConfig,
   members: readonly number[],
@@ -82,11 +138,5 @@ export function foreignListener(
   const p = portOf(model);
   if (p === null) return null;
   const o = listenerOwnership(p.port, members, leaderStart, deps.probe ?? realProbe);
-  if (o.kind !== "foreign") return null;
-  return new QmError(
-    "port_in_use",
-    `model "${model.id}" cannot start: port ${p.port} was taken by ` +
-      `${who(p.port, o.holder, deps)} while the model was starting, and that process ` +
-      "answered its health check; the model was stopped",
-  );
+  return o.kind === "foreign" ? foreign(model, p.port, o.holder, deps) : null;
 }

@@ -3,9 +3,9 @@
  * everything it starts, clean up after a previous qm that crashed, keep the run file
  * current, and kill everything synchronously when qm exits.
  */
+import { type Platform, platform, selfIdentity } from "../platform/index.ts";
+import type { ProcEntry } from "../platform/types.ts";
 import type { Logger } from "../shared/log.ts";
-import { becomeSubreaper } from "./libc.ts";
-import { linuxProc, type ProcEntry } from "./proc-fs.ts";
 import { killAllSync as killGroupsSync } from "./process-group.ts";
 import { RunRecord, reapStale } from "./run-record.ts";
 import { tree } from "./tree-watch.ts";
@@ -21,9 +21,9 @@ export interface Supervision {
 export function startSupervision(opts: { stateDir: string; log: Logger }): Supervision {
   const { log } = opts;
   becomeSubreaper(log);
-  const self = { pid: process.pid, start: linuxProc.entry(process.pid)?.start ?? 0 };
+  const self = selfIdentity();
   const reaped = reapStale(opts.stateDir, {
-    fs: linuxProc,
+    fs: platform.procs,
     self,
     kill: (pid, signal) => process.kill(pid, signal),
     log,
@@ -40,6 +40,24 @@ export function startSupervision(opts: { stateDir: string; log: Logger }): Super
   };
 }
 
+let subreaperTold = false;
+
+/**
+ * Makes qm its descendants' reaper of last resort where the platform can; says once why not
+ * (a warning where it should have worked, a note where the platform has none).
+ */
+export function becomeSubreaper(log: Logger, on: Platform = platform): boolean {
+  const r = on.becomeSubreaper();
+  if (r.ok || subreaperTold) return r.ok;
+  subreaperTold = true;
+  const text =
+    `cannot make qm a child subreaper (${r.why}): a model's descendants ` +
+    "that leave its process group are found only while qm scans them";
+  if (r.byDesign) log.info(text);
+  else log.warn(text);
+  return false;
+}
+
 /**
  * Startup has nothing else to do yet, and a model started next must find the ports free;
  * killed processes that are not ours stay zombies until init reaps them, which is fine.
@@ -47,7 +65,7 @@ export function startSupervision(opts: { stateDir: string; log: Logger }): Super
 function waitGoneSync(pids: number[]): void {
   const until = performance.now() + REAPED_GONE_MS;
   const running = (e: ProcEntry | null) => e !== null && e.state !== "Z" && e.state !== "X";
-  while (pids.some((pid) => running(linuxProc.entry(pid))) && performance.now() < until) {
+  while (pids.some((pid) => running(platform.procs.entry(pid))) && performance.now() < until) {
     Bun.sleepSync(5);
   }
 }

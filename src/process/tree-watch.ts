@@ -2,18 +2,19 @@
  * Everything a model started, including what left its process group or session (`setsid`
  * children, daemons, workers orphaned by a shell wrapper). A process group signal misses
  * those, so qm keeps, per running model, the set of its descendants as (pid, start time):
- * the start time (/proc/PID/stat field 22) tells a reused pid apart, and is checked again
- * before every signal. A scan (cheap: one stat read per process) runs every second while a
- * model runs, and right before and after each stop. A process counts as the model's when:
+ * the start time (Linux: /proc/PID/stat field 22; Darwin: `ps -o lstart`) tells a reused pid
+ * apart, and is checked again before every signal. A scan (Linux: one stat read per process;
+ * Darwin: one `ps`, read without blocking qm) runs every second while a model runs, and right
+ * before and after each stop. A process counts as the model's when:
  * - it descends from the leader by parent links, or shares the leader's session or group;
  * - it was recorded under the model before (it keeps counting after being reparented);
- * - it is reparented to qm (qm is a child subreaper) and its environment carries
+ * - it is reparented to qm (qm is a child subreaper, Linux only) and its environment carries
  *   `QM_OWNER=<qm pid>:<qm start>` and `QM_MODEL=<id>`, set on every model qm starts: that
  *   catches a child orphaned between two scans.
  */
+import { platform, selfIdentity } from "../platform/index.ts";
+import type { ProcEntry, ProcFs } from "../platform/types.ts";
 import { delay, every, realTimers, type Timers } from "../shared/timer.ts";
-import { reapChild } from "./libc.ts";
-import { linuxProc, type ProcEntry, type ProcFs, selfIdentity } from "./proc-fs.ts";
 import { liveGroups } from "./process-group.ts";
 
 export interface ProcId {
@@ -58,6 +59,12 @@ export class TreeWatch {
   private readonly sessions = new Set<number>();
   /** Stops the periodic scan; null while it is not running. */
   private stopScans: (() => void) | null = null;
+  /** Counts scans, so a background reading older than a scan since is dropped. */
+  private scans = 0;
+  /** A background reading is under way. */
+  private reading = false;
+  /** A `scanSoon` is pending. */
+  private soon = false;
   /** Called after any change to what is watched (the run file is rewritten from it). */
   onChange: (() => void) | null = null;
 
@@ -94,14 +101,63 @@ export class TreeWatch {
     if (this.stopScans === null && this.deps.fs.available) {
       const timers = this.deps.timers ?? realTimers;
       // unref: a background scan never keeps the process alive on its own.
-      this.stopScans = every(() => this.scan(), this.deps.scanIntervalMs, timers, { unref: true });
+      this.stopScans = every(() => this.scanInBackground(), this.deps.scanIntervalMs, timers, {
+        unref: true,
+      });
     }
   }
 
-  /** Re-reads /proc: records new descendants, forgets dead ones, reaps our zombies. */
+  private idle(): boolean {
+    return !this.deps.fs.available || (this.runs.size === 0 && this.sessions.size === 0);
+  }
+
+  /**
+   * A scan as soon as the current work is done (a timer of the tree's own, at 0 ms): after a
+   * model turned ready, its descendants are recorded once its first grants have gone out,
+   * since a full read of the table can take milliseconds.
+   */
+  scanSoon(): void {
+    if (this.soon) return;
+    this.soon = true;
+    (this.deps.timers ?? realTimers).set(() => {
+      this.soon = false;
+      this.scan();
+    }, 0);
+  }
+
+  /** Re-reads the process table: records new descendants, forgets dead ones, reaps our zombies. */
   scan(): void {
-    if (!this.deps.fs.available || (this.runs.size === 0 && this.sessions.size === 0)) return;
-    const all = this.deps.fs.list();
+    if (this.idle()) return;
+    this.apply(this.deps.fs.list());
+  }
+
+  /**
+   * The periodic scan. Where reading the table means running a command (Darwin's `ps`), it is
+   * read without blocking qm's event loop (a stream's next chunk waits for nothing); a scan
+   * made meanwhile (a stop's) is newer, and this reading is then dropped.
+   */
+  private scanInBackground(): void {
+    const { fs } = this.deps;
+    if (!fs.listAsync) {
+      this.scan();
+      return;
+    }
+    if (this.reading || this.idle()) return;
+    this.reading = true;
+    const before = this.scans;
+    fs.listAsync().then(
+      (all) => {
+        this.reading = false;
+        if (this.scans === before && !this.idle()) this.apply(all);
+      },
+      () => {
+        this.reading = false;
+      },
+    );
+  }
+
+  private apply(all: ProcEntry[]): void {
+    this.scans++;
     const byPid = new Map(all.map((e) => [e.pid, e]));
     const children = new Map<number, ProcEntry[]>();
     const byGroup = new Map<number, ProcEntry[]>();
@@ -289,12 +345,18 @@ function sameMap(a: Map<number, number>, b: Map<number, number>): boolean {
   return true;
 }
 
-/** The one watch of this process. */
+let self: ProcId | undefined;
+
+/** The one watch of this process, on this process's platform. */
 export const tree = new TreeWatch({
-  fs: linuxProc,
-  self: selfIdentity(linuxProc),
+  fs: platform.procs,
+  // Read on first use, not when the module loads (on Darwin that runs `ps`).
+  get self() {
+    self ??= selfIdentity();
+    return self;
+  },
   kill: (pid, signal) => process.kill(pid, signal),
-  reap: reapChild,
+  reap: (pid) => platform.reapChild(pid),
   spawned: liveGroups,
   scanIntervalMs: 1000,
 });

@@ -2,6 +2,7 @@ import { QmError } from "../shared/errors.ts";
 import type { Fetch } from "../shared/fetch.ts";
 import type { Logger } from "../shared/log.ts";
 import { sseEvent } from "../shared/sse.ts";
+import type { AnswerNames } from "./answer-names.ts";
 import { failureLogLine, upstreamFailure } from "./causes.ts";
 import type { Deadline } from "./deadline.ts";
 import { clientResponseHeaders, upstreamRequestHeaders } from "./headers.ts";
@@ -39,6 +40,10 @@ export interface UpstreamCall {
   readonly credentials?: readonly (readonly [string, string])[] | undefined;
   /** How the upstream is called; the global `fetch` when absent (tests pass a fake). */
   readonly fetch?: Fetch | undefined;
+  /** What each model's server answers with as its name (learnt); absent: always rewrite. */
+  readonly answerNames?: AnswerNames | undefined;
+  /** Set when the upstream is a peer (`[peers.NAME]`): its redirects fail the call. */
+  readonly peer?: { readonly peer: string } | null | undefined;
 }
 
 export interface ForwardRequest {
@@ -61,7 +66,7 @@ export interface ForwardRequest {
   answerModel?: string | undefined;
   /**
    * qm asked the upstream for `stream_options.include_usage` on the client's behalf: cut the
-   * usage-only event out of the SSE answer (`UsageStrip`); the figures read it first.
+   * usage-only event out of the SSE answer (`UsageStrip`); the record's `AnswerUsage` reads it first.
    */
   stripUsage?: boolean | undefined;
   /** A mid-stream failure as the client's API writes it; default an OpenAI error event. */
@@ -99,6 +104,15 @@ export async function forward(req: ForwardRequest): Promise<Response> {
   } catch (error) {
     throw ended(req, error);
   }
+  if (req.call.peer && upstream.status >= 300 && upstream.status < 400) {
+    // A peer's redirect is never followed (the request and the peer's key would go to another
+    // host) nor passed on (the client would follow it there): the call failed, like a peer
+    // that failed — a 502 naming it, the peer marked down, a bare name tried elsewhere.
+    await upstream.body?.cancel().catch(() => {});
+    const peer = req.call.peer.peer;
+    const why = `peer "${peer}" answered ${upstream.status}, a redirect; qm does not follow or pass on a peer's redirects`;
+    throw ended(req, new QmError("upstream_failed", why));
+  }
   deadline.headers();
   if (req.raw) {
     // Whatever the caller does with the body, the clock runs until its first read returns.
@@ -117,10 +131,15 @@ export async function forward(req: ForwardRequest): Promise<Response> {
   const sse = type.includes("text/event-stream");
   // The model name goes into plain bytes only: an encoded (compressed) body passes as it is.
   const coding = headers.get("content-encoding");
+  const names = call.answerNames;
   const rename =
-    req.answerModel !== undefined && upstream.ok && (coding === null || coding === "identity")
+    req.answerModel !== undefined &&
+    upstream.ok &&
+    (coding === null || coding === "identity") &&
+    !names?.answers(call.modelId, req.answerModel)
       ? req.answerModel
       : undefined;
+  const learn = names ? (value: Buffer) => names.learn(call.modelId, value.toString()) : undefined;
   if (!sse && WHOLE_JSON.test(type)) {
     // A JSON answer is only usable whole, so nothing is gained by relaying it piecemeal; taking
     // it whole is cheaper per request and tells us exactly when the exchange is over.
@@ -134,7 +153,7 @@ export async function forward(req: ForwardRequest): Promise<Response> {
     deadline.end(true);
     call.ended(DONE);
     if (rename !== undefined) {
-      const out = rewriteWhole(bytes, rename);
+      const out = rewriteWhole(bytes, rename, learn);
       if (out !== bytes) headers.delete("content-length");
       bytes = out;
     }
@@ -142,7 +161,7 @@ export async function forward(req: ForwardRequest): Promise<Response> {
   }
   const body = relay(upstream.body, {
     observer: call.observer,
-    rewrite: sse ? streamRewrite(rename, req.stripUsage === true && upstream.ok) : null,
+    rewrite: sse ? streamRewrite(rename, req.stripUsage === true && upstream.ok, learn) : null,
     watch: deadline,
     check: sse && req.checkSse && upstream.ok ? new SseCheck(req.checkSse.requireDone) : null,
     onEnd: call,
@@ -155,8 +174,12 @@ export async function forward(req: ForwardRequest): Promise<Response> {
 }
 
 /** What changes an SSE answer's bytes on their way: the model's name, the usage event. */
-function streamRewrite(rename: string | undefined, stripUsage: boolean): ChunkRewrite | null {
-  const named = rename !== undefined ? new ModelRewrite(rename) : null;
+function streamRewrite(
+  rename: string | undefined,
+  stripUsage: boolean,
+  learn: ((value: Buffer) => void) | undefined,
+): ChunkRewrite | null {
+  const named = rename !== undefined ? new ModelRewrite(rename, learn) : null;
   if (!stripUsage) return named;
   const strip = new UsageStrip();
   if (named === null) return strip;

@@ -17,7 +17,12 @@ const HOP_BY_HOP = [
 /**
  * Not the upstream's business: `host` is set by fetch, `content-length` is recomputed from the
  * body we send (it may have been rewritten), the client's credentials are for qm, and qm's own
- * request controls (`X-QM-Hold-Ms`, `X-QM-Patience-Ms`) stay in qm.
+ * request controls (`X-QM-Hold-Ms`, `X-QM-Patience-Ms`) stay in qm. So do the headers a
+ * Gateway API inference gateway adds on its way to qm (docs/cluster.md): the model name its
+ * body-based routing copies out of the body (`X-Gateway-Model-Name`) and the endpoint its
+ * picker chose and the one that served (`x-gateway-destination-endpoint[-served]`, the
+ * endpoint picker protocol, GIE proposal 004) — addresses inside the cluster, which a model
+ * server neither needs nor should learn.
  */
 const REQUEST_DROP = new Set([
   ...HOP_BY_HOP,
@@ -27,6 +32,9 @@ const REQUEST_DROP = new Set([
   "x-api-key",
   "x-qm-hold-ms",
   "x-qm-patience-ms",
+  "x-gateway-model-name",
+  "x-gateway-destination-endpoint",
+  "x-gateway-destination-endpoint-served",
 ]);
 
 /**

@@ -11,6 +11,10 @@ export abstract class HoldingRewrite implements ChunkRewrite {
 
   /** One chunk in, the bytes to pass on out (the chunk itself when nothing changes). */
   feed(chunk: Uint8Array): Uint8Array {
+    if (this.held === null) {
+      const quick = this.quick(chunk);
+      if (quick !== null) return quick;
+    }
     const view = Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
     const held = this.held;
     this.held = null;
@@ -32,4 +36,12 @@ export abstract class HoldingRewrite implements ChunkRewrite {
    * nothing, returning `chunk` itself spares a copy.
    */
   protected abstract rewrite(buf: Buffer, carried: boolean, chunk: Uint8Array): Uint8Array;
+
+  /**
+   * The common chunk, decided without a `Buffer` view of it (src/shared/bytes.ts): what to pass
+   * on, or null to take the general path. Only called when nothing is held.
+   */
+  protected quick(_chunk: Uint8Array): Uint8Array | null {
+    return null;
+  }
 }

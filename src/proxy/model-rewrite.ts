@@ -10,6 +10,7 @@
  * boundary is held back until its value closes — a few bytes, at most `MAX_HELD` — so a split
  * never hides it.
  */
+import { bytesAt, copyBytes, endsWithStartOf, indexOfBytes } from "../shared/bytes.ts";
 import { HoldingRewrite } from "./holding-rewrite.ts";
 
 const KEY = Buffer.from('"model"');
@@ -41,10 +42,13 @@ function jsonBytes(name: string): Buffer {
  * A whole body with its `"model"` fields set to `name`; the body itself (no copy, no state)
  * when it has no such field or already says `name`.
  */
-export function rewriteWhole(body: Uint8Array, name: string): Uint8Array {
-  const buf = Buffer.from(body.buffer, body.byteOffset, body.byteLength);
-  if (buf.indexOf(KEY) < 0) return body;
-  const rewrite = new ModelRewrite(name);
+export function rewriteWhole(
+  body: Uint8Array,
+  name: string,
+  learn?: (upstreamValue: Buffer) => void,
+): Uint8Array {
+  if (indexOfBytes(body, KEY) < 0) return body;
+  const rewrite = new ModelRewrite(name, learn);
   const out = rewrite.feed(body);
   const held = rewrite.end();
   return held ? Buffer.concat([out, held]) : out;
@@ -52,8 +56,19 @@ export function rewriteWhole(body: Uint8Array, name: string): Uint8Array {
 
 export class ModelRewrite extends HoldingRewrite {
   private readonly value: Buffer;
+  /**
+   * The first field seen as the upstream wrote it (`"model":"…"`, its spacing included) and
+   * the same field with the client's name: a stream repeats that field in every chunk, so a
+   * chunk that holds it once, whole, is rewritten with one search and one copy.
+   */
+  private seenField: Buffer | null = null;
+  private ownField: Buffer | null = null;
 
-  constructor(name: string) {
+  /** `learn`: told the upstream's own value (a JSON string, quotes included) once, when first seen. */
+  constructor(
+    name: string,
+    private readonly learn?: (upstreamValue: Buffer) => void,
+  ) {
     super();
     this.value = jsonBytes(name);
   }
@@ -76,6 +91,7 @@ export class ModelRewrite extends HoldingRewrite {
       }
       const [start, end] = field;
       seen = end;
+      if (this.seenField === null) this.remember(buf, at, start, end);
       if (!this.value.equals(buf.subarray(start, end))) {
         parts ??= [];
         parts.push(buf.subarray(from, start), this.value);
@@ -90,6 +106,38 @@ export class ModelRewrite extends HoldingRewrite {
     }
     parts.push(buf.subarray(from, stop));
     return Buffer.concat(parts);
+  }
+
+  /** The first whole field: kept (with its rewritten twin) for the fast path, and learnt. */
+  private remember(buf: Buffer, at: number, start: number, end: number): void {
+    const value = Buffer.from(buf.subarray(start, end));
+    this.seenField = Buffer.from(buf.subarray(at, end));
+    // The same object when the upstream already says the client's name: `quick` passes it on.
+    this.ownField = this.value.equals(value)
+      ? this.seenField
+      : Buffer.concat([buf.subarray(at, start), this.value]);
+    this.learn?.(value);
+  }
+
+  /**
+   * A chunk with no `"model"` key and no start of one at its end passes as it is; a chunk that
+   * holds the remembered field exactly once, whole, is rewritten with one copy. Null: the
+   * general path decides.
+   */
+  protected override quick(chunk: Uint8Array): Uint8Array | null {
+    const at = indexOfBytes(chunk, KEY);
+    if (at < 0) return endsWithStartOf(chunk, KEY) > 0 ? null : chunk;
+    const seen = this.seenField;
+    const own = this.ownField;
+    if (seen === null || own === null || !bytesAt(chunk, at, seen)) return null;
+    const after = at + seen.length;
+    if (indexOfBytes(chunk, KEY, after) >= 0 || endsWithStartOf(chunk, KEY) > 0) return null;
+    if (seen === own) return chunk;
+    const out = Buffer.allocUnsafe(chunk.length - seen.length + own.length);
+    copyBytes(chunk, out, 0, 0, at);
+    own.copy(out, at);
+    copyBytes(chunk, out, at + own.length, after, chunk.length);
+    return out;
   }
 
   /**

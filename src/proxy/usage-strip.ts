@@ -11,6 +11,7 @@
  * are: no event that long is a usage event). An event is dropped only when its data is a JSON
  * object with `"choices": []` and a `usage` object; any other event, however it looks, passes.
  */
+import { indexOfBytes } from "../shared/bytes.ts";
 import { HoldingRewrite } from "./holding-rewrite.ts";
 
 const USAGE = Buffer.from('"usage"');
@@ -19,6 +20,15 @@ const CR = 0x0d;
 const MAX_HELD = 65_536;
 
 export class UsageStrip extends HoldingRewrite {
+  /** A chunk of whole events without `"usage"` (nearly every one) passes as it is. */
+  protected override quick(chunk: Uint8Array): Uint8Array | null {
+    const n = chunk.length;
+    if (n < 2 || chunk[n - 1] !== LF) return null;
+    const b = chunk[n - 2];
+    if (b !== LF && !(b === CR && chunk[n - 3] === LF)) return null;
+    return indexOfBytes(chunk, USAGE) < 0 ? chunk : null;
+  }
+
   protected rewrite(buf: Buffer, carried: boolean, chunk: Uint8Array): Uint8Array {
     const whole = wholeEventsEnd(buf);
     if (whole < buf.length) {

@@ -1,10 +1,12 @@
-import type { Lease, LeaseInfo } from "../api/gateway.ts";
+import type { Lease, LeaseInfo, LeaseKey } from "../api/gateway.ts";
 import { QmError } from "../shared/errors.ts";
 import type { Logger } from "../shared/log.ts";
 import { realTimers, setLongTimeout, type Timers } from "../shared/timer.ts";
 
 interface Held {
   lease: Lease;
+  /** The name of the key that took it (`anonymous` when none is configured). */
+  owner: string;
   ttlMs: number;
   expiresAt: number;
   cancel: () => void;
@@ -24,23 +26,25 @@ export class LeaseBook {
     private readonly timers: Timers = realTimers,
   ) {}
 
-  add(lease: Lease, ttlMs: number): LeaseInfo {
+  add(lease: Lease, ttlMs: number, owner = "anonymous"): LeaseInfo {
     const id = crypto.randomUUID();
-    const entry: Held = { lease, ttlMs, expiresAt: 0, cancel: () => {} };
+    const entry: Held = { lease, owner, ttlMs, expiresAt: 0, cancel: () => {} };
     this.held.set(id, entry);
     this.arm(id, entry);
     return this.info(id, entry);
   }
 
-  renew(model: string, id: string, ttlMs?: number): LeaseInfo {
-    const entry = this.find(model, id);
+  /** Renews a lease; `by`, when given, must be an admin or the key that took it. */
+  renew(model: string, id: string, ttlMs?: number, by?: LeaseKey): LeaseInfo {
+    const entry = this.find(model, id, by);
     if (ttlMs !== undefined) entry.ttlMs = ttlMs;
     this.arm(id, entry);
     return this.info(id, entry);
   }
 
-  release(model: string, id: string): void {
-    const entry = this.find(model, id);
+  /** Releases a lease; `by`, when given, must be an admin or the key that took it. */
+  release(model: string, id: string, by?: LeaseKey): void {
+    const entry = this.find(model, id, by);
     entry.cancel();
     this.held.delete(id);
     entry.lease.release();
@@ -90,10 +94,16 @@ export class LeaseBook {
     return n;
   }
 
-  private find(model: string, id: string): Held {
+  private find(model: string, id: string, by?: LeaseKey): Held {
     const entry = this.held.get(id);
     if (!entry || entry.lease.model.id !== model) {
       throw new QmError("not_found", `no lease "${id}" on model "${model}" (released or expired)`);
+    }
+    if (by && !by.admin && by.name !== entry.owner) {
+      throw new QmError(
+        "forbidden",
+        `lease "${id}" is another key's: key "${by.name}" may not change it`,
+      );
     }
     return entry;
   }

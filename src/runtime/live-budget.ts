@@ -1,13 +1,7 @@
 import type { ResourcesConfig } from "../config/types.ts";
+import type { CardLimit, WatchedBudget } from "../gpu/gpu-watch.ts";
 import type { Card } from "../policy/cards.ts";
 import type { BudgetView } from "../policy/types.ts";
-
-/** One card's budget and what admission uses on it now. */
-export interface CardLimit {
-  index: number;
-  budgetGb: number;
-  ceilingGb: number;
-}
 
 /**
  * The memory limits the policy admits against. Read on every decision (a plain field read);
@@ -15,7 +9,7 @@ export interface CardLimit {
  * Several GPUs (`resources.gpus`, or two or more cards detected): one limit per card, and the
  * box's VRAM limit is their sum.
  */
-export class LiveBudget implements BudgetView {
+export class LiveBudget implements BudgetView, WatchedBudget {
   /** What admission uses now: `effectiveBudgetGb` of the latest reading (0 = no budget). */
   private vram: number;
   /** Why the VRAM limit is what it is, for `qm status`. */

@@ -1,74 +1,71 @@
 /**
- * Managed mistral.rs nodes (src/peers/mistralrs.md): each node model's supervisor over the
- * node's HTTP API (`NodeServer`), and the background poll that follows each node — its health,
- * models discovered, models loaded or unloaded outside qm — and restarts it once its
- * unload/reload cycles reach `defrag_after_cycles`. Time is the injected timers'.
+ * Managed mistral.rs nodes (src/peers/mistralrs.md): the keeper of each node model's
+ * supervisor (`NodeServer`, src/peers/node-server.ts), and the background poll that follows
+ * each node — its health, models discovered, models loaded or unloaded outside qm — and
+ * restarts it once its unload/reload cycles reach `defrag_after_cycles`. Time is the injected
+ * timers'.
  */
-import { nodeModel, nodeModelId } from "../config/node-models.ts";
-import type { Config, ModelConfig, PeerConfig } from "../config/types.ts";
-import { MistralrsApi, NodeApiError, type NodeModelStatus } from "../peers/mistralrs.ts";
-import type { PeerTable } from "../peers/table.ts";
+import type { NodePeerStatusJson } from "../api/status-json.ts";
+import type { Config, ModelConfig } from "../config/types.ts";
+import { MistralrsApi, type NodeAnswer, type NodeModelStatus } from "../peers/mistralrs.ts";
+import { type NodeKeeper, NodeServer, STATUS_POLL_MS } from "../peers/node-server.ts";
+import type { PeerStatusJson, PeerTable } from "../peers/table.ts";
+import type { NodeView } from "../policy/node.ts";
 import type { ModelState } from "../scheduler/types.ts";
-import { asQmError, QmError } from "../shared/errors.ts";
+import { asQmError } from "../shared/errors.ts";
 import type { Fetch } from "../shared/fetch.ts";
 import type { Logger } from "../shared/log.ts";
-import { delay, type Timers } from "../shared/timer.ts";
-import type { ModelServer } from "./swap-runner.ts";
-
-/** How often a start asks the node whether its model has loaded. */
-const STATUS_POLL_MS = 250;
-/** At most this many models are taken from one node's list; longer ids are passed over. */
-const MAX_DISCOVERED = 1000;
-const MAX_ID_LENGTH = 256;
-/** The lifecycle lines kept per node model (`/api/models/{id}/logs`). */
-const LOG_LINES = 200;
+import type { Timers } from "../shared/timer.ts";
+import { type DefragHost, type RestartedNode, restartNode } from "./node-defrag.ts";
+import {
+  type FollowedNode,
+  type FollowHost,
+  keepToLimits,
+  type NodeModels,
+  reconcile,
+} from "./node-follow.ts";
 
 /** What the nodes need of the scheduler and the rest of the runtime. */
-export interface NodeHost {
-  config: Config;
-  timers: Timers;
-  log: Logger;
+export interface NodeHost extends FollowHost, DefragHost {
   /** Milliseconds a load (and a node's restart) may take: `server.health_check_timeout_s`. */
   loadTimeoutMs: number;
-  state(id: string): ModelState;
-  /** The model is in a transition (starting, stopping, a swap or a stop in progress). */
-  inTransition(id: string): boolean;
-  inflight(id: string): number;
-  adopt(id: string): void;
-  gone(id: string, detail: string): void;
-  unload(id: string): void;
   /** Loads a model as `POST /api/models/{id}/load` does (no request waits on it). */
   load(id: string): void;
-  /** A model found on a node joins the scheduler (like a `?ctx=` variant). */
-  addModel(model: ModelConfig): void;
   table(): PeerTable | null;
   /** Each lifecycle line of a node model, for its live log followers. */
   onLine(id: string, line: string): void;
   fetch?: Fetch;
-  /** Runs `restart_cmd`; resolves with its exit code. Default: spawned, no shell. */
-  runRestart?: (argv: string[]) => Promise<number>;
 }
 
-interface Node {
-  /** Replaced by a reload that changes the node's settings. */
-  config: PeerConfig;
-  api: MistralrsApi;
-  /** Unloads of a loaded model since the last restart. */
+interface Node extends FollowedNode, RestartedNode {
+  /** Unload/reload cycles since the last restart: a reload that followed an unload qm made. */
   cycles: number;
+  /** Unloads qm made that no reload has followed yet. */
+  freed: number;
+  /** The last good list, one status per model; null before the first (or after a restart). */
+  listed: Map<string, NodeModelStatus> | null;
+  /** A failed unload asks for a look at the node once its models are out of transition. */
+  reread: boolean;
+  /** A defrag is due and waits for the node to drain: this looks again shortly. */
+  drainTimer: unknown;
   /** Set while a defrag restart runs: starts wait for it. */
   gate: Promise<void> | null;
-  /** A defrag restart is under way: stops need no unload (the restart frees everything). */
-  restarting: boolean;
   timer: unknown;
   polling: boolean;
 }
 
-export class ManagedNodes {
+export class ManagedNodes implements NodeKeeper {
   private readonly nodes = new Map<string, Node>();
   private readonly servers = new Map<string, NodeServer>();
   private closed = false;
   /** Models a defrag waits to see stopped, by node. */
   private readonly draining = new Map<string, { ids: Set<string>; done: () => void }>();
+
+  /** Each node's models and their supervisors, for following a node. */
+  private readonly models: NodeModels = {
+    of: (node) => Object.values(this.host.config.models).filter((m) => m.node?.node === node),
+    server: (id) => this.servers.get(id),
+  };
 
   constructor(private readonly host: NodeHost) {
     this.replace(host.config.peers);
@@ -93,6 +90,13 @@ export class ManagedNodes {
           config: c,
           api,
           cycles: 0,
+          freed: 0,
+          listed: null,
+          down: null,
+          canUnload: null,
+          reread: false,
+          excessNote: "",
+          drainTimer: null,
           gate: null,
           restarting: false,
           timer: null,
@@ -101,10 +105,7 @@ export class ManagedNodes {
       }
     }
     // Every poll is rescheduled by the `start()` that follows a replace.
-    for (const n of this.nodes.values()) {
-      if (n.timer !== null) this.host.timers.clear(n.timer);
-      n.timer = null;
-    }
+    for (const n of this.nodes.values()) this.clearTimers(n);
     this.nodes.clear();
     for (const [id, n] of next) this.nodes.set(id, n);
   }
@@ -134,22 +135,120 @@ export class ManagedNodes {
   /** Shutdown: polls stop; node models stay as they are on their node (it is not qm's process). */
   stop(): void {
     this.closed = true;
-    for (const n of this.nodes.values()) {
-      if (n.timer !== null) this.host.timers.clear(n.timer);
-      n.timer = null;
+    for (const n of this.nodes.values()) this.clearTimers(n);
+  }
+
+  private clearTimers(n: Node): void {
+    if (n.timer !== null) this.host.timers.clear(n.timer);
+    if (n.drainTimer !== null) this.host.timers.clear(n.drainTimer);
+    n.timer = null;
+    n.drainTimer = null;
+  }
+
+  /** What admission reads of the nodes (`NodeAwarePolicy`). */
+  readonly view: NodeView = {
+    refusal: (model) => this.refusal(model),
+    canUnload: (node) => this.canUnload(node),
+  };
+
+  /** Why `model` cannot load on its node now, or null (then its start finds out). */
+  private refusal(model: ModelConfig): string | null {
+    const n = model.node ? this.nodes.get(model.node.node) : undefined;
+    if (!n) return null;
+    const name = n.config.id;
+    if (n.down !== null) {
+      return `node "${name}" is down (${n.down}): model "${model.id}" cannot load there now`;
     }
+    if (n.listed !== null && !n.listed.has(model.node!.remote)) {
+      return `node "${name}" does not list model "${model.node!.remote}" (GET /v1/models): model "${model.id}" cannot load there`;
+    }
+    return null;
+  }
+
+  /** Status's peers, each managed node's entry with `can_unload` (null: not known yet). */
+  annotate(peers: PeerStatusJson[]): NodePeerStatusJson[] {
+    return peers.map((p) => {
+      const n = this.nodes.get(p.name);
+      return n ? { ...p, can_unload: n.canUnload } : p;
+    });
   }
 
   get closing(): boolean {
     return this.closed;
   }
 
-  node(id: string): Node | undefined {
-    return this.nodes.get(id);
+  // What a node model's supervisor reads (`NodeKeeper`).
+  get timers(): Timers {
+    return this.host.timers;
   }
 
-  get hostDeps(): NodeHost {
-    return this.host;
+  get log(): Logger {
+    return this.host.log;
+  }
+
+  get loadTimeoutMs(): number {
+    return this.host.loadTimeoutMs;
+  }
+
+  get fetch(): Fetch | undefined {
+    return this.host.fetch;
+  }
+
+  restarting(node: string): boolean {
+    return this.nodes.get(node)?.restarting ?? false;
+  }
+
+  unreachable(node: string, error: string): void {
+    const n = this.nodes.get(node);
+    if (n) n.down = error;
+    this.host.table()?.report(node, { ok: false, error });
+  }
+
+  reloaded(node: string): void {
+    const n = this.nodes.get(node);
+    if (!n || n.restarting || n.freed === 0) return;
+    n.freed--;
+    n.cycles++;
+  }
+
+  canUnload(node: string): boolean | null {
+    return this.nodes.get(node)?.canUnload ?? null;
+  }
+
+  unloaded(node: string): void {
+    const n = this.nodes.get(node);
+    if (!n) return;
+    n.canUnload = true;
+    if (!n.restarting) n.freed++;
+  }
+
+  unloadFailed(node: string, remote: string, answer: NodeAnswer | null, message: string): void {
+    const n = this.nodes.get(node);
+    this.host.log.warn(message);
+    if (!n) return;
+    if (answer?.status === "no_loader_config" && n.canUnload !== false) {
+      n.canUnload = false;
+      this.host.log.warn(
+        `node ${node} cannot unload models: it answered no_loader_config for ${remote} and dropped it (stock \`mistralrs from-config\` multi-model serving keeps no loader config); qm unloads nothing there from now on, and a load that needs room is refused`,
+      );
+    }
+    // The model may still be loaded there, or gone: read the node once the stop has settled.
+    n.reread = true;
+    this.maybeReread(n);
+  }
+
+  /** A look at the node a failed unload asked for, once none of its models is in transition. */
+  private maybeReread(n: Node): void {
+    if (!n.reread || this.closed || n.polling || n.restarting) return;
+    const unsettled = (m: ModelConfig) =>
+      this.host.inTransition(m.id) || this.servers.get(m.id)?.unloading === true;
+    if (this.modelsOf(n).some(unsettled)) return;
+    n.reread = false;
+    void this.poll(n);
+  }
+
+  onLine(id: string, line: string): void {
+    this.host.onLine(id, line);
   }
 
   /** The scheduler's news of a model: a node's routing entry follows it; a defrag waits on it. */
@@ -165,17 +264,15 @@ export class ManagedNodes {
       d.ids.delete(id);
       if (d.ids.size === 0) d.done();
     }
-    // A stop may have been the cycle that makes a restart due, a load the transition it
-    // waited out (the poll looks again for work that drains).
+    // A load may have been the cycle that makes a restart due, a stop the transition it
+    // waited out; a failed unload's look at the node waits for its models to settle.
     const n = this.nodes.get(target.node);
-    if (n && !n.restarting) queueMicrotask(() => this.maybeDefrag(n));
-  }
-
-  /** A loaded model was unloaded: one more cycle on its node. */
-  cycled(node: string): void {
-    const n = this.nodes.get(node);
-    if (!n || n.restarting) return;
-    n.cycles++;
+    if (n && !n.restarting) {
+      queueMicrotask(() => {
+        this.maybeReread(n);
+        this.maybeDefrag(n);
+      });
+    }
   }
 
   /** Waits while the node's defrag restart runs. */
@@ -185,7 +282,7 @@ export class ManagedNodes {
   }
 
   private modelsOf(n: Node): ModelConfig[] {
-    return Object.values(this.host.config.models).filter((m) => m.node?.node === n.config.id);
+    return this.models.of(n.config.id);
   }
 
   private schedule(n: Node, ms: number): void {
@@ -206,46 +303,23 @@ export class ManagedNodes {
       try {
         listed = await n.api.list();
       } catch (err) {
-        this.host.table()?.report(n.config.id, { ok: false, error: asQmError(err).message });
+        n.down = asQmError(err).message;
+        this.host.table()?.report(n.config.id, { ok: false, error: n.down });
         return;
       }
+      n.down = null;
       this.host.table()?.report(n.config.id, { ok: true });
       if (this.closed || n.restarting) return;
-      this.reconcile(n, listed);
+      n.listed = listed;
+      // Only a model unloaded with its loader config kept is listed `unloaded`.
+      if (n.canUnload === null && [...listed.values()].includes("unloaded")) n.canUnload = true;
+      reconcile(this.host, this.models, n, listed);
+      keepToLimits(this.host, this.models, n);
       this.maybeDefrag(n);
     } finally {
       n.polling = false;
     }
-  }
-
-  private reconcile(n: Node, listed: ReadonlyMap<string, NodeModelStatus>): void {
-    const { host } = this;
-    const discover = n.config.models.length === 0;
-    let found = this.modelsOf(n).filter((m) => m.node!.discovered).length;
-    for (const [remote, status] of listed) {
-      const id = nodeModelId(n.config.id, remote);
-      let model = host.config.models[id];
-      // A model of this box that happens to be named NODE/MODEL is not the node's.
-      if (model && model.node?.node !== n.config.id) continue;
-      if (!model) {
-        if (!discover || !usableId(remote) || found >= MAX_DISCOVERED) continue;
-        found++;
-        model = nodeModel(n.config, remote, true);
-        host.log.info(`node ${n.config.id}: found model ${remote} (${status})`);
-        host.addModel(model);
-      }
-      if (host.inTransition(id)) continue;
-      const state = host.state(id);
-      if (status === "loaded" && (state === "stopped" || state === "failed")) {
-        host.log.info(`node ${n.config.id}: ${remote} was loaded outside qm; it is counted now`);
-        this.servers.get(id)?.adopted();
-        host.adopt(id);
-      } else if (status === "unloaded" && state === "ready") {
-        host.log.info(`node ${n.config.id}: ${remote} was unloaded outside qm`);
-        this.servers.get(id)?.vanished();
-        host.gone(id, `unloaded on node "${n.config.id}" outside qm`);
-      }
-    }
+    this.maybeReread(n);
   }
 
   /** Nothing of the node's is in flight or in transition. */
@@ -258,7 +332,18 @@ export class ManagedNodes {
   private maybeDefrag(n: Node): void {
     const every = n.config.node!.defragAfterCycles;
     if (this.closed || every <= 0 || n.cycles < every || n.gate !== null) return;
-    if (this.nodes.get(n.config.id) !== n || !this.idle(n)) return;
+    if (this.nodes.get(n.config.id) !== n) return;
+    if (!this.idle(n)) {
+      // Due, but busy: look again shortly (no state changes when a request drains), not only
+      // at the next poll. An in-memory look, no call to the node.
+      if (n.drainTimer === null) {
+        n.drainTimer = this.host.timers.set(() => {
+          n.drainTimer = null;
+          this.maybeDefrag(n);
+        }, STATUS_POLL_MS);
+      }
+      return;
+    }
     let open = () => {};
     n.gate = new Promise<void>((resolve) => {
       open = resolve;
@@ -266,226 +351,27 @@ export class ManagedNodes {
     const pinned = this.modelsOf(n)
       .filter((m) => m.node!.pinned && this.host.state(m.id) === "ready")
       .map((m) => m.id);
-    void this.defrag(n).finally(() => {
+    const resident = this.modelsOf(n)
+      .map((m) => m.id)
+      .filter((id) => this.host.state(id) !== "stopped" && this.host.state(id) !== "failed");
+    const stopAll = (ids: readonly string[]) =>
+      new Promise<void>((done) => {
+        this.draining.set(n.config.id, { ids: new Set(ids), done });
+        for (const id of ids) this.host.unload(id);
+      }).finally(() => this.draining.delete(n.config.id));
+    void restartNode(this.host, n, resident, stopAll, () => this.closed).finally(async () => {
+      n.listed = null;
       n.gate = null;
       n.restarting = false;
       open();
-      // Pinned models are the node's to keep: the restart took them, so they load again.
-      if (!this.closed) for (const id of pinned) this.host.load(id);
-      if (!this.closed && n.timer !== null) {
-        // Look at once: what the node loaded at its start is adopted.
-        this.pollThenSchedule(n);
+      if (this.closed) return;
+      // Read the node before loading anything: what it loaded at its start is adopted (a
+      // reload of it would answer not_found and leave it stuck `reloading`).
+      await this.poll(n);
+      // Pinned models are the node's to keep: those the restart took load again.
+      for (const id of pinned) {
+        if (!this.closed && this.host.state(id) !== "ready") this.host.load(id);
       }
     });
-  }
-
-  /** Unload everything through the scheduler, run `restart_cmd`, wait for the node to answer. */
-  private async defrag(n: Node): Promise<void> {
-    const { host } = this;
-    const name = n.config.id;
-    host.log.info(`node ${name}: ${n.cycles} unload/reload cycles: restarting it (defrag)`);
-    n.restarting = true;
-    const resident = this.modelsOf(n)
-      .map((m) => m.id)
-      .filter((id) => host.state(id) !== "stopped" && host.state(id) !== "failed");
-    if (resident.length > 0) {
-      await new Promise<void>((done) => {
-        this.draining.set(name, { ids: new Set(resident), done });
-        for (const id of resident) host.unload(id);
-      });
-      this.draining.delete(name);
-    }
-    const run = host.runRestart ?? ((argv) => spawnRestart(argv, host.loadTimeoutMs, host.timers));
-    try {
-      const code = await run(n.config.node!.restartArgv);
-      if (code !== 0) host.log.warn(`node ${name}: restart_cmd exited ${code}`);
-    } catch (err) {
-      host.log.warn(`node ${name}: restart_cmd could not run: ${asQmError(err).message}`);
-    }
-    const deadline = host.timers.now() + host.loadTimeoutMs;
-    for (;;) {
-      try {
-        await n.api.list();
-        host.table()?.report(name, { ok: true });
-        break;
-      } catch (err) {
-        if (this.closed || host.timers.now() >= deadline) {
-          host.log.warn(`node ${name} did not answer after its restart: ${asQmError(err).message}`);
-          host.table()?.report(name, { ok: false, error: "did not come back after a restart" });
-          break;
-        }
-        await delay(STATUS_POLL_MS * 2, undefined, host.timers);
-      }
-    }
-    n.cycles = 0;
-    host.log.info(`node ${name}: restarted`);
-  }
-}
-
-/**
- * A node model's supervisor: loaded and unloaded over the node's API, never spawned. `pid` is
- * always null (the node's process is not qm's), so nothing of the local GPU is attributed to it.
- */
-export class NodeServer implements ModelServer {
-  state: "stopped" | "starting" | "ready" | "stopping" = "stopped";
-  readonly pid = null;
-  /** The node has the model loaded as far as qm knows (started or adopted). */
-  private resident = false;
-  private starting: AbortController | null = null;
-  private readonly lines: string[] = [];
-  private readonly id: string;
-  private readonly node: string;
-  private readonly remote: string;
-  private readonly api: MistralrsApi;
-
-  constructor(
-    model: ModelConfig,
-    private readonly nodes: ManagedNodes,
-  ) {
-    this.node = model.node!.node;
-    this.remote = model.node!.remote;
-    const host = nodes.hostDeps;
-    // The model's own URL and key: a reload that changed them makes a new supervisor.
-    this.api = new MistralrsApi(
-      {
-        id: this.node,
-        url: model.proxy,
-        apiKey: model.node!.apiKey,
-        timeoutMs: model.firstByteTimeoutMs || 30_000,
-      },
-      host.timers,
-      host.fetch,
-    );
-    this.id = model.id;
-  }
-
-  async start(): Promise<void> {
-    const host = this.nodes.hostDeps;
-    const ctl = new AbortController();
-    this.starting = ctl;
-    this.state = "starting";
-    const began = host.timers.now();
-    try {
-      await this.nodes.gateOpen(this.node);
-      if (ctl.signal.aborted) throw this.aborted();
-      const deadline = began + host.loadTimeoutMs;
-      const left = () => Math.max(1, deadline - host.timers.now());
-      let status = await this.api.reload(this.remote, left(), ctl.signal);
-      this.line(`reload → ${status}`);
-      for (;;) {
-        if (status === "loaded") break;
-        if (status === "not_found") {
-          throw new QmError(
-            "model_not_found",
-            `node "${this.node}" does not know model "${this.remote}" (not_found)`,
-          );
-        }
-        if (status === "no_loader_config" || status === "internal_error") {
-          throw new QmError(
-            "upstream_start_failed",
-            `node "${this.node}" could not load model "${this.remote}" (${status})`,
-          );
-        }
-        if (host.timers.now() >= deadline) {
-          throw new QmError(
-            "upstream_start_timeout",
-            `node "${this.node}" did not load model "${this.remote}" within ${Math.round(host.loadTimeoutMs / 1000)} s (server.health_check_timeout_s)`,
-          );
-        }
-        await delay(STATUS_POLL_MS, ctl.signal, host.timers);
-        if (ctl.signal.aborted) throw this.aborted();
-        // Unloaded again (or never started loading): ask once more; otherwise ask how it goes.
-        status =
-          status === "unloaded"
-            ? await this.api.reload(this.remote, left(), ctl.signal)
-            : await this.api.status(this.remote, ctl.signal);
-      }
-      this.resident = true;
-      this.state = "ready";
-      this.line(`loaded in ${Math.round(host.timers.now() - began)} ms`);
-    } catch (err) {
-      this.state = "stopped";
-      const e = ctl.signal.aborted ? this.aborted() : asQmError(err);
-      // An unreachable node is down for routing now, not only at its next poll.
-      if (err instanceof NodeApiError && err.unreachable) {
-        host.table()?.report(this.node, { ok: false, error: e.message });
-      }
-      // The load may have gone through on the node before the failure was seen.
-      this.resident = !ctl.signal.aborted;
-      this.line(`load failed: ${e.message}`);
-      throw e.code === "internal" ? new QmError("upstream_start_failed", e.message) : e;
-    } finally {
-      this.starting = null;
-    }
-  }
-
-  async stop(): Promise<void> {
-    this.starting?.abort();
-    const wasLoaded = this.resident;
-    const nodes = this.nodes;
-    if (!wasLoaded && this.state === "stopped") return;
-    this.state = "stopping";
-    this.resident = false;
-    const node = nodes.node(this.node);
-    // At shutdown the node keeps its models; in a defrag its restart frees them.
-    if (!nodes.closing && !node?.restarting) {
-      try {
-        const status = await this.api.unload(this.remote);
-        this.line(`unload → ${status}`);
-      } catch (err) {
-        this.line(`unload failed: ${asQmError(err).message}`);
-        nodes.hostDeps.log.warn(asQmError(err).message);
-      }
-      if (wasLoaded) nodes.cycled(this.node);
-    }
-    this.state = "stopped";
-  }
-
-  /** The node had it loaded without qm's asking. */
-  adopted(): void {
-    this.resident = true;
-    this.state = "ready";
-  }
-
-  /** The node unloaded it without qm's asking. */
-  vanished(): void {
-    this.resident = false;
-    this.state = "stopped";
-  }
-
-  logs(): string[] {
-    return [...this.lines];
-  }
-
-  stderrTail(lines = 5): string[] {
-    return this.lines.slice(-lines);
-  }
-
-  private aborted(): QmError {
-    return new QmError("model_unloaded", `model "${this.id}" was unloaded while it was loading`);
-  }
-
-  private line(text: string): void {
-    const line = `node ${this.node}: ${this.remote}: ${text}`;
-    this.lines.push(line);
-    if (this.lines.length > LOG_LINES) this.lines.shift();
-    this.nodes.hostDeps.onLine(this.id, line);
-  }
-}
-
-/** A node's id for a model that qm can list and route: bounded, printable, no control bytes. */
-function usableId(id: string): boolean {
-  // biome-ignore lint/suspicious/noControlCharactersInRegex: control bytes are what is refused
-  return id.length <= MAX_ID_LENGTH && !/[\u0000-\u001f\u007f]/.test(id);
-}
-
-/** Runs `restart_cmd`; one that outlives `timeoutMs` is killed (its exit code then says so). */
-async function spawnRestart(argv: string[], timeoutMs: number, timers: Timers): Promise<number> {
-  const proc = Bun.spawn(argv, { stdin: "ignore", stdout: "ignore", stderr: "ignore" });
-  const kill = timers.set(() => proc.kill("SIGKILL"), timeoutMs);
-  try {
-    return await proc.exited;
-  } finally {
-    timers.clear(kill);
   }
 }

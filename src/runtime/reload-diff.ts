@@ -54,6 +54,7 @@ const LIVE_KEYS: [string, (m: ModelConfig) => unknown][] = [
   ["first_byte_timeout_s", (m) => m.firstByteTimeoutMs],
   ["stall_timeout_s", (m) => m.stallTimeoutMs],
   ["scrape_upstream_metrics", (m) => m.scrapeUpstreamMetrics],
+  ["ctx_step", (m) => m.ctxStep],
   ["group", (m) => m.group],
 ];
 
@@ -63,10 +64,11 @@ const LIVE_SETTINGS: [string, (c: Config) => unknown][] = [
   ["groups", (c) => c.groups],
   ["router", (c) => c.router],
   ["matrix", (c) => c.matrix],
-  ["resources.vram_budget_gb", (c) => c.resources.vramBudgetGb],
+  ["resources.vram_budget_gb", (c) => [c.resources.vramBudgetGb, c.resources.vramBudgetAuto]],
   ["resources.ram_budget_gb", (c) => c.resources.ramBudgetGb],
   ["resources.oom_guard_reserve_gb", (c) => c.resources.oomGuardReserveGb],
   ["server.api_keys", (c) => c.server.apiKeys],
+  ["keys", (c) => c.keys],
 ];
 
 /** Keys read once at start: a change is reported, not applied. */
@@ -89,6 +91,7 @@ const RESTART_SETTINGS: [string, (c: Config) => unknown][] = [
   ["server.preload", (c) => c.server.preload ?? []],
   ["resources.gpus", (c) => c.resources.gpus ?? []],
   ["activity", (c) => c.activity],
+  ["store", (c) => c.store],
   ["resources.gpu_probe", (c) => c.resources.gpuProbe],
   ["resources.gpu_probe_interval_ms", (c) => c.resources.gpuProbeIntervalMs],
 ];

@@ -6,7 +6,7 @@ import { kvRoot, safeName } from "../config/build-models.ts";
 import { ConfigError } from "../config/errors.ts";
 import type { Config, ModelConfig } from "../config/types.ts";
 import type { EvictionPolicy } from "../policy/types.ts";
-import { removeKvFolders } from "../process/kv-slots.ts";
+import { removeKvFolders } from "../process/kv-folders.ts";
 import type { Reconfigure } from "../scheduler/scheduler.ts";
 import type { ModelState } from "../scheduler/types.ts";
 import type { Logger } from "../shared/log.ts";
@@ -48,6 +48,8 @@ export interface ReloadHost {
   budget: LiveBudget;
   /** The GPU watch has a reading (then it sets the VRAM limit itself at the next one). */
   gpuReading(): boolean;
+  /** Ports models were moved to at a start (the registry's): taken, like configured ones. */
+  movedPorts?(): Iterable<number>;
   publish(event: { type: "config" } & Record<string, unknown>): void;
 }
 
@@ -197,9 +199,12 @@ export class ConfigReloads {
     live.peers = next.peers;
     // In place: the budget and the GPU watch hold this very object.
     live.resources.vramBudgetGb = next.resources.vramBudgetGb;
+    if (next.resources.vramBudgetAuto) live.resources.vramBudgetAuto = true;
+    else delete live.resources.vramBudgetAuto;
     live.resources.ramBudgetGb = next.resources.ramBudgetGb;
     live.resources.oomGuardReserveGb = next.resources.oomGuardReserveGb;
     live.server.apiKeys = next.server.apiKeys;
+    live.keys = next.keys;
     if (!host.gpuReading()) host.budget.set(live.resources.vramBudgetGb, host.budget.note);
 
     const policy = host.makePolicy(live);
@@ -212,7 +217,7 @@ export class ConfigReloads {
     return changes;
   }
 
-  /** Ports held by the models configured now (and those still running after a removal). */
+  /** Ports held by the models configured now, those still running after a removal, and moved ones. */
   private takenPorts(): Set<number> {
     const taken = new Set<number>();
     const all = [
@@ -221,18 +226,9 @@ export class ConfigReloads {
       ...this.pending.values(),
     ];
     for (const m of all) if (m.port !== null) taken.add(m.port);
+    for (const port of this.host.movedPorts?.() ?? []) taken.add(port);
     return taken;
   }
-}
-
-/**
- * A supervisor moved its model to a free port before a start: requests follow it there. Only
- * the process keys change, since a reload may have changed the others after the supervisor was
- * made; a model a reload removed stays removed.
- */
-export function followMove(config: Config, moved: ModelConfig): void {
-  const current = config.models[moved.id];
-  if (current) config.models[moved.id] = keepProcess(moved, current);
 }
 
 /** `next`'s settings on `current`'s process: what a running model can take without a restart. */

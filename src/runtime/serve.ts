@@ -1,7 +1,7 @@
 import { join } from "node:path";
 import { buildApp } from "../api/app.ts";
-import type { Gateway } from "../api/gateway.ts";
-import { metricsHandler } from "../api/metrics/routes.ts";
+import { metricsHandler } from "../api/control/observe-routes.ts";
+import type { ObserveGateway } from "../api/gateway.ts";
 import { parseHostPort } from "../config/index.ts";
 import type { Config } from "../config/types.ts";
 import { killAllSync, startSupervision } from "../process/index.ts";
@@ -10,6 +10,7 @@ import { systemClock } from "../shared/clock.ts";
 import type { Logger } from "../shared/log.ts";
 import { isLoopbackName } from "../shared/net.ts";
 import { realTimers } from "../shared/timer.ts";
+import { DB_FILE, StateDb } from "../store/database.ts";
 import type { ConfigLoader } from "./reload.ts";
 import { ConfigWatch } from "./reload-watch.ts";
 import { Runtime } from "./runtime.ts";
@@ -42,13 +43,16 @@ export interface ServeOptions {
 export function startServer(config: Config, log: Logger, opts: ServeOptions = {}): RunningServer {
   // Before any model starts: what a crashed qm left behind may hold their ports.
   const supervision = startSupervision({ stateDir: config.server.stateDir, log });
+  const db = openDatabase(config, log);
   const runtime = new Runtime(config, {
     clock: systemClock,
     log,
     loadTimesFile: join(config.server.stateDir, "load-times.json"),
+    db,
     ...(opts.loadConfig ? { loadConfig: opts.loadConfig } : {}),
   });
   runtime.start();
+  db?.start(realTimers);
   // `server.watch_config`: a change on disk reloads (src/runtime/reload.md).
   const watch =
     config.server.watchConfig && config.file !== ""
@@ -90,7 +94,7 @@ export function startServer(config: Config, log: Logger, opts: ServeOptions = {}
       const hp = parseHostPort(metrics);
       if (!hp) throw new Error(`bad metrics_listen address "${metrics}"`);
       const server = bindListener("server.metrics_listen", metrics, () =>
-        serveMetrics(runtime, hp.host, hp.port, log),
+        serveMetrics(runtime, hp.host, hp.port, log, config.server.allowedHosts),
       );
       servers.push(server);
       metricsUrl = urlOf(hp.host, server.port);
@@ -98,6 +102,7 @@ export function startServer(config: Config, log: Logger, opts: ServeOptions = {}
   } catch (err) {
     for (const s of servers) void s.stop(true);
     watch?.stop();
+    db?.close();
     supervision.close();
     throw err;
   }
@@ -121,6 +126,7 @@ export function startServer(config: Config, log: Logger, opts: ServeOptions = {}
       await Promise.race([Promise.all(closing), Bun.sleep(1000)]);
       await Promise.all(servers.map((s) => s.stop(true)));
       await runtime.stopAll();
+      db?.close();
       supervision.close();
     })();
     return stopping;
@@ -162,13 +168,36 @@ export function bindListener(key: string, address: string, bind: () => Listener)
   }
 }
 
+/**
+ * The database in `server.state_dir` (`[store]`), or null: off, or it cannot be opened — which
+ * is said at start, and qm serves on with memory only (src/store/design.md).
+ */
+function openDatabase(config: Config, log: Logger): StateDb | null {
+  if (!config.store.enabled) return null;
+  const opened = StateDb.open(join(config.server.stateDir, DB_FILE), {
+    bounds: { maxAgeMs: config.store.maxAgeMs, maxBytes: config.store.maxBytes },
+    log,
+  });
+  if (opened.ok) return opened.db;
+  log.warn(
+    `the database cannot be used: ${opened.reason}; qm runs with memory only (stored responses, the activity log and usage are lost when it stops; 'qm doctor' checks it)`,
+  );
+  return null;
+}
+
 function urlOf(host: string, port: number | undefined): string {
   return `http://${host.includes(":") ? `[${host}]` : host}:${port}`;
 }
 
 /** The metrics listener: `GET /metrics` and nothing else (no API key: bind it for the scraper). */
-export function serveMetrics(gw: Gateway, host: string, port: number, log: Logger): Listener {
-  const handle = metricsHandler(gw, log);
+export function serveMetrics(
+  gw: ObserveGateway,
+  host: string,
+  port: number,
+  log: Logger,
+  allowedHosts: readonly string[] = [],
+): Listener {
+  const handle = metricsHandler(gw, log, { allowedHosts, loopback: isLoopbackName(host) });
   return Bun.serve({
     hostname: host,
     port,

@@ -1,4 +1,4 @@
-import type { CardStatusJson, GpuReadingJson, StatusJson } from "../api/gateway.ts";
+import type { CardStatusJson, GpuReadingJson, StatusJson } from "../api/status-json.ts";
 import type { Config, ModelConfig } from "../config/types.ts";
 import type { Attribution, GpuKind, GpuReading } from "../gpu/index.ts";
 import type { Scheduler } from "../scheduler/scheduler.ts";
@@ -22,10 +22,12 @@ function loadJson(times: LoadTimes, id: string) {
   };
 }
 
+type Snapshot = ReturnType<Scheduler["snapshot"]>;
+
 /** `/api/status`: the scheduler's view joined with each process's pid and port. */
 export interface StatusInputs {
   config: Config;
-  snap: ReturnType<Scheduler["snapshot"]>;
+  snap: Snapshot;
   processes: ReadonlyMap<string, { readonly pid: number | null }>;
   startedAt: number;
   /** Scheduler clock time → wall-clock epoch ms. */
@@ -46,20 +48,36 @@ export interface StatusInputs {
   restartPending?: (id: string) => boolean;
 }
 
-export function buildStatus(inputs: StatusInputs): StatusJson {
-  const { config, snap, processes, startedAt, toEpoch, leasesOf, gpu } = inputs;
-  let used = 0;
-  let ramUsed = 0;
-  const models = snap.models.map((s) => {
-    const m = (inputs.modelOf?.(s.id) ?? config.models[s.id])!;
+/**
+ * The memory the scheduler's models hold by their estimates: VRAM of the resident ones, RAM of
+ * those and of level-1 sleepers. Status and the metrics' gauges both show it.
+ */
+export function memoryInUse(
+  models: Snapshot["models"],
+  modelOf: (id: string) => ModelConfig,
+): { vramGb: number; ramGb: number } {
+  let vramGb = 0;
+  let ramGb = 0;
+  for (const s of models) {
+    const m = modelOf(s.id);
     if (s.state === "sleeping") {
       // Its GPU memory is let go of; at level 1 its weights wait in host RAM.
-      if (m.sleepLevel === 1) ramUsed += m.estRamGb;
+      if (m.sleepLevel === 1) ramGb += m.estRamGb;
     } else if (s.state !== "stopped" && s.state !== "failed" && !m.node) {
       // (A managed node's models hold its memory, not this box's.)
-      used += m.estVramGb;
-      ramUsed += m.estRamGb;
+      vramGb += m.estVramGb;
+      ramGb += m.estRamGb;
     }
+  }
+  return { vramGb, ramGb };
+}
+
+export function buildStatus(inputs: StatusInputs): StatusJson {
+  const { config, snap, processes, startedAt, toEpoch, leasesOf, gpu } = inputs;
+  const modelOf = (id: string) => (inputs.modelOf?.(id) ?? config.models[id])!;
+  const use = memoryInUse(snap.models, modelOf);
+  const models = snap.models.map((s) => {
+    const m = modelOf(s.id);
     return {
       id: s.id,
       state: s.state,
@@ -111,9 +129,9 @@ export function buildStatus(inputs: StatusInputs): StatusJson {
     resources: {
       vram_budget_gb: budget,
       vram_ceiling_gb: round(live.vramGb()),
-      vram_used_gb: round(used),
+      vram_used_gb: round(use.vramGb),
       ram_budget_gb: config.resources.ramBudgetGb,
-      ram_used_gb: round(ramUsed),
+      ram_used_gb: round(use.ramGb),
       probe: live.note,
       gpu_kind: inputs.gpuKind ?? "none",
       attribution: gpu ? (inputs.attribution ?? "pids") : null,
@@ -175,6 +193,6 @@ export function heldReason(gapMs: number, swapMs: number): string {
   return `gap ${sec(gapMs)} expected, swap ${sec(swapMs)}`;
 }
 
-function round(n: number): number {
+export function round(n: number): number {
   return Math.round(n * 100) / 100;
 }

@@ -3,14 +3,14 @@
  * the spawn guard, start the target), stops outside swaps, and exits nobody asked for. Each
  * ends as a scheduler event. Invariants: ./design.md.
  */
-import type { Config, ModelConfig } from "../config/types.ts";
+import type { ModelConfig } from "../config/types.ts";
+import type { GuardOptions } from "../gpu/gpu-watch.ts";
 import type { ProcessView, SpawnVerdict } from "../gpu/index.ts";
-import { exitError, ModelProcess, type ProcessExit, type StopOptions } from "../process/index.ts";
+import { exitError, type ProcessExit, type StopOptions } from "../process/index.ts";
+import { type StopReason, stopReasonText } from "../scheduler/stop-reason.ts";
 import type { Swap, SwapResult } from "../scheduler/types.ts";
 import { asQmError, QmError } from "../shared/errors.ts";
 import type { Logger } from "../shared/log.ts";
-import type { GuardOptions } from "./gpu-watch.ts";
-import { followMove } from "./reload.ts";
 
 /** What the runtime needs of a model's supervisor (`ModelProcess`; a fake in tests). */
 export interface ModelServer extends ProcessView {
@@ -21,7 +21,8 @@ export interface ModelServer extends ProcessView {
   start(opts?: { gpus?: readonly number[] }): Promise<void>;
   /**
    * Resolves once the process is gone (at once when none runs). Idempotent. A ready `keep_kv`
-   * model saves its slots first unless `save` is false.
+   * model saves its slots first unless `save` is false. Rejects when the model may still hold
+   * its memory (a managed node's unload that failed): a swap then does not start its target.
    */
   stop(opts?: StopOptions): Promise<void>;
   logs(): string[];
@@ -41,25 +42,6 @@ export type ProcessFactory = (
   model: ModelConfig,
   onExit: (exit: ProcessExit) => void,
 ) => ModelServer;
-
-/**
- * The real supervisors. A model moved to a free port before a start: requests follow it there.
- * `onLine` hears every output line of every model (live log followers).
- */
-export function modelProcesses(
-  config: Config,
-  log: Logger,
-  onLine?: (id: string, line: string) => void,
-): ProcessFactory {
-  return (model, onExit) =>
-    new ModelProcess(model, {
-      healthCheckTimeoutS: config.server.healthCheckTimeoutS,
-      log,
-      onExit,
-      ...(onLine ? { onLine: (line: string) => onLine(model.id, line) } : {}),
-      onConfigChange: (moved) => followMove(config, moved),
-    });
-}
 
 /** The scheduler events a swap, a stop or an exit ends in. */
 export interface SwapEvents {
@@ -152,16 +134,20 @@ export class SwapRunner {
     if (!run || run.abortedFor !== null) return;
     this.deps.log.info(`stopping ${run.target} (${reason})`);
     run.abortedFor = reason;
-    void this.processes.get(run.target)!.stop();
+    this.processes
+      .get(run.target)!
+      .stop()
+      .catch((err) => this.deps.log.warn(`stopping ${run.target}: ${errorText(err)}`));
   }
 
   /** `Effects.stopModels`: stops each model; reports each with `stopped(model)`. */
-  stopModels(models: string[], reason: string): void {
-    this.deps.log.info(`stopping ${models.join(", ")} (${reason})`);
+  stopModels(models: string[], reason: StopReason): void {
+    this.deps.log.info(`stopping ${models.join(", ")} (${stopReasonText(reason)})`);
     for (const id of models) {
       void this.processes
         .get(id)!
         .stop()
+        .catch((err) => this.deps.log.warn(`stopping ${id}: ${errorText(err)}`))
         .finally(() => {
           this.deps.gpu.noteReleased();
           this.deps.events.stopped(id);
@@ -173,8 +159,8 @@ export class SwapRunner {
    * `Effects.sleepModels`: puts each model to sleep (one that will not sleep is stopped);
    * reports each with `slept(model, asleep)`.
    */
-  sleepModels(models: string[], reason: string): void {
-    this.deps.log.info(`putting ${models.join(", ")} to sleep (${reason})`);
+  sleepModels(models: string[], reason: StopReason): void {
+    this.deps.log.info(`putting ${models.join(", ")} to sleep (${stopReasonText(reason)})`);
     for (const id of models) {
       void this.putToSleep(id).then((asleep) => {
         this.deps.gpu.noteReleased();

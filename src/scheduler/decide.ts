@@ -3,6 +3,7 @@ import { QmError } from "../shared/errors.ts";
 import type { HoldVerdict } from "./hold-cost.ts";
 import type { HoldBreak } from "./holds.ts";
 import type { ModelEntry } from "./models.ts";
+import type { RequestKey } from "./types.ts";
 
 /** What `decide` needs to know about one request. Step 1 (unknown model) is the caller's. */
 export interface DecideRequest {
@@ -13,7 +14,20 @@ export interface DecideRequest {
   id?: number;
   conversation?: string | null;
   heldWaitMs?: number;
+  /** Its key (absent: `anonymous`). */
+  key?: RequestKey;
+  /**
+   * Its key has waited past this request's patience for a turn on its model (design.md, "Fair
+   * share", 4): what lets it break the holds of a higher-priority key.
+   */
+  turnPatienceSpent?: boolean;
 }
+
+/**
+ * The waiter's key against the keys holding the models it must evict: `above` every one of
+ * them, `below` one of them, else `peer`.
+ */
+export type HoldRank = "above" | "below" | "peer";
 
 /** A read-only window onto the scheduler's state, as of the moment of the decision. */
 export interface DecideView {
@@ -35,6 +49,14 @@ export interface DecideView {
    * (hold-cost.ts). Null under `"fixed"`: holds stand until the waiter's patience.
    */
   holdVerdict(req: DecideRequest, evict: readonly string[]): HoldVerdict | null;
+  /**
+   * Step 5a with keys sharing the GPU: another key ahead of this waiter's (a higher priority, or
+   * a better claim) still waits for one of `evict`, and this waiter's key has not waited its
+   * patience for a turn (absent: never).
+   */
+  wanted?(req: DecideRequest, evict: readonly string[]): boolean;
+  /** Step 5b with keys sharing the GPU: how the waiter ranks against the holders (absent: peer). */
+  holdRank?(req: DecideRequest, evict: readonly string[]): HoldRank;
   /** The eviction policy's answer for bringing `id` in (asked only when the tree gets there). */
   evictionFor(id: string): Eviction;
   /**
@@ -50,7 +72,9 @@ export interface DecideView {
  */
 export type QueueReason =
   | { why: "aborting" | "unavailable" | "full" | "stopping" | "collision" | "freeing" }
-  | { why: "busy"; evict: string[] }
+  /** Its key has `maxConcurrency` requests in flight (step 1b, the scheduler's). */
+  | { why: "key_limit" }
+  | { why: "busy" | "wanted"; evict: string[] }
   | { why: "held"; evict: string[]; quantumMs?: number };
 
 export type Decision =
@@ -90,13 +114,23 @@ export function decide(req: DecideRequest, view: DecideView): Decision {
   if (evict.some((v) => view.inTransition(v))) return queue("collision");
   // 5. it would evict a model that is still busy → queue.
   if (evict.some((v) => view.model(v).inflight > 0)) return { kind: "queue", why: "busy", evict };
+  // 5a. keys ahead of this one's (fair share) still wait for a model it would evict → queue.
+  if (view.wanted?.(req, evict)) return { kind: "queue", why: "wanted", evict };
   // 5b. it would evict a model under an idle-grace hold → queue, until this waiter's patience
   //     runs out; then it preempts (and becomes the incumbent itself). Under the cost policy
   //     it also breaks the holds when holding costs more than the swap there and back, or
   //     once it has waited its fairness quantum behind them.
+  //     With keys, the holders' priority comes first: a higher one breaks them at once, a lower
+  //     one only once its key has waited its patience for a turn.
   let breaks: HoldBreak | undefined;
   if (evict.some((v) => view.held(v))) {
-    if (req.patienceSpent) {
+    const rank = view.holdRank?.(req, evict) ?? "peer";
+    if (rank === "above") {
+      breaks = "priority";
+    } else if (rank === "below") {
+      if (!req.turnPatienceSpent) return { kind: "queue", why: "held", evict };
+      breaks = "patience";
+    } else if (req.patienceSpent) {
       breaks = "patience";
     } else {
       const verdict = view.holdVerdict(req, evict);

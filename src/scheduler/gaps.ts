@@ -2,7 +2,8 @@
  * Tool gaps: how long each conversation takes between an answer that ended in tool calls and
  * its next request (the one carrying the tool results). The scheduler learns them from its own
  * events (`serveDone` with tool calls, then `request` with the same conversation key), so the
- * cost policy knows how long a hold is likely to idle. See design.md, "Hold or yield by cost".
+ * cost policy knows how long a hold is likely to idle. And whether a tool result follows at
+ * all: the evidence a hold needs (`earnsHold`). See design.md, "Hold or yield by cost".
  */
 
 /** What a hold after a tool-call answer is expected to cost. */
@@ -30,9 +31,16 @@ export const MAX_CONVERSATIONS = 1024;
 /** A longer pause is not a tool gap (a person stepped away): it is not recorded. */
 export const MAX_GAP_MS = 600_000;
 
+/** Tool-call answers whose fate is kept per model (followed by a tool result or not). */
+export const KEPT_FATES = 8;
+
 interface Pending {
   model: string;
   at: number;
+  /** Its hold window: not followed within it, it was not followed. Null: no hold asked. */
+  windowMs: number | null;
+  /** Its fate is in its model's record already (the window passed first). */
+  settled: boolean;
 }
 
 export class GapBook {
@@ -41,19 +49,38 @@ export class GapBook {
   private readonly all: number[] = [];
   /** Conversations whose last answer ended in tool calls, and when. */
   private readonly pending = new Map<string, Pending>();
+  /** Conversations that have shown a tool result (most recently active last). */
+  private readonly looping = new Map<string, true>();
+  /** Per model: whether its recent tool-call answers were followed by a tool result. */
+  private readonly fates = new Map<string, boolean[]>();
 
-  /** `conversation`'s answer on `model` ended in tool calls at `at`: its next request ends a gap. */
-  answered(conversation: string, model: string, at: number): void {
+  /**
+   * `conversation`'s answer on `model` ended in tool calls at `at`: its next request ends a gap.
+   * Not followed within `windowMs` (its hold window; null: none), it counts as not followed.
+   */
+  answered(conversation: string, model: string, at: number, windowMs: number | null = null): void {
     this.pending.delete(conversation);
-    this.pending.set(conversation, { model, at });
+    this.pending.set(conversation, { model, at, windowMs, settled: false });
     trim(this.pending);
   }
 
-  /** A request of `conversation` arrived at `at`: the gap since its tool-call answer, if any. */
-  asked(conversation: string, at: number): number | null {
+  /**
+   * A request of `conversation` arrived at `at`, carrying a tool result or not (`toolResult`;
+   * undefined: not known, taken as carrying one). It settles the fate of the conversation's
+   * tool-call answer, and returns the gap since it — a tool gap only when a tool result came.
+   */
+  asked(conversation: string, at: number, toolResult?: boolean): number | null {
+    if (toolResult !== false) {
+      this.looping.delete(conversation);
+      this.looping.set(conversation, true);
+      trim(this.looping);
+    }
     const p = this.pending.get(conversation);
     if (p === undefined) return null;
     this.pending.delete(conversation);
+    if (!p.settled) this.fate(p.model, toolResult !== false);
+    // A person's next turn after a tool-call answer is not a tool gap.
+    if (toolResult === false) return null;
     const gap = at - p.at;
     if (gap < 0 || gap > MAX_GAP_MS) return null;
     push(this.conversations, conversation, gap);
@@ -62,6 +89,45 @@ export class GapBook {
     this.all.push(gap);
     if (this.all.length > KEPT_GAPS) this.all.shift();
     return gap;
+  }
+
+  /**
+   * `conversation` is in a tool gap at `now`: it answered in tool calls and has not come back,
+   * for no longer than a tool gap lasts (`MAX_GAP_MS`).
+   */
+  inGap(conversation: string, now: number): boolean {
+    const p = this.pending.get(conversation);
+    return p !== undefined && now - p.at <= MAX_GAP_MS;
+  }
+
+  /**
+   * Evidence that a tool-call answer of `conversation` on `model` will be followed by a tool
+   * result (design.md, "Evidence of a loop"): the conversation has shown one; or, not having
+   * shown one yet, at least half of the model's recent answers whose fate is known were
+   * followed (none known: yes). Answers whose window has passed by `now` count as not followed.
+   */
+  earnsHold(conversation: string, model: string, now: number): boolean {
+    this.settle(now);
+    if (this.looping.has(conversation)) return true;
+    const fates = this.fates.get(model);
+    if (fates === undefined || fates.length === 0) return true;
+    return fates.filter(Boolean).length * 2 >= fates.length;
+  }
+
+  /** Tool-call answers whose window passed without their conversation's next request: not followed. */
+  settle(now: number): void {
+    for (const p of this.pending.values()) {
+      if (p.settled || p.windowMs === null || p.at + p.windowMs >= now) continue;
+      p.settled = true;
+      this.fate(p.model, false);
+    }
+  }
+
+  private fate(model: string, followed: boolean): void {
+    const list = this.fates.get(model) ?? [];
+    list.push(followed);
+    if (list.length > KEPT_FATES) list.shift();
+    this.fates.set(model, list);
   }
 
   /** `conversation` answered in tool calls and has not come back yet. */

@@ -13,8 +13,11 @@ function priorGap(holdMs: number): GapEstimate {
   return { typicalMs: holdMs, windowMs: Math.ceil(holdMs * WINDOW_FACTOR), source: "prior" };
 }
 
-/** Why a swap breaks holds: a waiter past its patience, or (cost policy) the verdict's reason. */
-export type HoldBreak = "patience" | "cost" | "fairness";
+/**
+ * Why a swap breaks holds: a waiter past its patience, (cost policy) the verdict's reason, or a
+ * waiter of a higher-priority key.
+ */
+export type HoldBreak = "patience" | "cost" | "fairness" | "priority";
 
 /** What the cost verdict knows of the waiter (see `Holds.verdict`). */
 export interface HoldWaiter {
@@ -90,18 +93,23 @@ export class Holds {
    * A granted request of `conversation` finished on `m`. Only a response that can be followed
    * by another round earns a hold (`hold_on`); its tool gap starts now. `"fixed"`: the window
    * is the one its own request asked for. `"cost"`: a request that asked for none (`0`) gets
-   * none; otherwise the window is the conversation's expected gap (`GapBook.estimate`), or the
-   * window it asked for while no gap was ever seen.
+   * none, nor does one without evidence that a tool result will follow (`GapBook.earnsHold`,
+   * with `hold_on = "tool_calls"`); otherwise the window is the conversation's expected gap
+   * (`GapBook.estimate`), or the window it asked for while no gap was ever seen.
    */
   finished(m: ModelEntry, holdMs: number, outcome: ServeOutcome, conversation: string): void {
     if (!this.holdOnEveryRequest && !outcome.toolCalls) return;
-    this.gaps.answered(conversation, m.id, this.clock.now());
+    const now = this.clock.now();
     if (this.policy === "fixed") {
+      this.gaps.answered(conversation, m.id, now, holdMs > 0 ? holdMs : null);
       m.holdCandidateMs = Math.max(m.holdCandidateMs, holdMs);
       return;
     }
-    if (holdMs <= 0) return;
     const est = this.gaps.estimate(conversation, m.id) ?? priorGap(holdMs);
+    // The evidence is taken before this answer joins the record it is judged by.
+    const evidence = this.holdOnEveryRequest || this.gaps.earnsHold(conversation, m.id, now);
+    this.gaps.answered(conversation, m.id, now, holdMs > 0 ? est.windowMs : null);
+    if (holdMs <= 0 || !evidence) return;
     if (est.windowMs <= m.holdCandidateMs) return;
     m.holdCandidateMs = est.windowMs;
     m.holdCandidate = {
@@ -267,8 +275,8 @@ export class Holds {
   }
 
   /**
-   * Earliest TTL, hold expiry, patience deadline or fairness bound (cost policy) still ahead:
-   * when the queue may unblock.
+   * Earliest TTL, hold expiry, patience deadline (of a request, or of its key's turn) or
+   * fairness bound (cost policy) still ahead: when the queue may unblock.
    */
   nextDeadline(queue: Iterable<Queued>): number | null {
     const now = this.clock.now();
@@ -278,6 +286,8 @@ export class Holds {
       if (due > now && (at === null || due < at)) at = due;
       const fair = q.quantumAt;
       if (fair !== null && fair > now && (at === null || fair < at)) at = fair;
+      const turn = q.turnAt;
+      if (turn !== null && turn > now && (at === null || turn < at)) at = turn;
     }
     return at;
   }

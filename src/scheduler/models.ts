@@ -1,7 +1,7 @@
 import type { Config, ModelConfig } from "../config/types.ts";
 import type { Clock } from "../shared/clock.ts";
 import type { GapEstimate } from "./gaps.ts";
-import type { ModelState } from "./types.ts";
+import type { ModelState, RequestKey } from "./types.ts";
 
 export interface ModelEntry {
   readonly id: string;
@@ -26,6 +26,15 @@ export interface ModelEntry {
    */
   holdCandidate: HoldBasis | null;
   hold: (HoldBasis & { from: number; swapBackMs: number }) | null;
+  /**
+   * Whose hold it is (design.md, "Fair share", 4): the key of the request whose window the hold
+   * has, and while requests are in flight, of the one whose window is the candidate.
+   */
+  holdKey: RequestKey | null;
+  holdCandidateKey: RequestKey | null;
+  /** The conversation of that request (`conversationOf`): the loop the hold waits for. */
+  holdConversation: string | null;
+  holdCandidateConversation: string | null;
   /** How its last hold ended by expiry or by a waiter (for status); kept until the next hold. */
   holdEnded: HoldEnd | null;
   /** Set during a drain: a waiter past its patience needs it idle, so it takes no new work. */
@@ -66,7 +75,7 @@ export interface HoldBasis {
  */
 export interface HoldEnd {
   change: "expired" | "preempted" | "dropped";
-  reason: "gap spent" | "loop ended" | "patience" | "cost" | "fairness";
+  reason: "gap spent" | "loop ended" | "patience" | "cost" | "fairness" | "priority";
   /** Clock time. */
   at: number;
 }
@@ -92,6 +101,18 @@ type LiveSettings = Pick<ModelConfig, "id" | "concurrencyLimit" | "ttlS"> &
 export class ModelTable {
   private readonly byId = new Map<string, ModelEntry>();
   private tick = 0;
+  /**
+   * Bumped by every change to which models hold memory or their LRU order (state, use, the
+   * table itself): `runningLru` is kept until it moves, and so may the policy's answers be.
+   */
+  private changes = 0;
+  private lru: { at: number; ids: string[] } | null = null;
+  private entries: ModelEntry[] | null = null;
+
+  /** Moves whenever `runningLru()` may answer differently. */
+  get version(): number {
+    return this.changes;
+  }
 
   constructor(
     config: Pick<Config, "models">,
@@ -103,6 +124,8 @@ export class ModelTable {
 
   add(m: LiveSettings): void {
     if (this.byId.has(m.id)) return;
+    this.changes++;
+    this.entries = null;
     this.byId.set(m.id, {
       id: m.id,
       state: "stopped",
@@ -117,6 +140,10 @@ export class ModelTable {
       holdCandidate: null,
       hold: null,
       holdEnded: null,
+      holdKey: null,
+      holdCandidateKey: null,
+      holdConversation: null,
+      holdCandidateConversation: null,
       draining: false,
       concurrencyLimit: m.concurrencyLimit,
       ttlMs: m.ttlS * 1000,
@@ -147,26 +174,35 @@ export class ModelTable {
   /** Forgets a model (a retired one, once stopped). */
   delete(id: string): void {
     this.byId.delete(id);
+    this.changes++;
+    this.entries = null;
   }
 
   get(id: string): ModelEntry | undefined {
     return this.byId.get(id);
   }
 
-  all(): ModelEntry[] {
-    return [...this.byId.values()];
+  /** Every entry, in the order they joined (the same array until one joins or leaves). */
+  all(): readonly ModelEntry[] {
+    this.entries ??= [...this.byId.values()];
+    return this.entries;
   }
 
   setState(id: string, state: ModelState, detail?: string): void {
     const m = this.byId.get(id);
     if (!m || m.state === state) return;
     m.state = state;
+    this.changes++;
     // A hold protects a running process; once it is gone there is nothing to protect.
     if (state !== "ready") {
       m.heldUntil = 0;
       m.holdCandidateMs = 0;
       m.holdCandidate = null;
       m.hold = null;
+      m.holdKey = null;
+      m.holdCandidateKey = null;
+      m.holdConversation = null;
+      m.holdCandidateConversation = null;
       // A request's keep-alive is for the process it ran on; a new one starts with `ttl_s`.
       m.keepAliveMs = null;
     }
@@ -191,7 +227,9 @@ export class ModelTable {
 
   touch(id: string): void {
     const m = this.byId.get(id);
-    if (m) m.lastUse = ++this.tick;
+    if (!m) return;
+    m.lastUse = ++this.tick;
+    this.changes++;
   }
 
   adjustInflight(id: string, delta: number): void {
@@ -212,6 +250,11 @@ export class ModelTable {
    * ones are not in it: like stopped ones, they hold no GPU memory the policy accounts for.
    */
   runningLru(): string[] {
+    if (this.lru?.at !== this.changes) this.lru = { at: this.changes, ids: this.sortLru() };
+    return [...this.lru.ids];
+  }
+
+  private sortLru(): string[] {
     return this.all()
       .filter((m) => m.state === "starting" || m.state === "ready" || m.state === "stopping")
       .sort((a, b) => a.lastUse - b.lastUse || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))

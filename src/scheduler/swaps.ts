@@ -1,5 +1,6 @@
 import { QmError } from "../shared/errors.ts";
 import type { ModelTable } from "./models.ts";
+import type { StopReason, SwapAbortReason } from "./stop-reason.ts";
 import type { Effects, Swap, SwapResult } from "./types.ts";
 import type { Queued } from "./waiter.ts";
 
@@ -7,7 +8,7 @@ export interface ActiveSwap extends Swap {
   /** Requests waiting for this swap, in arrival order. */
   waiters: Queued[];
   /** Why the swap is being aborted (`Effects.abortSwap` was called), or null. */
-  abortedFor: string | null;
+  abortedFor: SwapAbortReason | null;
 }
 
 /** How a swap ended for its waiters: served (`error` null) or failed with `error`. */
@@ -88,7 +89,7 @@ export class SwapBook {
   }
 
   /** Abort once: the target must not come up; the swap still ends with its swapDone. */
-  abort(swap: ActiveSwap, reason: string): void {
+  abort(swap: ActiveSwap, reason: SwapAbortReason): void {
     if (swap.abortedFor !== null) return;
     swap.abortedFor = reason;
     this.effects.abortSwap(swap.id, reason);
@@ -116,7 +117,7 @@ export class SwapBook {
         // The target came up despite the abort (an effect that lost the race to readiness):
         // stop it like any other model, and report it so.
         this.models.setState(swap.target, "stopping");
-        this.stopOutsideSwap([swap.target], swap.abortedFor);
+        this.stopOutsideSwap([swap.target], { kind: swap.abortedFor });
       } else {
         this.models.setState(swap.target, "stopped");
       }
@@ -144,7 +145,7 @@ export class SwapBook {
     const unload = m.unloadPending;
     m.unloadPending = false;
     this.models.setState(id, asleep ? "sleeping" : "stopped");
-    if (asleep && unload) this.stopOutsideSwap([id], "unload");
+    if (asleep && unload) this.stopOutsideSwap([id], { kind: "unload" });
   }
 
   /**
@@ -172,11 +173,11 @@ export class SwapBook {
         this.models.setState(id, "stopped");
       }
     }
-    this.stopOutsideSwap(now, "unload");
+    this.stopOutsideSwap(now, { kind: "unload" });
   }
 
   /** Stop idle (or sleeping) models outside any swap; each comes back as `stopped`. */
-  stopOutsideSwap(models: string[], reason: string): void {
+  stopOutsideSwap(models: string[], reason: StopReason): void {
     if (models.length === 0) return;
     for (const id of models) {
       this.stopping.set(id, "stop");
@@ -191,7 +192,7 @@ export class SwapBook {
    * Evict idle models outside any swap (TTL, keep_alive 0, memory pressure): `evict = "sleep"`
    * ones are put to sleep (each comes back as `slept`), the rest stopped.
    */
-  evictOutsideSwap(models: string[], reason: string): void {
+  evictOutsideSwap(models: string[], reason: StopReason): void {
     const sleep = models.filter((id) => this.models.get(id)?.evictMode === "sleep");
     this.stopOutsideSwap(
       models.filter((id) => !sleep.includes(id)),
@@ -249,16 +250,13 @@ export class SwapBook {
     return false;
   }
 
-  /** Drops a waiter whose client left; false when it was not waiting on any swap. */
-  dropWaiter(requestId: number): boolean {
+  /** Drops a waiter whose client left; undefined when it was not waiting on any swap. */
+  dropWaiter(requestId: number): Queued | undefined {
     for (const swap of this.swaps.values()) {
       const j = swap.waiters.findIndex((q) => q.spec.id === requestId);
-      if (j >= 0) {
-        swap.waiters.splice(j, 1);
-        return true;
-      }
+      if (j >= 0) return swap.waiters.splice(j, 1)[0];
     }
-    return false;
+    return undefined;
   }
 
   /** Takes every waiter off every swap (shutdown); the swaps themselves run on. */

@@ -1,4 +1,6 @@
+import type { KeyPriority } from "../config/types.ts";
 import type { QmError } from "../shared/errors.ts";
+import type { StopReason, SwapAbortReason } from "./stop-reason.ts";
 
 /**
  * `sleeping`: an `evict = "sleep"` model put to sleep over its server's sleep API: its process
@@ -25,6 +27,25 @@ export interface RequestSpec {
    * whose tool gaps the cost policy learns. Absent: the model's requests count as one.
    */
   conversation?: string | undefined;
+  /**
+   * The request carries a tool result (a `tool` message, a `tool_result` block, a Responses
+   * `*_call_output` item): its conversation is an agent loop that runs its tools (design.md,
+   * "Evidence of a loop"). Absent: not known, taken as carrying one.
+   */
+  toolResult?: boolean | undefined;
+  /**
+   * The key it was made with (`[keys.NAME]`, resolved by the edge): who it is charged to when
+   * keys share the GPU (design.md, "Fair share"). Absent: the key `anonymous`, priority
+   * `normal`, no cap. `maxConcurrency`: most of its requests in flight at once; 0 = no cap.
+   */
+  key?: RequestKey | undefined;
+}
+
+/** What the scheduler is told of a request's key. */
+export interface RequestKey {
+  name: string;
+  priority: KeyPriority;
+  maxConcurrency: number;
 }
 
 /** A swap: stop `evict` (in parallel), start `target`, wait until it is ready. */
@@ -55,12 +76,16 @@ export type SwapResult =
  * one, a renewal included), `expired` (its deadline passed while the model was still up: with
  * `hold_policy = "cost"`, its expected gap is spent), `preempted` (a waiter past its patience
  * evicted it while held) or `dropped` (`hold_policy = "cost"`: a waiter evicted it because
- * holding cost more than swapping, or because it reached its fairness bound; `HoldWhy.reason`).
+ * holding cost more than swapping, or because it reached its fairness bound; or a waiter of a
+ * higher-priority key evicted it; `HoldWhy.reason`).
  */
 export type HoldChange = "granted" | "expired" | "preempted" | "dropped";
 
-/** Why a hold was dropped (`HoldChange` `dropped`). */
-export type HoldDropReason = "cost" | "fairness";
+/**
+ * Why a hold was dropped (`HoldChange` `dropped`): by the cost verdict (`cost`, `fairness`),
+ * or for a waiter of a higher-priority key (`priority`).
+ */
+export type HoldDropReason = "cost" | "fairness" | "priority";
 
 /**
  * The figures a hold is weighed by (`hold_policy = "cost"`), reported with `granted` and
@@ -99,15 +124,15 @@ export interface Effects {
    * swap then reports `swapDone(swapId, { ok: false, error })` once the target is down — and
    * no `stopped()` follows.
    */
-  abortSwap(swapId: number, reason: string): void;
+  abortSwap(swapId: number, reason: SwapAbortReason): void;
   /** Stop models outside any swap (TTL, unload); report each with `stopped(model)`. */
-  stopModels(models: string[], reason: string): void;
+  stopModels(models: string[], reason: StopReason): void;
   /**
    * Put `evict = "sleep"` models to sleep outside any swap (TTL, keep_alive 0, memory
    * pressure); report each with `slept(model, asleep)`: false when it could not sleep and
    * was stopped instead.
    */
-  sleepModels(models: string[], reason: string): void;
+  sleepModels(models: string[], reason: StopReason): void;
   /** A queued request's position changed (1-based), or it left the queue (0). */
   position(requestId: number, position: number): void;
   /** The swap this request waits for has started. */

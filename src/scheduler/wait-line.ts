@@ -29,17 +29,25 @@ export class WaitLine implements Iterable<Queued> {
     this.queue.push(q);
   }
 
+  /**
+   * Puts the line in the order `arrange` gives it (the same requests): each model's waiters in
+   * their fair order (fair-share.ts). Positions are announced by the next `drain`.
+   */
+  arrange(arrange: (line: readonly Queued[]) => Queued[]): void {
+    const next = arrange(this.queue);
+    this.queue.splice(0, this.queue.length, ...next);
+  }
+
   /** Back to the head of the line, in order (a swap's waiters beyond the concurrency limit). */
   unshift(qs: Queued[]): void {
     this.queue.unshift(...qs);
   }
 
-  /** Drops a request whose client left; false when it was not in the line. */
-  remove(requestId: number): boolean {
+  /** Drops a request whose client left; undefined when it was not in the line. */
+  remove(requestId: number): Queued | undefined {
     const i = this.queue.findIndex((q) => q.spec.id === requestId);
-    if (i < 0) return false;
-    this.queue.splice(i, 1);
-    return true;
+    if (i < 0) return undefined;
+    return this.queue.splice(i, 1)[0];
   }
 
   /** Empties the line (shutdown). */

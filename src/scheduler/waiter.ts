@@ -1,4 +1,4 @@
-import type { RequestSpec } from "./types.ts";
+import type { RequestKey, RequestSpec } from "./types.ts";
 
 /** A request not granted yet: queued, or waiting on the swap that brings its model in. */
 export interface Queued {
@@ -22,6 +22,17 @@ export interface Queued {
   heldSince: number | null;
   /** Clock time at which it reaches its fairness bound while it waits behind holds; else null. */
   quantumAt: number | null;
+  /** Its key (`RequestSpec.key`, else `anonymous`). */
+  key: RequestKey;
+  /**
+   * While higher-priority keys' work or holds block it: the clock time its key's patience runs
+   * out (design.md, "Fair share", 4), for the wake timer; else null.
+   */
+  turnAt: number | null;
+  /** Its place in arrival order (first come, first served when fair share is turned off). */
+  seq: number;
+  /** Counted among its key's waiters (`FairShare.enter`, until `leave`). */
+  counted: boolean;
 }
 
 /** `q`'s time waited behind idle holds, as of `now`. */
@@ -33,6 +44,8 @@ export function waiter(
   spec: RequestSpec,
   now: number,
   defaults: { holdMs: number; patienceMs: number },
+  anonymous: RequestKey,
+  seq = 0,
 ): Queued {
   return {
     spec,
@@ -45,5 +58,9 @@ export function waiter(
     heldWaitMs: 0,
     heldSince: null,
     quantumAt: null,
+    key: spec.key ?? anonymous,
+    turnAt: null,
+    seq,
+    counted: false,
   };
 }

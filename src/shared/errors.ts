@@ -11,6 +11,7 @@ export type QmErrorCode =
   | "request_timeout"
   | "uri_too_long"
   | "queue_full"
+  | "rate_limited"
   | "model_not_found"
   | "not_found"
   | "method_not_allowed"
@@ -35,6 +36,8 @@ const STATUS: Record<QmErrorCode, number> = {
   request_timeout: 408,
   uri_too_long: 414,
   queue_full: 503,
+  // A key's own limit (`rpm`, `tokens_per_min`); the scheduler itself never refuses with it.
+  rate_limited: 429,
   model_not_found: 404,
   not_found: 404,
   method_not_allowed: 405,

@@ -2,7 +2,8 @@
  * Header hygiene per route family, against a faked fetch: the headers qm hands to fetch for
  * the upstream, and the headers the client gets back. Hop-by-hop headers (RFC 9110 §7.6.1),
  * and any the `Connection` header names, never cross qm; neither do the client's credentials
- * (they are for qm), qm's own request controls, `Host` or a stale `Content-Length`. Bodies are
+ * (they are for qm), qm's own request controls, an inference gateway's routing headers, `Host`
+ * or a stale `Content-Length`. Bodies are
  * relayed still encoded, so `Content-Encoding` stays true. The Anthropic translator sends a
  * fresh header set of its own and answers with headers of its own.
  */
@@ -42,6 +43,10 @@ const CLIENT = {
   "x-api-key": "qm-key",
   "x-qm-hold-ms": "0",
   "x-qm-patience-ms": "5",
+  // What an inference gateway adds in front of qm (docs/cluster.md).
+  "x-gateway-model-name": "m",
+  "x-gateway-destination-endpoint": "10.0.0.7:8080",
+  "x-gateway-destination-endpoint-served": "10.0.0.7:8080",
   "accept-encoding": "gzip, br",
   "user-agent": "client/1.0",
   accept: "application/json",

@@ -11,6 +11,7 @@ import type { DoctorCheck, DoctorDeps } from "../../src/cli/doctor/check.ts";
 import { doctorCommand } from "../../src/cli/doctor/command.ts";
 import { readModelFile } from "../../src/gpu/gguf/scan.ts";
 import type { GpuReading, ProbeResult } from "../../src/gpu/types.ts";
+import type { PlatformReport } from "../../src/platform/types.ts";
 import { llama } from "../gpu/gguf/fake-models.ts";
 import { writeModelFile } from "../gpu/gguf/gguf-writer.ts";
 import { BUILD_TIMEOUT_MS, needsBinary } from "../support/binary.ts";
@@ -66,6 +67,16 @@ function reading(apps: { pid: number }[] = []): ProbeResult {
   return { ok: true, reading: r };
 }
 
+const LINUX: PlatformReport = {
+  name: "linux-x64",
+  subreaper: true,
+  parentDeathSignal: true,
+  processTable: true,
+  portHolders: true,
+};
+const PLATFORM_OK =
+  "✓ platform: linux-x64; has a process table (start times), a child subreaper, a parent-death signal (setpriv), port holders";
+
 function box(over: Partial<DoctorDeps> = {}): DoctorDeps {
   return {
     which: (p) => (p === "llama-server" ? "/usr/bin/llama-server" : null),
@@ -74,7 +85,9 @@ function box(over: Partial<DoctorDeps> = {}): DoctorDeps {
     probeGpu: async () => noGpu,
     readModel: readModelFile,
     pidVisible: () => true,
+    platform: () => ({ report: LINUX, unified: null }),
     inContainer: () => false,
+    database: () => ({ ok: true, bytes: 3 * 1024 * 1024, responses: 2, requests: 40 }),
     env: { PATH: "/usr/bin" },
     ...over,
   };
@@ -103,14 +116,16 @@ describe("qm doctor", () => {
     expect(r).toEqual({
       code: 0,
       out: [
+        PLATFORM_OK,
         "✓ config: CONFIG is valid (1 model)",
         "✓ program small: llama-server → /usr/bin/llama-server",
         "✓ gguf small: DIR/small.gguf: needs about 0.6 GB at ctx 4096, within resources.vram_budget_gb (8.0 GB)",
         "✓ port 127.0.0.1:8080: free",
         "✓ state dir: DIR/state is writable",
+        "✓ database: DIR/state/qm.db: 2 stored response(s), 40 request record(s), 3.0 MB of 256 MB",
         "• gpu: nvidia-smi not found: static budget applies",
         "✓ api key: listening on loopback only: no key needed",
-        "all 7 checks passed",
+        "all 9 checks passed",
         "",
       ].join("\n"),
     });
@@ -145,14 +160,14 @@ describe("qm doctor", () => {
     expect(lines).toContain(
       "✓ port 127.0.0.1:0: port 0: the system picks a free port at each start",
     );
-    expect(lines.at(-1)).toBe("6 of 11 checks failed");
+    expect(lines.at(-1)).toBe("6 of 13 checks failed");
 
     const json = JSON.parse((await doctor(toml, deps, "--json")).out) as {
       ok: boolean;
       checks: { name: string; ok: boolean; detail: string; fix?: string }[];
     };
     expect(json.ok).toBe(false);
-    expect(json.checks).toHaveLength(11);
+    expect(json.checks).toHaveLength(13);
     for (const c of json.checks) {
       expect(Object.keys(c).sort()).toEqual(
         c.ok
@@ -177,10 +192,11 @@ describe("qm doctor", () => {
     );
     expect(r.code).toBe(1);
     expect(r.out.split("\n")).toEqual([
+      PLATFORM_OK,
       "✗ config: CONFIG:5:7: models.a.cmd: invalid value (hint: strings need quotes: cmd = \"llama-server\") — fix: fix the lines named; 'qm config check -c CONFIG' lists them all",
       expect.stringMatching(/^✓ state dir: .+ is writable$/),
       "• gpu: nvidia-smi not found: static budget applies",
-      "1 of 3 checks failed",
+      "1 of 4 checks failed",
       "",
     ]);
   });
@@ -268,6 +284,29 @@ describe("qm doctor", () => {
     expect(asked).toEqual(["auto", "auto", "auto", "auto", "auto"]);
   });
 
+  test("the platform: all of Linux's supervision passes; macOS is a note saying what is weaker, with its unified memory", async () => {
+    const toml = `[server]\nstate_dir = "${dir}/s"\n`;
+    const line = async (deps: DoctorDeps) =>
+      (await doctor(toml, deps)).out.split("\n").find((l) => l.includes(" platform:"))!;
+    expect(await line(box())).toBe(PLATFORM_OK);
+    const mac = box({
+      platform: () => ({
+        report: {
+          name: "darwin-arm64",
+          subreaper: false,
+          parentDeathSignal: false,
+          processTable: true,
+          portHolders: true,
+        },
+        unified: { bytes: 48 * 1024 ** 3, ramBytes: 64 * 1024 ** 3, source: "default" },
+      }),
+    });
+    expect(await line(mac)).toBe(
+      "• platform: darwin-arm64; has a process table (start times), port holders; lacks a child subreaper, a parent-death signal (setpriv): each model's process group is stopped as a whole, and one that leaves its group can outlive qm (docs/security.md); unified memory: the GPU may use 48.0 of 64.0 GB (Metal's default share), what vram_budget_gb = \"auto\" plans for",
+    );
+    expect((await doctor(toml, mac)).code).toBe(0);
+  });
+
   test("checks are a list: one more is one more entry; a check that throws is a failed line, not a crash", async () => {
     const extra: DoctorCheck = {
       id: "vendor",
@@ -305,6 +344,7 @@ describe("qm doctor, the binary", () => {
     const out = run.stdout.toString();
     const lines = out.trimEnd().split("\n");
     for (const name of [
+      "platform",
       "config",
       "program demo-chat",
       "port 127.0.0.1:8080",

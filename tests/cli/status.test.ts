@@ -1,6 +1,6 @@
 /** `qm status`'s table, and `qm status --watch` through the compiled binary against a stand-in. */
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import type { ModelStatusJson, StatusJson } from "../../src/api/gateway.ts";
+import type { ModelStatusJson, StatusJson } from "../../src/api/status-json.ts";
 import { renderStatus } from "../../src/cli/status-table.ts";
 import { BUILD_TIMEOUT_MS, needsBinary } from "../support/binary.ts";
 import { fakeGateway, modelToml } from "../support/fake-gateway.ts";

@@ -34,6 +34,7 @@ describe("defaults", () => {
       holdOn: "tool_calls",
       holdPolicy: "cost",
       maxQueue: 512,
+      fairShare: { enabled: true, weights: { interactive: 4, normal: 2, batch: 1 } },
     });
     expect(config.resources).toEqual({
       vramBudgetGb: 0,
@@ -81,6 +82,7 @@ describe("defaults", () => {
       stallTimeoutMs: 120_000,
       scrapeUpstreamMetrics: false,
       keepKv: null,
+      ctxStep: 4096,
       group: DEFAULT_GROUP,
       template: {
         cmd: "server",
@@ -229,6 +231,7 @@ models_dir = "/models"
       holdOn: "request",
       holdPolicy: "cost",
       maxQueue: 512,
+      fairShare: { enabled: true, weights: { interactive: 4, normal: 2, batch: 1 } },
     });
     expect(config.resources).toEqual({
       vramBudgetGb: 24,
@@ -281,6 +284,7 @@ models_dir = "/models"
       stallTimeoutMs: 120_000,
       scrapeUpstreamMetrics: false,
       keepKv: null,
+      ctxStep: 4096,
       group: "gpu",
       template: {
         cmd: "llama-server --port ${PORT} -m /models/qwen.gguf",

@@ -34,7 +34,7 @@ function documentedTables(): Map<string, Map<string, unknown>> {
     const heading = /^`\[([^\]]+)\]`/.exec(part)?.[1];
     if (!heading) continue;
     const rows = new Map<string, unknown>();
-    for (const m of part.matchAll(/^\| `([a-z_]+)` \| (.+?) \| .+ \|$/gm)) {
+    for (const m of part.matchAll(/^\| `([a-z][a-z0-9_]*)` \| (.+?) \| .+ \|$/gm)) {
       rows.set(m[1]!, defaultOf(m[2]!));
     }
     tables.set(heading, rows);

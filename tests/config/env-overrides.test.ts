@@ -31,6 +31,7 @@ describe("QM_<SECTION>__<KEY> overrides", () => {
       holdOn: "request",
       holdPolicy: "cost",
       maxQueue: 512,
+      fairShare: { enabled: true, weights: { interactive: 4, normal: 2, batch: 1 } },
     });
     expect(config.resources.vramBudgetGb).toBe(23.5);
     expect(config.resources.gpuProbe).toBe("off");

@@ -1,3 +1,4 @@
+// biome-ignore-all lint/suspicious/noTemplateCurlyInString: ${PORT} is qm's macro, literal text here
 /** `keep_kv`: llama-server only, `--slot-save-path` under the state dir, its hash and limits. */
 import { describe, expect, test } from "bun:test";
 import { safeName } from "../../src/config/build-models.ts";
@@ -26,6 +27,7 @@ keep_kv_timeout_s = 2.5
       maxBytes: 100 * 1024 * 1024,
       timeoutMs: 2500,
       hash: expect.stringMatching(/^[0-9a-f]+$/),
+      modelFile: "/models/a.gguf",
     });
     // A variant at another context size keeps no cache of the base's.
     expect(mintVariant(m, { ctx: 4096, port: 9100, estVramGb: 0 }).keepKv).toBeNull();
@@ -44,6 +46,26 @@ keep_kv_timeout_s = 2.5
     expect(hash("keep_kv_max_mb = 5")).toBe(base);
     expect(hash("", `${LLAMA} -c 8192`)).not.toBe(base);
     expect(hash('env = { CUDA_VISIBLE_DEVICES = "1" }')).not.toBe(base);
+  });
+
+  test("the hash is taken before ${PORT} is filled in: another port is the same cache", () => {
+    const at = (startPort: number, ctx = "") => {
+      const m = config(`[server]
+start_port = ${startPort}
+[models.a]
+cmd = "llama-server -m /models/a.gguf --port \${PORT}${ctx}"
+env = { LLAMA_ARG_PORT = "\${PORT}" }
+keep_kv = true
+`).models.a!;
+      return { port: m.port, hash: m.keepKv!.hash };
+    };
+    const first = at(20100);
+    const moved = at(20200);
+    expect(moved.port).not.toBe(first.port);
+    expect(moved.hash).toBe(first.hash);
+    // The context size is the cache's shape: another one is another cache.
+    expect(at(20100, " --ctx-size 8192").hash).not.toBe(first.hash);
+    expect(at(20100, " -c 4096").hash).not.toBe(at(20100, " -c 8192").hash);
   });
 
   test("a model id becomes one safe path segment", () => {

@@ -78,6 +78,16 @@ describe("parseDemoFlags", () => {
     });
   });
 
+  test("the agent's flags: which tool, and how many tool rounds before the answer", () => {
+    expect(parseDemoFlags(["--tool-calls", "--tool", "Bash", "--tool-rounds=3"])).toEqual({
+      kind: "run",
+      options: { ...DEFAULT_DEMO_OPTIONS, toolCalls: true, tool: "Bash", toolRounds: 3 },
+    });
+    expect(parseDemoFlags(["--tool=exec_command"])).toMatchObject({
+      options: { tool: "exec_command" },
+    });
+  });
+
   test("help", () => {
     expect(parseDemoFlags(["--port", "1", "--help"])).toEqual({ kind: "help" });
     expect(parseDemoFlags(["-h"])).toEqual({ kind: "help" });
@@ -95,6 +105,8 @@ describe("parseDemoFlags", () => {
     [["--bad-sse", "weird"], "--bad-sse needs one of no-done, mid-event, not-json"],
     [["--bad-sse"], "--bad-sse needs one of no-done, mid-event, not-json"],
     [["--hang-before-headers=1"], "--hang-before-headers takes no value"],
+    [["--tool"], "--tool needs a tool name"],
+    [["--tool-rounds", "x"], '--tool-rounds needs a whole number >= 0, got "x"'],
   ])("%p is a usage error", (argv, message) => {
     expect(parseDemoFlags(argv)).toEqual({ kind: "error", message });
   });

@@ -175,8 +175,10 @@ describe("chat completions", () => {
   });
 
   test("non-stream tool call", async () => {
+    // A tool that declares no fields: any object is valid, the demo's example stands.
+    const tools = [{ type: "function", function: { name: "get_weather", parameters: {} } }];
     const body = (await (
-      await post(demo({ toolCalls: true }), "/v1/chat/completions", chat)
+      await post(demo({ toolCalls: true }), "/v1/chat/completions", { ...chat, tools })
     ).json()) as {
       choices: {
         message: { tool_calls: { function: { name: string; arguments: string } }[] };

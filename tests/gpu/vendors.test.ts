@@ -9,11 +9,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseAmdSmiProcesses, parseRocmSmiPids } from "../../src/gpu/amd/parse-processes.ts";
 import { readAmdCards } from "../../src/gpu/amd/sysfs.ts";
-import { parseMeminfo } from "../../src/gpu/meminfo.ts";
+import { unifiedMemory } from "../../src/gpu/meminfo.ts";
 import { probeGpu } from "../../src/gpu/probe.ts";
 import { PidTree, treeFromChildren } from "../../src/gpu/process-tree.ts";
-import { parseVmRss } from "../../src/gpu/rss.ts";
 import type { GpuInfo } from "../../src/gpu/types.ts";
+import { linuxPlatform } from "../../src/platform/linux/index.ts";
 import { SMI_FIXTURES } from "./fixtures.ts";
 
 const AMD = join(import.meta.dir, "fixtures/amd");
@@ -235,15 +235,21 @@ Cached:         17420120 kB
 `;
 
 describe("unified memory", () => {
-  test("meminfo and VmRSS parse; junk is null", () => {
-    expect(parseMeminfo(MEMINFO)).toEqual({
+  test("the platform's meminfo as total and available; junk is null", async () => {
+    const proc = await dir();
+    await writeFile(join(proc, "meminfo"), MEMINFO);
+    expect(unifiedMemory(linuxPlatform({ root: proc }).memory())).toEqual({
       totalBytes: 127535624 * 1024,
       availableBytes: 115343360 * 1024,
     });
-    expect(parseMeminfo("MemTotal: 10 kB\n")).toBeNull();
-    expect(parseMeminfo("MemTotal: 10 kB\nMemAvailable: 20 kB\n")).toBeNull();
-    expect(parseVmRss("Name:\tx\nVmRSS:\t  2048 kB\n")).toBe(2 * 1024 * 1024);
-    expect(parseVmRss("Name:\tkthreadd\n")).toBeNull();
+    const junk = async (text: string) => {
+      const other = await dir();
+      await writeFile(join(other, "meminfo"), text);
+      return unifiedMemory(linuxPlatform({ root: other }).memory());
+    };
+    expect(await junk("MemTotal: 10 kB\n")).toBeNull();
+    expect(await junk("MemTotal: 10 kB\nMemAvailable: 20 kB\n")).toBeNull();
+    expect(unifiedMemory(null)).toBeNull();
   });
 
   test("GB10 ([N/A] memory): total and free from meminfo, ours the RSS of qm's trees", async () => {
@@ -262,7 +268,7 @@ describe("unified memory", () => {
       new Map(pids.map((p) => [p, p === 9000 ? 1 * GIB : 7 * GIB] as const));
     const r = await probeGpu({
       command: smi,
-      procRoot: proc,
+      memory: () => linuxPlatform({ root: proc }).memory(),
       ourPids: [9000],
       processTree: tree,
       rss,
@@ -287,11 +293,14 @@ describe("unified memory", () => {
     await writeFile(join(proc, "meminfo"), MEMINFO);
     const r = await probeGpu({
       command: "unified",
-      procRoot: proc,
+      memory: () => linuxPlatform({ root: proc }).memory(),
       processTree: treeFromChildren(() => []),
     });
     expect(r).toMatchObject({ ok: true, reading: { kind: "nvidia-unified", oursGb: 0 } });
-    const none = await probeGpu({ command: "unified", procRoot: join(root, "no-proc") });
+    const none = await probeGpu({
+      command: "unified",
+      memory: () => linuxPlatform({ root: join(root, "no-proc") }).memory(),
+    });
     expect(none).toMatchObject({
       ok: false,
       kind: "nvidia-unified",

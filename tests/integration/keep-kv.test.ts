@@ -78,6 +78,17 @@ describe("keep_kv", () => {
     await qm.waitLog('model "warm": KV of slot 0 restored');
   });
 
+  test("an unchanged reload restarts nothing and keeps the saved cache", async () => {
+    // "warm" runs on its ${PORT}; the reloaded config hands ports out afresh around it.
+    const res = await postJson(qm.url, "/api/config/reload");
+    expect(res.status).toBe(200);
+    const { changes } = (await res.json()) as { changes: Record<string, unknown> };
+    expect(changes.restart_pending).toEqual({});
+    expect(await turn("other", "elsewhere")).toBe(-1);
+    expect(await turn("warm", "turn 3b")).toBeGreaterThan(2000);
+    expect(qm.log()).not.toContain("saved KV cache removed");
+  });
+
   test("without keep_kv the same swap comes back cold", async () => {
     expect(await turn("cold", "turn 1")).toBe(0);
     expect(await turn("cold", "turn 2")).toBeGreaterThan(2000);

@@ -1,12 +1,12 @@
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
-import { mkdtempSync } from "node:fs";
+import { chmodSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { llama } from "../gpu/gguf/fake-models.ts";
 import { writeModelFile } from "../gpu/gguf/gguf-writer.ts";
 import { BUILD_TIMEOUT_MS, needsBinary } from "../support/binary.ts";
 import { chat, serve, status } from "../support/e2e.ts";
-import type { QmServer } from "../support/qm-process.ts";
+import { QM, type QmServer } from "../support/qm-process.ts";
 
 beforeAll(needsBinary, BUILD_TIMEOUT_MS);
 
@@ -23,10 +23,18 @@ beforeAll(async () => {
     gguf,
     llama({ layers: 32, embd: 4096, heads: 32, kvHeads: 8, ffn: 128, vocab: 1000, ctxLen: 131072 }),
   );
+  // Ollama's num_ctx is honoured for llama-server: the demo model, run under that name.
+  const wrapper = join(dir, "llama-server");
+  writeFileSync(wrapper, `#!/bin/sh\nexec "${QM}" demo-upstream "$@"\n`);
+  chmodSync(wrapper, 0o755);
   qm = await serve(`
 [models.llm]
 cmd = "\${demo} -m ${gguf} --ctx-size 8192"
 est_vram_gb = 2
+
+[models.aider]
+cmd = "${wrapper} --port \${PORT} --name aider --ctx-size 4096 --token-ms 0"
+unlisted = true
 `);
 });
 
@@ -71,6 +79,42 @@ describe("model?ctx=N", () => {
       "ctx must be",
     );
     expect((await chat(qm.url, "nope?ctx=4096")).status).toBe(404);
+  });
+
+  test("num_ctx growing by a few tokens a turn reloads only at step boundaries", async () => {
+    const ask = async (numCtx: number) => {
+      const res = await fetch(`${qm.url}/api/chat`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({
+          model: "aider",
+          stream: false,
+          options: { num_ctx: numCtx },
+          messages: [{ role: "user", content: "hi" }],
+        }),
+      });
+      expect(res.status).toBe(200);
+      await res.json();
+      const s = await status(qm.url);
+      return s.models
+        .filter((m) => m.id.startsWith("aider") && m.state === "ready")
+        .map((m) => m.id);
+    };
+    // aider's sizes: the prompt's tokens plus room to answer, a little more every message.
+    expect(await ask(8933)).toEqual(["aider?ctx=12288"]);
+    expect(await ask(8964)).toEqual(["aider?ctx=12288"]);
+    // A smaller size is served by the larger variant that runs, not by the base.
+    expect(await ask(3000)).toEqual(["aider?ctx=12288"]);
+    expect(await ask(12289)).toEqual(["aider?ctx=16384"]);
+    const starts = (id: string) => qm.log().split(`starting model "${id}"`).length - 1;
+    expect([starts("aider"), starts("aider?ctx=12288"), starts("aider?ctx=16384")]).toEqual([
+      0, 1, 1,
+    ]);
+    const s = await status(qm.url);
+    expect(s.models.filter((m) => m.id.startsWith("aider?ctx=")).map((m) => m.id)).toEqual([
+      "aider?ctx=12288",
+      "aider?ctx=16384",
+    ]);
   });
 
   test("variants stay out of GET /v1/models", async () => {

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import type { StatusJson } from "../../src/api/gateway.ts";
+import type { StatusJson } from "../../src/api/status-json.ts";
 import { BUILD_TIMEOUT_MS, needsBinary } from "../support/binary.ts";
 import { chat, status, until } from "../support/e2e.ts";
 import { freePort } from "../support/net.ts";

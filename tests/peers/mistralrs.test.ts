@@ -4,7 +4,6 @@
  * on real time: promises are let settle, and the fake clock moves only when a test says.
  */
 import { describe, expect, test } from "bun:test";
-import type { Lease } from "../../src/api/gateway.ts";
 import { Runtime } from "../../src/runtime/runtime.ts";
 import { createLogger } from "../../src/shared/log.ts";
 import { fakeServers } from "../runtime/fake-server.ts";
@@ -12,50 +11,9 @@ import { config } from "../support/config.ts";
 import { FakeMistralrs } from "../support/fake-mistralrs.ts";
 import { FakeTimers } from "../support/fake-timers.ts";
 import { track } from "../support/track.ts";
+import { flush, nodeRuntime } from "./node-harness.ts";
 
-/** Lets every promise chain in flight run (no clock time passes). */
-async function flush(rounds = 30): Promise<void> {
-  for (let i = 0; i < rounds; i++) await new Promise((r) => setImmediate(r));
-}
-
-function setup(
-  nodeKeys: string,
-  fake: FakeMistralrs,
-  extra = "",
-  restart?: (argv: string[]) => Promise<number>,
-) {
-  const cfg = config(
-    `[resources]\ngpu_probe = "off"\n[server]\nhealth_check_timeout_s = 60\n\n${extra}\n[peers.n]\nurl = "http://n.test"\nkind = "mistralrs"\napi_key = "node-key"\npoll_s = 5\n${nodeKeys}\n`,
-  );
-  const timers = new FakeTimers();
-  const lines: string[] = [];
-  const rt = new Runtime(cfg, {
-    clock: timers,
-    timers,
-    log: createLogger("info", (l) => lines.push(l)),
-    makeProcess: fakeServers().make,
-    nodeFetch: fake.fetch,
-    ...(restart ? { runRestart: restart } : {}),
-  });
-  const t = {
-    rt,
-    timers,
-    log: () => lines.join("\n"),
-    acquire(name: string) {
-      const m = rt.resolve(name) ?? rt.peers?.resolve(name);
-      if (!m) throw new Error(`${name} does not resolve`);
-      return track(rt.acquire(m, new AbortController().signal));
-    },
-    async up(name: string): Promise<Lease> {
-      const p = t.acquire(name);
-      await flush();
-      if (!p.value) throw new Error(`${name} was not granted: ${p.error?.message}`);
-      return p.value;
-    },
-    state: (id: string) => rt.status().models.find((m) => m.id === id)?.state,
-  };
-  return t;
-}
+const setup = nodeRuntime;
 
 describe("a managed mistral.rs node", () => {
   test("a request for NODE/MODEL reloads it on the node, waits until loaded, then is granted", async () => {
@@ -139,13 +97,17 @@ describe("a managed mistral.rs node", () => {
     });
   });
 
-  test("a model the node does not know fails naming the node; an unreachable node fails naming it", async () => {
+  test("a model the node does not list fails naming the node (502, never reloaded); an unreachable node fails naming it", async () => {
     const fake = new FakeMistralrs({ models: ["a"] });
     const t = setup(`models = ["a", "ghost"]`, fake);
     const ghost = t.acquire("n/ghost");
     await flush();
-    expect(ghost.error?.code).toBe("model_not_found");
-    expect(ghost.error?.message).toBe('node "n" does not know model "ghost" (not_found)');
+    expect(ghost.error?.status).toBe(502);
+    expect(ghost.error?.message).toBe(
+      'node "n" does not list model "ghost" (GET /v1/models): model "n/ghost" cannot load there',
+    );
+    // A reload of an id it lacks would leave that id `reloading` on the node for good.
+    expect(fake.calls).toEqual([]);
     fake.down = true;
     const a = t.acquire("n/a");
     await flush();
@@ -201,7 +163,7 @@ describe("a managed mistral.rs node", () => {
     t.rt.start();
     await flush();
     (await t.up("n/a")).release();
-    fake.status.set("a", "unloaded");
+    fake.unloadOutside("a");
     t.timers.advance(5000);
     await flush();
     expect(t.state("n/a")).toBe("stopped");

@@ -1,7 +1,7 @@
 /** Peers where people look: the model listings, and the metrics' peer series. */
 import { describe, expect, test } from "bun:test";
-import type { StatusJson } from "../../src/api/gateway.ts";
-import { QmMetrics } from "../../src/api/metrics/prometheus.ts";
+import { QmMetrics } from "../../src/observe/prometheus.ts";
+import { peerHealth } from "../../src/runtime/peers.ts";
 import { useFakeFetch } from "../support/fake-fetch.ts";
 import { appOf, bodyOf, call, post } from "../support/in-process.ts";
 import { completion } from "../support/openai-answers.ts";
@@ -157,7 +157,7 @@ kind = "qm"
 });
 
 describe("peer metrics", () => {
-  test("qm_peer_up from the status, qm_peer_requests_total from the records", async () => {
+  test("qm_peer_up from the peers' health, qm_peer_requests_total from the records", async () => {
     const gw = peerGateway(TOML);
     net.answer = () => completion({ content: "x" }, "stop");
     await call(
@@ -167,8 +167,8 @@ describe("peer metrics", () => {
       JSON.stringify({ model: "big", messages: [] }),
       { "content-type": "application/json" },
     );
-    const status = { ...gw.status(), peers: gw.peers.status() } as StatusJson;
-    const metrics = new QmMetrics({ status: () => status });
+    const peers = peerHealth(gw.peers);
+    const metrics = new QmMetrics({ gauges: () => ({ ...gw.gauges(), peers }) });
     for (const r of gw.records) metrics.request(r);
     const text = await metrics.text();
     expect(text).toContain('qm_peer_up{peer="box2"} 1');

@@ -16,7 +16,8 @@ import {
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { KeepKv, ModelConfig } from "../../src/config/types.ts";
-import { KvSlots, MANIFEST } from "../../src/process/kv-slots.ts";
+import { MANIFEST } from "../../src/process/kv-folders.ts";
+import { KvSlots } from "../../src/process/kv-slots.ts";
 import { ModelProcess } from "../../src/process/model-process.ts";
 import { liveGroups } from "../../src/process/process-group.ts";
 import type { Fetch } from "../../src/shared/fetch.ts";
@@ -36,7 +37,14 @@ afterEach(async () => {
 function kvConfig(over: Partial<KeepKv> = {}): KeepKv {
   const root = mkdtempSync(join(tmpdir(), "qm-kv-"));
   dirs.push(root);
-  return { dir: join(root, "kv", "m"), maxBytes: 1 << 20, timeoutMs: 5000, hash: "h1", ...over };
+  return {
+    dir: join(root, "kv", "m"),
+    maxBytes: 1 << 20,
+    timeoutMs: 5000,
+    hash: "h1",
+    modelFile: null,
+    ...over,
+  };
 }
 
 interface Call {
@@ -230,6 +238,38 @@ describe("KvSlots", () => {
     writeFileSync(join(kv.dir, MANIFEST), "{not json");
     new KvSlots("m", { ...kv, hash: "h2" }, { log: cap.log }).prepare();
     expect(readdirSync(kv.dir)).toEqual([MANIFEST]);
+  });
+
+  test("a model file that changed (size or mtime) drops the files; the same file keeps them", async () => {
+    const root = mkdtempSync(join(tmpdir(), "qm-kv-model-"));
+    dirs.push(root);
+    const gguf = join(root, "m.gguf");
+    writeFileSync(gguf, "weights");
+    const kv = kvConfig({ modelFile: gguf });
+    const api = fakeSlots(kv.dir, [{ id: 0, n_prompt_tokens: 9 }]);
+    const cap = captureLogger();
+    const slots = () => new KvSlots("m", kv, { log: cap.log, fetch: api.fetch });
+    const saved = () => existsSync(join(kv.dir, "slot-0.bin"));
+    slots().prepare();
+    expect((await slots().save(BASE)).done).toEqual([0]);
+    // The same file, untouched: a restart keeps and restores the slot.
+    slots().prepare();
+    expect(saved()).toBe(true);
+    expect((await slots().restore(BASE)).done).toEqual([0]);
+    // Same size, another mtime (a re-download): never restored into it, dropped at the start.
+    utimesSync(gguf, new Date(2_000_000_000_000), new Date(2_000_000_000_000));
+    expect((await slots().restore(BASE)).done).toEqual([]);
+    slots().prepare();
+    expect(saved()).toBe(false);
+    expect(cap.lines.some((l) => l.includes("its model file changed"))).toBe(true);
+    // Saved again under the new stamp, then the file grows (another quantisation): dropped.
+    expect((await slots().save(BASE)).done).toEqual([0]);
+    slots().prepare();
+    expect(saved()).toBe(true);
+    writeFileSync(gguf, "other weights");
+    utimesSync(gguf, new Date(2_000_000_000_000), new Date(2_000_000_000_000));
+    slots().prepare();
+    expect(saved()).toBe(false);
   });
 
   test("the size cap removes the oldest files first", async () => {

@@ -9,11 +9,11 @@ import {
   portOf,
   withPort,
 } from "../../src/process/port-guard.ts";
-import { freePortFor } from "../../src/process/start-guard.ts";
+import { foreignListenerAsync, freePortFor } from "../../src/process/start-guard.ts";
 import { QmError } from "../../src/shared/errors.ts";
 import { modelFromToml } from "../support/config.ts";
+import { FakeProc } from "../support/fake-proc.ts";
 import { freePort } from "../support/net.ts";
-import { FakeProc } from "./fake-proc.ts";
 import { captureLogger } from "./support.ts";
 
 // biome-ignore lint/suspicious/noTemplateCurlyInString: qm's macros, not JS.
@@ -104,9 +104,20 @@ describe("pickPort", () => {
       { port: 9403, inode: "2", local: true },
       { port: 9404, inode: "3", local: false }, // bound elsewhere: 127.0.0.1 is free
     ];
-    const probe = { fs, bindable: () => false }; // /proc is there: bind is not asked
+    // No port binds: /proc, the whole truth, decides which are really taken.
+    const probe = { fs, bindable: () => false };
     expect(pickPort(portModel("mover", 9400), 9400, probe)).toBe(9404);
     claimPort(model("other", 'cmd = "server"\nproxy = "http://10.0.0.1:1"'));
+  });
+
+  test("a port that binds is free without reading /proc (reading it can take milliseconds)", () => {
+    const fs = new FakeProc();
+    fs.listeners = () => {
+      throw new Error("/proc read for a port that binds");
+    };
+    const probe = { fs, bindable: () => true };
+    const m = portModel("cheap", 9700);
+    expect(freePortFor(m, { log: captureLogger().log, ownerOf: () => null, probe })).toBe(m);
   });
 
   test("without /proc, a bind test decides", () => {
@@ -181,5 +192,38 @@ describe("listenerOwnership (after the health check's 200)", () => {
 
   test("nobody listens here (a namespaced upstream): unknown, not refused", () => {
     expect(listenerOwnership(9999, [10], 100, probe).kind).toBe("unknown");
+  });
+});
+
+describe("foreignListenerAsync (asked once the port first answers)", () => {
+  const m = () => model("m", `cmd = "server --port 9500"\nproxy = "http://127.0.0.1:9500"`);
+  const deps = { log: captureLogger().log, ownerOf: () => null };
+
+  test("the leader holds the socket: ours, and the model's tree is never read", async () => {
+    const fs = new FakeProc();
+    fs.tcp = [{ port: 9500, inode: "77", local: true }];
+    fs.add(10, { start: 100 });
+    fs.sockets.set(10, new Set(["77"]));
+    const members = () => {
+      throw new Error("tree read although the leader holds the socket");
+    };
+    const probe = { fs, bindable: () => true };
+    expect(await foreignListenerAsync(m(), 10, members, 100, { ...deps, probe })).toBeNull();
+  });
+
+  test("a child holds it: ours; a stranger that ran before the model: port_in_use naming it", async () => {
+    const fs = new FakeProc();
+    fs.tcp = [{ port: 9500, inode: "77", local: true }];
+    fs.add(10, { start: 100 });
+    fs.add(11, { start: 101 });
+    fs.sockets.set(11, new Set(["77"]));
+    const probe = { fs, bindable: () => true };
+    expect(await foreignListenerAsync(m(), 10, () => [10, 11], 100, { ...deps, probe })).toBeNull();
+    fs.sockets.set(11, new Set());
+    fs.add(20, { start: 40, comm: "stranger" });
+    fs.sockets.set(20, new Set(["77"]));
+    const err = await foreignListenerAsync(m(), 10, () => [10, 11], 100, { ...deps, probe });
+    expect(err?.code).toBe("port_in_use");
+    expect(err?.message).toContain("pid 20 (stranger)");
   });
 });

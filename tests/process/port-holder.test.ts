@@ -1,7 +1,7 @@
 /** Who holds a listener's port: any address, found through /proc (a fake one here). */
 import { describe, expect, test } from "bun:test";
 import { describePortHolder, portHolder } from "../../src/process/port-holder.ts";
-import { FakeProc } from "./fake-proc.ts";
+import { FakeProc } from "../support/fake-proc.ts";
 
 describe("portHolder", () => {
   test("the process with the listening socket's inode, at a specific address too", () => {

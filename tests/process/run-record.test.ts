@@ -13,9 +13,9 @@ import {
 } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { linuxProc } from "../../src/process/proc-fs.ts";
+import { platform } from "../../src/platform/index.ts";
 import { type RunFile, RunRecord, reapStale, runDir } from "../../src/process/run-record.ts";
-import { FakeProc } from "./fake-proc.ts";
+import { FakeProc } from "../support/fake-proc.ts";
 import { alive, captureLogger } from "./support.ts";
 
 const SELF = { pid: 100, start: 5 };
@@ -149,12 +149,12 @@ describe("reapStale", () => {
   test("with the real /proc: a real process is killed only while its start time matches", async () => {
     const sleeper = Bun.spawn(["sleep", "30"]);
     sleepers.push(sleeper);
-    const start = linuxProc.entry(sleeper.pid)!.start;
+    const start = platform.procs.entry(sleeper.pid)!.start;
     // This test process posing as a dead qm: same pid, another start time.
     const deadQm = { pid: process.pid, start: 1 };
     const real = (file: RunFile) =>
       reapStale(stateDir([file]), {
-        fs: linuxProc,
+        fs: platform.procs,
         self: { pid: 1, start: 1 },
         kill: (pid, sig) => process.kill(pid, sig),
         log: captureLogger().log,

@@ -1,7 +1,8 @@
 /** TreeWatch against a fake /proc: which processes count as a model's, what gets signalled. */
 import { beforeEach, describe, expect, test } from "bun:test";
 import { TreeWatch } from "../../src/process/tree-watch.ts";
-import { FakeProc } from "./fake-proc.ts";
+import { FakeProc } from "../support/fake-proc.ts";
+import { FakeTimers } from "../support/fake-timers.ts";
 
 const QM = 100;
 const MARK = [`QM_OWNER=${QM}:5`, "QM_MODEL=m"];
@@ -149,5 +150,64 @@ describe("zombies reparented to qm", () => {
     watch.unregister(200);
     expect(watch.snapshot()).toEqual([]);
     expect(watch.signal(200, "SIGKILL")).toBe(0);
+  });
+});
+
+describe("the periodic scan where reading the table runs a command (Darwin's ps)", () => {
+  /** A table whose `listAsync` answers only when the test says (a `ps` still running). */
+  function slowTable() {
+    const pending: ((all: ReturnType<FakeProc["list"]>) => void)[] = [];
+    const slow = Object.assign(fs, {
+      listAsync: () =>
+        new Promise<ReturnType<FakeProc["list"]>>((resolve) => {
+          pending.push(resolve);
+        }),
+    });
+    const timers = new FakeTimers();
+    const w = new TreeWatch({
+      fs: slow,
+      self: { pid: QM, start: 5 },
+      kill: () => {},
+      reap: () => false,
+      spawned: () => spawned,
+      scanIntervalMs: 1000,
+      timers,
+    });
+    return { w, timers, pending };
+  }
+
+  test("reads without blocking, then records what it read; one reading at a time", async () => {
+    const { w, timers, pending } = slowTable();
+    w.register("m", 200, null);
+    fs.add(201, { ppid: 200, pgrp: 200, session: 200 });
+    timers.advance(1000);
+    timers.advance(1000); // the first reading is still under way: no second one
+    expect(pending).toHaveLength(1);
+    expect(w.snapshot()[0]!.descendants).toEqual([]);
+    pending[0]!(fs.list());
+    await Promise.resolve();
+    expect(w.snapshot()[0]!.descendants.map((d) => d.pid)).toEqual([201]);
+    w.unregister(200);
+    timers.advance(1000);
+  });
+
+  test("a reading older than a scan made meanwhile (a stop's) is dropped, not applied over it", async () => {
+    const { w, timers, pending } = slowTable();
+    w.register("m", 200, null);
+    const before = fs.list(); // what the background `ps` saw: no descendant yet
+    timers.advance(1000);
+    fs.add(201, { ppid: 200, pgrp: 200, session: 200 });
+    fs.add(202, { ppid: 201 }); // left the group: only the tree links tie it to the model
+    w.scan();
+    pending[0]!(before);
+    await Promise.resolve();
+    expect(
+      w
+        .snapshot()[0]!
+        .descendants.map((d) => d.pid)
+        .sort(),
+    ).toEqual([201, 202]);
+    w.unregister(200);
+    timers.advance(1000);
   });
 });

@@ -54,6 +54,35 @@ describe("ModelRewrite", () => {
     });
   }
 
+  test("a stream of whole events: each one after the first is rewritten like the first, whatever it holds", () => {
+    const events = [
+      CHUNK("/models/x.gguf", "a"),
+      CHUNK("/models/x.gguf", "b"),
+      // Two events in one chunk: two fields.
+      CHUNK("/models/x.gguf", "c") + CHUNK("/models/x.gguf", "d"),
+      // Another spacing, another name, the word in the text.
+      '{"model" : "/models/x.gguf"}\n\n',
+      CHUNK("/models/y.gguf", "e"),
+      CHUNK("/models/x.gguf", 'the "model" word'),
+      // A key cut at the chunk's end, finished by the next.
+      `${CHUNK("/models/x.gguf", "f")}data: {"mod`,
+      `el":"/models/x.gguf"}\n\n`,
+      "data: [DONE]\n\n",
+    ];
+    const whole = run("m", [events.join("")]);
+    expect(run("m", events)).toBe(whole);
+    expect(whole).toBe(events.join("").replaceAll(/"\/models\/[xy]\.gguf"/g, '"m"'));
+  });
+
+  test("the upstream's own name is learnt once, from the first field", () => {
+    const learnt: string[] = [];
+    const r = new ModelRewrite("m", (v) => learnt.push(v.toString()));
+    for (const c of [CHUNK("/x.gguf", "a"), CHUNK("/x.gguf", "b"), CHUNK("/y", "c")]) {
+      r.feed(enc.encode(c));
+    }
+    expect(learnt).toEqual(['"/x.gguf"']);
+  });
+
   test("a name that needs escaping goes out as a JSON string", () => {
     expect(run('we"ird', ['{"model":"up"}'])).toBe('{"model":"we\\"ird"}');
   });

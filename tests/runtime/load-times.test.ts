@@ -48,13 +48,14 @@ test("a load is measured from starting to ready; progress while it runs; the med
   expect(t.progress("m")).toEqual({ elapsedMs: 50, expectedMs: 100, progress: 0.5, stage: null });
 });
 
-test("kept across restarts in its file; a broken file starts afresh; a write failure is reported", () => {
+test("kept across restarts in its file; a broken file starts afresh; a write failure is reported", async () => {
   const dir = mkdtempSync(join(tmpdir(), "qm-loads-"));
   dirs.push(dir);
   const file = join(dir, "state", "load-times.json");
   const first = new LoadTimes(clock, file);
   load(first, "m", 1200);
   load(first, "org/x", 800);
+  await first.flushed();
   expect(JSON.parse(readFileSync(file, "utf8"))).toEqual({ m: [1200], "org/x": [800] });
   expect(new LoadTimes(clock, file).expected("m")).toBe(1200);
   writeFileSync(file, '{"m": "not a list", "n": [5, -1, "x", 7]}');
@@ -65,5 +66,6 @@ test("kept across restarts in its file; a broken file starts afresh; a write fai
   const errors: unknown[] = [];
   const blocked = new LoadTimes(clock, join(file, "under-a-file.json"), (e) => errors.push(e));
   load(blocked, "m", 10);
+  await blocked.flushed();
   expect(errors).toHaveLength(1);
 });

@@ -81,6 +81,24 @@ describe("requests", () => {
   });
 });
 
+describe("where a model runs", () => {
+  test("a move at its start reaches the lease (and so the proxy); the loaded config stays as it was", async () => {
+    const t = setup(model("a"));
+    const configured = t.rt.config.models.a!;
+    const p = t.acquire("a");
+    await settle();
+    // The supervisor found its port taken and moved the model (src/process/port-guard.ts).
+    t.rt.registry.move({ ...t.fakes.of("a").model, port: 4321, proxy: "http://127.0.0.1:4321" });
+    t.fakes.of("a").ready();
+    await settle();
+    expect(p.value!.model.proxy).toBe("http://127.0.0.1:4321");
+    expect(t.rt.config.models.a).toBe(configured);
+    expect(configured.proxy).toBe("http://127.0.0.1:9");
+    expect(t.status("a").port).toBe(4321);
+    p.value!.release();
+  });
+});
+
 describe("failures", () => {
   test("a crash while loading fails every waiter of that start with the exit report", async () => {
     const t = setup(model("a"));

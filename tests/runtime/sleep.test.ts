@@ -110,7 +110,7 @@ describe("sleep outside swaps", () => {
   test("sleepModels sleeps each and reports slept; memory let go of is noted", async () => {
     const t = swapHarness(TOML);
     await bringUp(t, "a", 1);
-    t.runner.sleepModels(["a"], "ttl");
+    t.runner.sleepModels(["a"], { kind: "ttl" });
     await settle();
     expect(t.events).toContain("slept a true");
     expect(t.fakes.of("a").asleep).toBe(true);
@@ -122,7 +122,7 @@ describe("sleep outside swaps", () => {
     await bringUp(t, "b", 1);
     const b = t.fakes.of("b");
     b.sleepError = new QmError("upstream_start_failed", "no");
-    t.runner.sleepModels(["b"], "ttl");
+    t.runner.sleepModels(["b"], { kind: "ttl" });
     await settle();
     b.stopped();
     await settle();

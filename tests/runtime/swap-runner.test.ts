@@ -120,7 +120,7 @@ describe("stops and exits", () => {
     const t = swapHarness(modelsToml("a", "b", "c"));
     await bringUp(t, "a", 1);
     await bringUp(t, "b", 2);
-    t.runner.stopModels(["a", "b"], "ttl");
+    t.runner.stopModels(["a", "b"], { kind: "ttl" });
     t.fakes.of("b").stopped();
     await settle();
     expect(t.events.slice(2)).toEqual(["stopped b"]);

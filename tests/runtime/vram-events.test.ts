@@ -5,8 +5,8 @@
  */
 import { describe, expect, test } from "bun:test";
 import type { QmEvent } from "../../src/api/gateway.ts";
+import { GpuWatch, VramPictures } from "../../src/gpu/gpu-watch.ts";
 import type { ProbeResult } from "../../src/gpu/index.ts";
-import { GpuWatch, VramPictures } from "../../src/runtime/gpu-watch.ts";
 import { LiveBudget } from "../../src/runtime/live-budget.ts";
 import { Runtime } from "../../src/runtime/runtime.ts";
 import { silentLogger } from "../../src/shared/log.ts";

@@ -3,6 +3,7 @@ import fc from "fast-check";
 import type { Config } from "../../src/config/types.ts";
 import { GroupPolicy } from "../../src/policy/group.ts";
 import { Scheduler } from "../../src/scheduler/scheduler.ts";
+import { type StopReason, stopReasonText } from "../../src/scheduler/stop-reason.ts";
 import type { Swap } from "../../src/scheduler/types.ts";
 import { QmError } from "../../src/shared/errors.ts";
 import { config } from "../support/config.ts";
@@ -167,14 +168,14 @@ class CheckingEffects extends FakeEffects {
     }
     this.pendingSwaps.push(swap);
   }
-  override stopModels(models: string[], reason: string): void {
+  override stopModels(models: string[], reason: StopReason): void {
     super.stopModels(models, reason);
-    this.checkIdle(models, `stop (${reason})`);
+    this.checkIdle(models, `stop (${stopReasonText(reason)})`);
     this.pendingStops.push(...models);
   }
-  override sleepModels(models: string[], reason: string): void {
+  override sleepModels(models: string[], reason: StopReason): void {
     super.sleepModels(models, reason);
-    this.checkIdle(models, `sleep (${reason})`);
+    this.checkIdle(models, `sleep (${stopReasonText(reason)})`);
     this.pendingSleeps.push(...models);
   }
 }

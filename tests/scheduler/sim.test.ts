@@ -11,6 +11,8 @@ import {
   simulate,
 } from "../../scripts/sim.ts";
 import { grid } from "../../scripts/sim-grid.ts";
+import { KEYS_DEFAULTS, simulateKeys } from "../../scripts/sim-keys.ts";
+import { oneShotRows } from "../../scripts/sim-one-shot.ts";
 
 describe("agent-loop simulation (fake clock, deterministic)", () => {
   const [request, toolCalls, off, cost] = MODES.map((m) => simulate(m));
@@ -67,6 +69,37 @@ describe("agent-loop simulation (fake clock, deterministic)", () => {
   });
 });
 
+describe("one-shot clients and the evidence of a loop (sim-one-shot.ts)", () => {
+  const rows = oneShotRows();
+  const pick = (scenario: string, rule: string) =>
+    rows.find((r) => r.scenario.startsWith(scenario) && r.rule.startsWith(rule))!;
+
+  test("agent loops keep their swaps and their time when requests say what they carry", () => {
+    const before = pick("the reference agent loops", "cost, before");
+    const now = pick("the reference agent loops", "cost, evidence");
+    expect(now).toEqual({ ...before, rule: now.rule });
+    expect(now.swaps).toBe(2);
+    const mixedBefore = pick("bind_tools calls + an agent loop", "cost, before");
+    const mixedNow = pick("bind_tools calls + an agent loop", "cost, evidence");
+    expect(mixedNow.swaps).toBeLessThanOrEqual(mixedBefore.swaps);
+  });
+
+  test("tool calls never run stop holding the GPU: the other client waits less", () => {
+    for (const scenario of [
+      "bind_tools calls (langchain) + a chat",
+      "bind_tools calls + an agent",
+    ]) {
+      const before = pick(scenario, "cost, before");
+      const now = pick(scenario, "cost, evidence");
+      expect({ scenario, better: now.otherMaxMs < before.otherMaxMs / 2 }).toEqual({
+        scenario,
+        better: true,
+      });
+      expect(now.otherMeanMs).toBeLessThan(before.otherMeanMs);
+    }
+  });
+});
+
 describe("the hold policies' grid (sim-grid.ts)", () => {
   const cells = grid();
 
@@ -93,5 +126,27 @@ describe("the hold policies' grid (sim-grid.ts)", () => {
       const cell = [c.swapBack, c.agents, c.loadMs, c.gapMs];
       expect({ cell, ok: cost!.swaps <= forever!.swaps + 1 }).toEqual({ cell, ok: true });
     }
+  });
+});
+
+describe("keys sharing one GPU (sim-keys.ts): an agent loop, a batch flood, a chat user", () => {
+  const [on, off] = [simulateKeys(true), simulateKeys(false)];
+  const key = (r: typeof on, name: string) => r.keys.find((k) => k.key === name)!;
+
+  test("fair share on: the interactive key's p95 wait is at most 2 s plus one model load", () => {
+    expect(key(on, "agent").p95WaitMs).toBeLessThanOrEqual(2000 + KEYS_DEFAULTS.loadMs);
+    // Without fair share the same loop waits behind the batch flood.
+    expect(key(off, "agent").p95WaitMs).toBeGreaterThan(2000 + KEYS_DEFAULTS.loadMs);
+  });
+
+  test("the batch key still completes: every one of its requests is served", () => {
+    // simulateKeys throws should any request never finish.
+    expect(key(on, "notebook").requests).toBe(KEYS_DEFAULTS.batchRequests);
+    // And it is done before everything is without fair share.
+    expect(key(on, "notebook").doneMs).toBeLessThan(off.makespanMs);
+  });
+
+  test("fair share takes no more swaps than first come, first served, plus 10 %", () => {
+    expect(on.swaps).toBeLessThanOrEqual(off.swaps * 1.1);
   });
 });

@@ -1,4 +1,7 @@
-/** The log outlives stderr (fallbackSink) and keeps its recent lines (LogFeed). */
+/**
+ * Lines and levels (createLogger); the log outlives stderr (fallbackSink) and keeps its recent
+ * lines (LogFeed).
+ */
 import { describe, expect, test } from "bun:test";
 import { createLogger, fallbackSink, type LineStream, LogFeed } from "../../src/shared/log.ts";
 
@@ -37,6 +40,40 @@ function files() {
     },
   };
 }
+
+describe("createLogger", () => {
+  const at = new Date("2026-11-30T03:00:00.000Z");
+
+  test("formats lines and filters by level", () => {
+    const lines: string[] = [];
+    const log = createLogger(
+      "info",
+      (l) => lines.push(l),
+      () => at,
+    );
+    log.debug("hidden");
+    log.info("hello");
+    log.warn("careful");
+    log.error("broken");
+    expect(lines).toEqual([
+      "2026-11-30T03:00:00.000Z INFO  hello",
+      "2026-11-30T03:00:00.000Z WARN  careful",
+      "2026-11-30T03:00:00.000Z ERROR broken",
+    ]);
+    expect(log.enabled("debug")).toBe(false);
+    expect(log.enabled("warn")).toBe(true);
+  });
+
+  test("debug level writes everything", () => {
+    const lines: string[] = [];
+    createLogger(
+      "debug",
+      (l) => lines.push(l),
+      () => at,
+    ).debug("x");
+    expect(lines).toEqual(["2026-11-30T03:00:00.000Z DEBUG x"]);
+  });
+});
 
 describe("fallbackSink", () => {
   test("lines go to the stream until its error event, then to the file after one line saying why", () => {

@@ -1,7 +1,7 @@
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { StatusJson } from "../../src/api/gateway.ts";
+import type { StatusJson } from "../../src/api/status-json.ts";
 import { type QmServer, startQm } from "./qm-process.ts";
 
 export interface ConfigFile {

@@ -1,3 +1,4 @@
+import { type StopReason, stopReasonText } from "../../src/scheduler/stop-reason.ts";
 import type { Effects, HoldChange, HoldWhy, ModelState, Swap } from "../../src/scheduler/types.ts";
 import type { QmError } from "../../src/shared/errors.ts";
 
@@ -51,13 +52,13 @@ export class FakeEffects implements Effects {
     this.stops.push([target]);
     this.log.push(`abort ${swapId} ${target} ${reason}`);
   }
-  stopModels(models: string[], reason: string): void {
+  stopModels(models: string[], reason: StopReason): void {
     this.stops.push(models);
-    this.log.push(`stop [${models.join(",")}] ${reason}`);
+    this.log.push(`stop [${models.join(",")}] ${stopReasonText(reason)}`);
   }
-  sleepModels(models: string[], reason: string): void {
+  sleepModels(models: string[], reason: StopReason): void {
     this.sleeps.push(models);
-    this.log.push(`sleep [${models.join(",")}] ${reason}`);
+    this.log.push(`sleep [${models.join(",")}] ${stopReasonText(reason)}`);
   }
   position(requestId: number, position: number): void {
     const list = this.positions.get(requestId) ?? [];

@@ -6,21 +6,15 @@
  * calls go through `fetch`: by default the file's `useFakeFetch` fakes (`upstreams`).
  */
 
-import { type Capture, CaptureStore } from "../../src/api/exchange/capture.ts";
-import type { RequestRecord } from "../../src/api/exchange/record.ts";
-import type {
-  AcquireHooks,
-  Gateway,
-  Lease,
-  LeaseInfo,
-  ModelStatusJson,
-  QmEvent,
-  StatusJson,
-} from "../../src/api/gateway.ts";
-import { ActivityLog } from "../../src/api/metrics/activity.ts";
-import { QmMetrics } from "../../src/api/metrics/prometheus.ts";
+import type { AcquireHooks, Gateway, Lease, LeaseInfo, QmEvent } from "../../src/api/gateway.ts";
+import type { ModelStatusJson, StatusJson } from "../../src/api/status-json.ts";
 import { modelIdFor } from "../../src/config/aliases.ts";
 import type { Config, ModelConfig } from "../../src/config/types.ts";
+import { ActivityLog } from "../../src/observe/activity.ts";
+import { type Capture, CaptureStore } from "../../src/observe/capture.ts";
+import type { GaugeReading } from "../../src/observe/gauges.ts";
+import { QmMetrics } from "../../src/observe/prometheus.ts";
+import type { RequestRecord } from "../../src/observe/record.ts";
 import type { Deadline } from "../../src/proxy/deadline.ts";
 import type { LoadProgress } from "../../src/proxy/wait-status.ts";
 import { EventHub } from "../../src/runtime/event-hub.ts";
@@ -50,8 +44,8 @@ export interface FakeGw extends Gateway {
   leases: FakeLease[];
   states: Record<string, ModelState>;
   acquired: number;
-  /** The hooks of each acquire, in order (hold and patience asks included). */
-  asks: (AcquireHooks | undefined)[];
+  /** The hooks of each acquire, in order (hold, patience and keep-alive included). */
+  hooks: (AcquireHooks | undefined)[];
   /** When set, acquire waits for it (reporting `position`, if set, then loading first). */
   gate: Promise<void> | null;
   /** The queue position acquire reports before loading, while a gate is set. */
@@ -87,6 +81,8 @@ export interface FakeGw extends Gateway {
   /** The events published, kept and numbered as the runtime does; `publish` feeds it. */
   hub: EventHub;
   publish(e: QmEvent): void;
+  /** What its metrics' gauges read at a scrape. */
+  gauges(): GaugeReading;
 }
 
 /** The status of each configured model, from `states`. */
@@ -132,6 +128,27 @@ function statusOf(cfg: Config, gw: FakeGw): StatusJson {
   };
 }
 
+/** What the gauges read: each configured model's state from `states`, nothing else going on. */
+function readingOf(cfg: Config, gw: FakeGw): GaugeReading {
+  return {
+    version: "0.0.0-test",
+    uptimeS: 1,
+    models: Object.values(cfg.models).map((m) => ({
+      id: m.id,
+      state: gw.modelState(m.id),
+      inflight: 0,
+      queued: 0,
+      leases: 0,
+    })),
+    queueDepth: 0,
+    swapsInProgress: 0,
+    vram: { budgetGb: 0, ceilingGb: 0, usedGb: 0 },
+    gpu: null,
+    gpuReadingAgeS: null,
+    peers: [],
+  };
+}
+
 export function fakeGateway(toml: string, timers?: Timers): FakeGw {
   const cfg: Config = config(toml);
   const act = cfg.activity;
@@ -165,7 +182,7 @@ export function fakeGateway(toml: string, timers?: Timers): FakeGw {
     leases: [],
     states: {},
     acquired: 0,
-    asks: [],
+    hooks: [],
     gate: null,
     position: null,
     onWaiting: () => {},
@@ -197,7 +214,8 @@ export function fakeGateway(toml: string, timers?: Timers): FakeGw {
     captures,
     recording: true,
     activity: new ActivityLog(cfg.activity.size, captures),
-    metrics: new QmMetrics({ status: () => gw.status() }),
+    gauges: () => readingOf(cfg, gw),
+    metrics: new QmMetrics({ gauges: () => gw.gauges() }),
     record(r: RequestRecord, capture?: Capture | null) {
       gw.records.push(r);
       r.id = gw.activity.push(r, capture ?? null);
@@ -219,7 +237,7 @@ export function fakeGateway(toml: string, timers?: Timers): FakeGw {
     resolveModel: async (name: string) => gw.resolve(name),
     logs: (id: string) => gw.logLines[id] ?? [],
     acquire(model: ModelConfig, signal: AbortSignal, hooks?: AcquireHooks): Promise<Lease> {
-      gw.asks.push(hooks);
+      gw.hooks.push(hooks);
       const wait = async () => {
         if (gw.gate) {
           if (gw.position !== null) hooks?.onPosition?.(gw.position);

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import type { Browser, Page } from "playwright-core";
-import type { StatusJson } from "../../src/api/gateway.ts";
+import type { StatusJson } from "../../src/api/status-json.ts";
 import { BUILD_TIMEOUT_MS, needsBinary } from "../support/binary.ts";
 import { serve, until } from "../support/e2e.ts";
 import { fakeSmi } from "../support/fake-smi.ts";

@@ -4,9 +4,9 @@
  * status or request record no longer fits what the page reads.
  */
 import { describe, expect, test } from "bun:test";
-import type { RequestRecord as ServerRecord } from "../../src/api/exchange/record.ts";
-import type { ModelStatusJson, StatusJson } from "../../src/api/gateway.ts";
+import type { ModelStatusJson, StatusJson } from "../../src/api/status-json.ts";
 import type { HistoryJson } from "../../src/gpu/history.ts";
+import type { RequestRecord as ServerRecord } from "../../src/observe/record.ts";
 import type { ModelState as ServerState } from "../../src/scheduler/types.ts";
 import type {
   History,

@@ -1,5 +1,5 @@
 /**
- * `POST /v1/messages/count_tokens` → `{"input_tokens": N}` (ANTHROPIC.md §5). Exact when the
+ * `POST /v1/messages/count_tokens` → `{"input_tokens": N}` (docs/translation.md §3.9). Exact when the
  * upstream can count — its native count_tokens for `anthropic_native` models, else its chat
  * template and tokenizer (`upstream.ts`) — otherwise a documented estimate. Never a 5xx: a
  * count is advisory, and Claude Code treats a failure as worse than a rough number.
@@ -10,14 +10,15 @@
  * directly; if it goes away meanwhile, the estimate answers.
  */
 import { asQmError, QmError } from "../../shared/errors.ts";
+import { realTimers, type Timers } from "../../shared/timer.ts";
+import { profileOf } from "../chat/profile.ts";
 import type { AnthropicRequest } from "./context.ts";
 import { anthropicError } from "./errors.ts";
 import { requestId } from "./ids.ts";
 import { readRequest } from "./request-body.ts";
 import { estimatePrompt } from "./translate/estimate.ts";
-import { profileOf } from "./translate/profile.ts";
 import { translatePrompt } from "./translate/request.ts";
-import { countPromptTokens } from "./upstream.ts";
+import { countPromptTokens, DEADLINE_MS, withDeadline } from "./upstream.ts";
 import { type CountTokensRequest, CountTokensRequestSchema } from "./wire.ts";
 
 export async function handleCountTokens(ctx: AnthropicRequest): Promise<Response> {
@@ -39,9 +40,10 @@ export async function handleCountTokens(ctx: AnthropicRequest): Promise<Response
     };
     if (gw.modelState(model.id) !== "ready") return answer(estimatePrompt(prompt), "estimate");
     const signal = request.signal;
+    const timers = ctx.opts.timers ?? realTimers;
     const counted = model.anthropicNative
-      ? await nativeCount(model.proxy, request.url, body, model.useModelName, signal)
-      : await countPromptTokens(model, profile, prompt, signal).catch(() => null);
+      ? await nativeCount(model.proxy, request.url, body, model.useModelName, signal, timers)
+      : await countPromptTokens(model, profile, prompt, signal, timers).catch(() => null);
     return counted === null
       ? answer(estimatePrompt(prompt), "estimate")
       : answer(counted, "upstream");
@@ -59,18 +61,21 @@ async function nativeCount(
   body: CountTokensRequest,
   useModelName: string,
   signal: AbortSignal,
+  timers: Timers,
 ): Promise<number | null> {
   const q = url.indexOf("?");
   try {
-    const res = await fetch(`${base}/v1/messages/count_tokens${q >= 0 ? url.slice(q) : ""}`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify(useModelName ? { ...body, model: useModelName } : body),
-      signal: AbortSignal.any([signal, AbortSignal.timeout(10_000)]),
-      proxy: false,
-    } as RequestInit);
-    const json = (await res.json()) as { input_tokens?: unknown };
-    return res.ok && typeof json.input_tokens === "number" ? json.input_tokens : null;
+    return await withDeadline(signal, DEADLINE_MS, timers, async (deadline) => {
+      const res = await fetch(`${base}/v1/messages/count_tokens${q >= 0 ? url.slice(q) : ""}`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify(useModelName ? { ...body, model: useModelName } : body),
+        signal: deadline,
+        proxy: false,
+      } as RequestInit);
+      const json = (await res.json()) as { input_tokens?: unknown };
+      return res.ok && typeof json.input_tokens === "number" ? json.input_tokens : null;
+    });
   } catch {
     return null;
   }

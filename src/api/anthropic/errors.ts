@@ -7,6 +7,7 @@
  */
 import { asQmError, isFinalStatus, QmError } from "../../shared/errors.ts";
 import { sseEvent } from "../../shared/sse.ts";
+import { isContextOverflow, type Refusal, type UpstreamError } from "../chat/refusal.ts";
 import type { ExchangeApi } from "../exchange/exchange.ts";
 import { requestId } from "./ids.ts";
 
@@ -61,6 +62,7 @@ export function fromQmError(err: QmError): AnthropicFailure {
     message: err.message,
   };
   if (err.status === 503) failure.headers = { "retry-after": String(err.retryAfterS ?? 5) };
+  else if (err.retryAfterS !== null) failure.headers = { "retry-after": String(err.retryAfterS) };
   return failure;
 }
 
@@ -102,62 +104,21 @@ export const ANTHROPIC: ExchangeApi = {
   },
 };
 
-interface UpstreamErrorJson {
-  message?: unknown;
-  type?: unknown;
-  code?: unknown;
-  n_prompt_tokens?: unknown;
-  n_ctx?: unknown;
-}
-
 /**
- * The inner error object of an OpenAI-style upstream error: `{"error":{…}}` (OpenAI, llama.cpp,
- * vLLM ≥ 0.10.1), `{"object":"error","message",…}` (older vLLM), or `{"error":"text"}`.
+ * Maps an upstream (OpenAI-API) refusal (`api/chat/refusal.ts`) to Anthropic's error. Status
+ * is kept where Anthropic has a type for it; 503 (llama-server "Loading model", vLLM busy)
+ * becomes 529 overloaded with `retry-after`, which the SDKs retry.
  */
-export function upstreamErrorObject(body: unknown): UpstreamErrorJson | null {
-  if (typeof body !== "object" || body === null) return null;
-  const o = body as Record<string, unknown>;
-  if (typeof o.error === "string") return { message: o.error };
-  if (typeof o.error === "object" && o.error !== null) return o.error as UpstreamErrorJson;
-  if (typeof o.message === "string") return o as UpstreamErrorJson;
-  return null;
-}
-
-function isContextOverflow(e: UpstreamErrorJson): boolean {
-  if (e.type === "exceed_context_size_error" || e.code === "context_length_exceeded") return true;
-  return (
-    typeof e.message === "string" &&
-    /context (size|length|window)|maximum context|prompt is too long/i.test(e.message)
-  );
-}
-
-/**
- * Maps an upstream (OpenAI-API) error to Anthropic's. Status is kept where Anthropic has a
- * type for it; 503 (llama-server "Loading model", vLLM busy) becomes 529 overloaded with
- * `retry-after`, which the SDKs retry.
- */
-export function fromUpstream(
-  status: number,
-  bodyText: string,
-  model: string,
-  retryAfter?: string | null,
-): AnthropicFailure {
-  let parsed: unknown = null;
-  try {
-    parsed = JSON.parse(bodyText);
-  } catch {
-    // not JSON: the raw text is the message
-  }
-  const e = upstreamErrorObject(parsed) ?? {};
-  const raw = typeof e.message === "string" ? e.message : bodyText.slice(0, 500);
-  const message = raw || `model "${model}" answered HTTP ${status}`;
+export function fromUpstream(r: Refusal, model: string): AnthropicFailure {
+  const { status, error: e } = r;
+  const message = r.said || `model "${model}" answered HTTP ${status}`;
   if (status === 503) {
     return {
       status: 529,
       type: "overloaded_error",
       // qm answers its own loading waits itself; a 503 here came from the model server.
       message: `model "${model}" answered 503 Service Unavailable: ${message}`,
-      headers: { "retry-after": retryAfter ?? "5" },
+      headers: { "retry-after": r.retryAfter ?? "5" },
     };
   }
   if (isContextOverflow(e)) {
@@ -171,14 +132,14 @@ export function fromUpstream(
     return { status: 400, type: "invalid_request_error", message: text };
   }
   const failure: AnthropicFailure = { status, type: typeForStatus(status), message };
-  if (status === 429 && retryAfter) failure.headers = { "retry-after": retryAfter };
+  if (status === 429 && r.retryAfter) failure.headers = { "retry-after": r.retryAfter };
   // A grammar the upstream cannot compile fails the same way every time: SDKs must not retry.
   if (status >= 500 && /grammar/i.test(message)) failure.headers = { "x-should-retry": "false" };
   return failure;
 }
 
 /** The error type for an error that arrives inside an upstream stream (`data: {"error":…}`). */
-export function streamErrorType(e: UpstreamErrorJson): AnthropicErrorType {
+export function streamErrorType(e: UpstreamError): AnthropicErrorType {
   if (isContextOverflow(e)) return "invalid_request_error";
   const code = typeof e.code === "number" ? e.code : null;
   if (code === 503 || e.type === "unavailable_error") return "overloaded_error";

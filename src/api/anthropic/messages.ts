@@ -7,12 +7,21 @@
  * (`native.ts`).
  */
 
-import { failureLogLine } from "../../proxy/causes.ts";
-import { forward } from "../../proxy/forward.ts";
 import { asQmError } from "../../shared/errors.ts";
+import { type Profile, profileOf } from "../chat/profile.ts";
+import { readRefusal } from "../chat/refusal.ts";
+import { sendChat, streamFor } from "../chat/send.ts";
+import type { ToolInput } from "../chat/tool-json.ts";
+import type { OaiChatRequest } from "../chat/wire.ts";
 import type { Call } from "../exchange/call.ts";
 import { earlyStream } from "../exchange/early-stream.ts";
-import { type Asks, admit, type Exchange, headersOf, runExchange } from "../exchange/exchange.ts";
+import {
+  admit,
+  type Exchange,
+  headersOf,
+  runExchange,
+  type SchedulingOptions,
+} from "../exchange/exchange.ts";
 import { Observer } from "../exchange/observer.ts";
 import { filtered } from "../request/params.ts";
 import type { AnthropicRequest } from "./context.ts";
@@ -20,18 +29,12 @@ import { ANTHROPIC, anthropicError, fromUpstream } from "./errors.ts";
 import { messageId, requestId } from "./ids.ts";
 import { nativeExchange } from "./native.ts";
 import { type ParsedRequest, readRequest } from "./request-body.ts";
-import { translatedStream } from "./stream-body.ts";
 import { estimatePrompt } from "./translate/estimate.ts";
-import type { OaiChatRequest } from "./translate/openai-types.ts";
-import { type Profile, profileOf } from "./translate/profile.ts";
 import { type Prompt, toOpenAI, translatePrompt } from "./translate/request.ts";
 import { fromOpenAI, type ResponseOptions } from "./translate/response.ts";
 import { StreamTranslator } from "./translate/stream.ts";
-import type { ToolInput } from "./translate/tool-json.ts";
 import { answerCap } from "./upstream.ts";
 import { type MessagesRequest, MessagesRequestSchema } from "./wire.ts";
-
-const encoder = new TextEncoder();
 
 interface Translated {
   ctx: AnthropicRequest;
@@ -44,15 +47,15 @@ interface Translated {
 export async function handleMessages(ctx: AnthropicRequest): Promise<Response> {
   const { gw, request, opts } = ctx;
   const headers = new Headers({ "request-id": requestId() });
-  let asks: Asks;
+  let scheduling: SchedulingOptions;
   let parsed: ParsedRequest<MessagesRequest>;
   let oai: OaiChatRequest;
   let prompt: Prompt;
   try {
-    asks = admit(gw, request);
+    scheduling = admit(gw, request);
     parsed = await readRequest(gw, request, MessagesRequestSchema);
     if (parsed.model.anthropicNative)
-      return runExchange(nativeExchange(ctx, parsed, headers, asks));
+      return runExchange(nativeExchange(ctx, parsed, headers, scheduling));
     const { model, body } = parsed;
     const profile = profileOf(model);
     prompt = translatePrompt(body, profile);
@@ -76,7 +79,7 @@ export async function handleMessages(ctx: AnthropicRequest): Promise<Response> {
     gw,
     request,
     model,
-    asks,
+    scheduling,
     headers,
     api: ANTHROPIC,
     log: opts.log,
@@ -92,28 +95,13 @@ export async function handleMessages(ctx: AnthropicRequest): Promise<Response> {
 /** Clamps `max_tokens` to the context left, then sends; the body is read by the caller. */
 async function open(x: Exchange<Translated>, call: Call): Promise<Response> {
   const { oai, profile, prompt } = x.parsed;
-  const cap = await answerCap(x.model, profile, prompt, oai.max_tokens, call.signal);
+  const { timers } = x.parsed.ctx.opts;
+  const cap = await answerCap(x.model, profile, prompt, oai.max_tokens, call.signal, timers);
   const payload = filtered(
     x.model,
     cap === null ? oai : { ...oai, max_tokens: Math.min(oai.max_tokens, cap) },
   );
-  return forward({
-    base: call.base,
-    pathAndQuery: "/v1/chat/completions",
-    method: "POST",
-    // A fresh set: no client header (anthropic-version, anthropic-beta, x-stainless-*)
-    // means anything to an OpenAI server.
-    headers: new Headers({
-      "content-type": "application/json",
-      accept: oai.stream ? "text/event-stream" : "application/json",
-      // forward() relays bodies still encoded; this one is parsed, so it must be plain.
-      "accept-encoding": "identity",
-    }),
-    body: encoder.encode(JSON.stringify(payload)),
-    call,
-    // The translator reads the upstream's body itself.
-    raw: true,
-  });
+  return sendChat(call, "/v1/chat/completions", payload, oai.stream);
 }
 
 function sendTranslated(x: Exchange<Translated>, call: Call): Promise<Response> {
@@ -121,40 +109,16 @@ function sendTranslated(x: Exchange<Translated>, call: Call): Promise<Response> 
   return x.parsed.oai.stream ? sendStream(x, call) : sendWhole(x, call);
 }
 
-function streamFor(
-  x: Exchange<Translated>,
-  call: Call,
-  upstream: Response | Promise<Response>,
-): ReadableStream<Uint8Array> {
-  const { opts } = x.parsed.ctx;
-  const translator = new StreamTranslator(x.parsed.shape);
-  translator.figures = call.observer.figures;
-  return translatedStream({
-    upstream,
-    translator,
-    model: x.model.id,
-    pingMs: opts.pingMs,
-    timers: opts.timers,
-    deadline: call.deadline,
-    logFailure: (error) => call.log.warn(failureLogLine(call.modelId, error, call.stderrTail())),
-    onEnd: (answered, toolCalls) => {
-      call.observer?.ended(toolCalls);
-      call.finish(answered);
-    },
-    onCancel: () => call.cancel(),
-  });
-}
-
 function sendStream(x: Exchange<Translated>, call: Call): Promise<Response> {
   const { opts } = x.parsed.ctx;
+  const pace = { pingMs: opts.pingMs, timers: opts.timers };
   return earlyStream(x, call, {
     open: () => open(x, call),
-    pingMs: opts.pingMs,
-    timers: opts.timers,
-    body: (upstream) => streamFor(x, call, upstream),
+    ...pace,
+    body: (upstream) => streamFor(call, new StreamTranslator(x.parsed.shape), upstream, pace),
     refusal: (res, text, headers) =>
       anthropicError(
-        fromUpstream(res.status, text, x.model.id, res.headers.get("retry-after")),
+        fromUpstream(readRefusal(res.status, text, res.headers.get("retry-after")), x.model.id),
         headers,
       ),
   });
@@ -166,11 +130,11 @@ async function sendWhole(x: Exchange<Translated>, call: Call): Promise<Response>
   const text = await call.readText(res);
   if (res.status !== 200) {
     call.finish(true);
-    const retry = res.headers.get("retry-after");
-    return anthropicError(fromUpstream(res.status, text, id, retry), headersOf(x));
+    const r = readRefusal(res.status, text, res.headers.get("retry-after"));
+    return anthropicError(fromUpstream(r, id), headersOf(x));
   }
   const json = call.parseAnswer(text);
-  call.observer.figures.chunk(json);
+  call.observer.usage.readAnswer(json);
   const message = fromOpenAI(json, x.parsed.shape);
   call.observer?.ended(message.stop_reason === "tool_use");
   call.finish(true);

@@ -8,8 +8,9 @@
 
 import { ANTHROPIC_TOOL_USE } from "../../proxy/end-scan.ts";
 import { forward } from "../../proxy/forward.ts";
+import { readRefusal } from "../chat/refusal.ts";
 import type { Call } from "../exchange/call.ts";
-import { type Asks, type Exchange, headersOf } from "../exchange/exchange.ts";
+import { type Exchange, headersOf, type SchedulingOptions } from "../exchange/exchange.ts";
 import { Observer } from "../exchange/observer.ts";
 import { applyParams } from "../request/params.ts";
 import type { AnthropicRequest } from "./context.ts";
@@ -23,7 +24,7 @@ interface Native {
   body: Uint8Array;
   pathAndQuery: string;
   /** The `model` the client sent, which its answer carries. */
-  asked: string;
+  requestedModel: string;
 }
 
 /** The client's headers minus Anthropic's own, which are qm's business, not the upstream's. */
@@ -37,19 +38,13 @@ function nativeHeaders(incoming: Headers): Headers {
 /** An upstream refusal: as is when it already is an Anthropic error, else rewrapped. */
 async function refusal(res: Response, model: string, headers: Headers): Promise<Response> {
   const text = await res.text().catch(() => "");
-  try {
-    const json = JSON.parse(text) as { type?: unknown; error?: { type?: unknown } };
-    if (json.type === "error" && typeof json.error?.type === "string") {
-      headers.set("content-type", "application/json");
-      return new Response(text, { status: res.status, headers });
-    }
-  } catch {
-    // not JSON: rewrap below
+  const r = readRefusal(res.status, text, res.headers.get("retry-after"));
+  const json = r.body as { type?: unknown; error?: { type?: unknown } } | null;
+  if (json?.type === "error" && typeof json.error?.type === "string") {
+    headers.set("content-type", "application/json");
+    return new Response(text, { status: res.status, headers });
   }
-  return anthropicError(
-    fromUpstream(res.status, text, model, res.headers.get("retry-after")),
-    headers,
-  );
+  return anthropicError(fromUpstream(r, model), headers);
 }
 
 /** A native stream is Anthropic's: so is the event that ends a broken one. */
@@ -67,7 +62,7 @@ async function send(x: Exchange<Native>, call: Call): Promise<Response> {
     headers: nativeHeaders(x.request.headers),
     body: x.parsed.body,
     call,
-    answerModel: x.parsed.asked,
+    answerModel: x.parsed.requestedModel,
     renderFailure,
   });
   if (res.status < 400) {
@@ -77,7 +72,7 @@ async function send(x: Exchange<Native>, call: Call): Promise<Response> {
   if (!x.committed) return refusal(res, x.model.id, headersOf(x));
   // Behind the placeholder the 200 went out long ago: the refusal becomes an error event.
   const text = await res.text().catch(() => "");
-  const f = fromUpstream(res.status, text, x.model.id);
+  const f = fromUpstream(readRefusal(res.status, text), x.model.id);
   return new Response(errorEvent(f.type, f.message));
 }
 
@@ -85,7 +80,7 @@ export function nativeExchange(
   ctx: AnthropicRequest,
   parsed: ParsedRequest<MessagesRequest>,
   headers: Headers,
-  asks: Asks,
+  scheduling: SchedulingOptions,
 ): Exchange<Native> {
   const { request } = ctx;
   const { model, body } = parsed;
@@ -98,7 +93,7 @@ export function nativeExchange(
     gw: ctx.gw,
     request,
     model,
-    asks,
+    scheduling,
     headers,
     api: ANTHROPIC,
     log: ctx.opts.log,
@@ -108,7 +103,7 @@ export function nativeExchange(
     parsed: {
       body: encoder.encode(JSON.stringify(payload)),
       pathAndQuery: `/v1/messages${q >= 0 ? request.url.slice(q) : ""}`,
-      asked: String(body.model),
+      requestedModel: String(body.model),
     },
     send,
   };

@@ -25,6 +25,6 @@ export async function readRequest<T>(
   const json = parseJsonObject(bytes);
   const problem = checkWire(schema, json);
   if (problem) throw badRequest(problem);
-  const model = await resolveModel(gw, (json as { model: unknown }).model, "model: ");
+  const model = await resolveModel(gw, (json as { model: unknown }).model, request, "model: ");
   return { model, body: json as T, bytes };
 }

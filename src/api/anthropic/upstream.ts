@@ -10,38 +10,61 @@
  *   → {count} (vLLM's TokenizeChatRequest).
  */
 import type { ModelConfig } from "../../config/types.ts";
+import { realTimers, setTimeoutSignal, type Timers } from "../../shared/timer.ts";
+import type { Profile } from "../chat/profile.ts";
 import { badRequest } from "../request/body.ts";
 import { estimatePrompt, promptUpperBound } from "./translate/estimate.ts";
-import type { Profile } from "./translate/profile.ts";
 import type { Prompt } from "./translate/request.ts";
 
-const DEADLINE_MS = 10_000;
+/** How long one of these calls may take, its answer read included. */
+export const DEADLINE_MS = 10_000;
 
 type Json = Record<string, unknown>;
 
-async function call(
+/**
+ * Runs `work` with a signal that aborts when `signal` does or `ms` pass on `timers` (a
+ * `TimeoutError`), whichever is first; the timer goes with it.
+ */
+export async function withDeadline<T>(
+  signal: AbortSignal,
+  ms: number,
+  timers: Timers,
+  work: (signal: AbortSignal) => Promise<T>,
+): Promise<T> {
+  const limit = setTimeoutSignal(timers, ms);
+  try {
+    return await work(AbortSignal.any([signal, limit.signal]));
+  } finally {
+    limit.cancel();
+  }
+}
+
+function call(
   model: ModelConfig,
   path: string,
   signal: AbortSignal,
+  timers: Timers,
   body?: unknown,
 ): Promise<{ status: number; json: Json | null }> {
-  const res = await fetch(model.proxy + path, {
-    method: body === undefined ? "GET" : "POST",
-    headers: body === undefined ? {} : { "content-type": "application/json" },
-    body: body === undefined ? null : JSON.stringify(body),
-    signal: AbortSignal.any([signal, AbortSignal.timeout(DEADLINE_MS)]),
-    // A loopback upstream must never go through an HTTP proxy from the environment.
-    proxy: false,
-  } as RequestInit);
-  const text = await res.text();
-  let json: Json | null = null;
-  try {
-    const parsed = JSON.parse(text);
-    if (typeof parsed === "object" && parsed !== null) json = parsed as Json;
-  } catch {
-    // not JSON: the caller treats it as "cannot answer"
-  }
-  return { status: res.status, json };
+  return withDeadline(signal, DEADLINE_MS, timers, async (deadline) => {
+    const res = await fetch(model.proxy + path, {
+      method: body === undefined ? "GET" : "POST",
+      headers: body === undefined ? {} : { "content-type": "application/json" },
+      body: body === undefined ? null : JSON.stringify(body),
+      signal: deadline,
+      // A loopback upstream must never go through an HTTP proxy from the environment.
+      proxy: false,
+    } as RequestInit);
+    const text = await res.text();
+    let json: Json | null = null;
+    try {
+      const parsed = JSON.parse(text);
+      if (typeof parsed === "object" && parsed !== null) json = parsed as Json;
+    } catch {
+      // not JSON: the caller treats it as "cannot answer"
+    }
+    return { status: res.status, json };
+  });
 }
 
 const num = (v: unknown): number | null =>
@@ -53,18 +76,22 @@ const countWays = new Map<string, "llama" | "vllm" | "none">();
 const keyOf = (m: ModelConfig) => `${m.id}\u0000${m.cmd}\u0000${m.proxy}`;
 
 /** The upstream's context size in tokens, or null when it does not say. Cached per command. */
-export async function contextSize(model: ModelConfig, signal: AbortSignal): Promise<number | null> {
+export async function contextSize(
+  model: ModelConfig,
+  signal: AbortSignal,
+  timers: Timers = realTimers,
+): Promise<number | null> {
   // A peer's model is not asked here: its own server (a qm peer) clamps what it is sent.
   if (model.peer) return null;
   const key = keyOf(model);
   if (contexts.has(key)) return contexts.get(key) ?? null;
   let size: number | null = null;
   try {
-    const props = await call(model, "/props", signal);
+    const props = await call(model, "/props", signal, timers);
     const dgs = props.json?.default_generation_settings as Json | undefined;
     size = props.status === 200 ? (num(dgs?.n_ctx) ?? num(props.json?.n_ctx)) : null;
     if (size === null) {
-      const models = await call(model, "/v1/models", signal);
+      const models = await call(model, "/v1/models", signal, timers);
       const data = Array.isArray(models.json?.data) ? (models.json.data as Json[]) : [];
       size = data.map((d) => num(d.max_model_len)).find((n) => n !== null) ?? null;
     }
@@ -84,6 +111,7 @@ export async function countPromptTokens(
   profile: Profile,
   prompt: Prompt,
   signal: AbortSignal,
+  timers: Timers = realTimers,
 ): Promise<number | null> {
   if (model.peer) return null;
   const key = keyOf(model);
@@ -99,8 +127,8 @@ export async function countPromptTokens(
     for (const way of order) {
       const n =
         way === "llama"
-          ? await llamaCount(model, prompt, signal)
-          : await vllmCount(model, prompt, signal);
+          ? await llamaCount(model, prompt, signal, timers)
+          : await vllmCount(model, prompt, signal, timers);
       if (n === MISSING) missing++;
       else if (n !== null) {
         countWays.set(key, way);
@@ -122,8 +150,9 @@ async function llamaCount(
   model: ModelConfig,
   prompt: Prompt,
   signal: AbortSignal,
+  timers: Timers,
 ): Promise<number | null> {
-  const templ = await call(model, "/apply-template", signal, {
+  const templ = await call(model, "/apply-template", signal, timers, {
     messages: prompt.messages,
     ...(prompt.tools.tools ? { tools: prompt.tools.tools } : {}),
     ...prompt.template,
@@ -131,7 +160,7 @@ async function llamaCount(
   if (missingRoute(templ.status)) return MISSING;
   const text = templ.json?.prompt;
   if (templ.status !== 200 || typeof text !== "string") return null;
-  const tok = await call(model, "/tokenize", signal, { content: text });
+  const tok = await call(model, "/tokenize", signal, timers, { content: text });
   const tokens = tok.json?.tokens;
   return tok.status === 200 && Array.isArray(tokens) ? tokens.length : null;
 }
@@ -140,8 +169,9 @@ async function vllmCount(
   model: ModelConfig,
   prompt: Prompt,
   signal: AbortSignal,
+  timers: Timers,
 ): Promise<number | null> {
-  const res = await call(model, "/tokenize", signal, {
+  const res = await call(model, "/tokenize", signal, timers, {
     model: model.useModelName || model.id,
     messages: prompt.messages,
     add_generation_prompt: true,
@@ -167,10 +197,11 @@ export async function answerCap(
   prompt: Prompt,
   maxTokens: number,
   signal: AbortSignal,
+  timers: Timers = realTimers,
 ): Promise<number | null> {
-  const ctx = await contextSize(model, signal);
+  const ctx = await contextSize(model, signal, timers);
   if (ctx === null || promptUpperBound(prompt) + maxTokens <= ctx) return null;
-  const counted = await countPromptTokens(model, profile, prompt, signal);
+  const counted = await countPromptTokens(model, profile, prompt, signal, timers);
   if (counted === null) {
     // Only an estimate: clamp by it, but leave a refusal to the upstream, which can count.
     const est = estimatePrompt(prompt);

@@ -6,8 +6,8 @@
  * does not know instead of rejecting the request. Block-level checks live in the translator.
  */
 import { type Static, type TSchema, Type } from "@sinclair/typebox";
-import { TypeCompiler } from "@sinclair/typebox/compiler";
 import { ValueErrorType } from "@sinclair/typebox/value";
+import { checkerOf } from "../request/schema.ts";
 
 const open = { additionalProperties: true } as const;
 
@@ -94,18 +94,12 @@ export type WireContent = Static<typeof Content>;
 export type WireTool = Static<typeof Tool>;
 export type WireToolChoice = Static<typeof ToolChoice>;
 
-const compiled = new Map<TSchema, ReturnType<typeof TypeCompiler.Compile>>();
-
 /**
  * Checks `value` against `schema`; returns null or a message in Anthropic's own style
  * (`max_tokens: Field required`, paths dotted as the API reports them).
  */
 export function checkWire(schema: TSchema, value: unknown): string | null {
-  let check = compiled.get(schema);
-  if (!check) {
-    check = TypeCompiler.Compile(schema);
-    compiled.set(schema, check);
-  }
+  const check = checkerOf(schema);
   if (check.Check(value)) return null;
   const first = check.Errors(value).First();
   if (!first) return "invalid request body";

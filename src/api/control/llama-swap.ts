@@ -14,7 +14,7 @@ import { Elysia } from "elysia";
 import { asQmError, QmError } from "../../shared/errors.ts";
 import type { Logger } from "../../shared/log.ts";
 import { noIdleTimeout } from "../edge/idle.ts";
-import type { Gateway } from "../gateway.ts";
+import type { ControlGateway } from "../gateway.ts";
 import { openaiError } from "../openai/errors.ts";
 
 /** The paths and the method each answers, for a 405's `Allow`. */
@@ -27,7 +27,7 @@ type Which = "all" | "proxy" | "upstream";
 const TEXT = { "content-type": "text/plain; charset=utf-8" };
 
 /** The lines kept so far: qm's own, then each model's with its id in front. */
-function history(gw: Gateway, log: Logger, which: Which): string[] {
+function history(gw: ControlGateway, log: Logger, which: Which): string[] {
   const own = which === "upstream" ? [] : (log.feed?.lines() ?? []);
   if (which === "proxy") return own;
   const models = gw.status().models.flatMap((m) => gw.logs(m.id).map((l) => `[${m.id}] ${l}`));
@@ -35,7 +35,12 @@ function history(gw: Gateway, log: Logger, which: Which): string[] {
 }
 
 /** Calls `send` with every new line of `which` until the returned function is called. */
-function follow(gw: Gateway, log: Logger, which: Which, send: (line: string) => void): () => void {
+function follow(
+  gw: ControlGateway,
+  log: Logger,
+  which: Which,
+  send: (line: string) => void,
+): () => void {
   const stops: (() => void)[] = [];
   if (which !== "upstream" && log.feed) stops.push(log.feed.follow(send));
   if (which !== "proxy") {
@@ -85,7 +90,7 @@ function stream(
   });
 }
 
-function streamRoute(gw: Gateway, log: Logger, request: Request, which: string | undefined) {
+function streamRoute(gw: ControlGateway, log: Logger, request: Request, which: string | undefined) {
   if (which !== undefined && which !== "proxy" && which !== "upstream") {
     return openaiError(
       new QmError(
@@ -100,7 +105,7 @@ function streamRoute(gw: Gateway, log: Logger, request: Request, which: string |
   return stream(request, skip ? [] : history(gw, log, w), (send) => follow(gw, log, w, send));
 }
 
-export function llamaSwapRoutes(gw: Gateway, log: Logger) {
+export function llamaSwapRoutes(gw: ControlGateway, log: Logger) {
   return new Elysia()
     .get("/logs", ({ request }) => {
       if (request.headers.get("accept")?.includes("text/html")) {

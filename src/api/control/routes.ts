@@ -1,12 +1,15 @@
 import { Elysia } from "elysia";
 import type { ModelConfig } from "../../config/types.ts";
+import type { ApiKey } from "../../keys/api-key.ts";
 import { asQmError, QmError } from "../../shared/errors.ts";
 import type { Logger } from "../../shared/log.ts";
 import { sseComment, sseEvent } from "../../shared/sse.ts";
+import { keyOf } from "../edge/caller.ts";
 import { noIdleTimeout } from "../edge/idle.ts";
+import { eventFor, statusFor, visible, visibleId } from "../edge/visible.ts";
 import type { Call } from "../exchange/call.ts";
-import { type Asks, type Exchange, headersOf, runExchange } from "../exchange/exchange.ts";
-import type { Gateway } from "../gateway.ts";
+import { type Exchange, headersOf, runExchange } from "../exchange/exchange.ts";
+import type { ControlGateway, InferenceGateway, QmEvent } from "../gateway.ts";
 import { openaiError } from "../openai/errors.ts";
 import { LOAD } from "../openai/inference.ts";
 import { readBody } from "../request/body.ts";
@@ -15,7 +18,10 @@ import { LLAMA_SWAP_PATHS, llamaSwapRoutes } from "./llama-swap.ts";
 
 /** The control paths and the methods each answers (for a 405's `Allow`). */
 const CONTROL_PATHS: [RegExp, string][] = [
-  [/^\/(?:|health|ready|running|api\/status|api\/events|api\/requests|api\/history)$/, "GET"],
+  [
+    /^\/(?:|health|ready|running|api\/status|api\/events|api\/requests|api\/usage|api\/history)$/,
+    "GET",
+  ],
   [/^\/api\/models\/[^/]+\/logs$/, "GET"],
   [/^\/api\/requests\/[^/]+$/, "GET"],
   [/^\/api\/models\/(?:unload|[^/]+\/(?:load|unload|lease))$/, "POST"],
@@ -32,9 +38,10 @@ export function controlMethods(path: string): string | null {
 
 /**
  * `/` (what Ollama answers there: clients probe it to find a server), `/health`, `/ready`,
- * `/api/*` and llama-swap's `/running`. Errors use the OpenAI envelope.
+ * `/api/*` and llama-swap's `/running`. Errors use the OpenAI envelope. A load is an exchange
+ * like any request for a model, so these routes also take what the exchange needs.
  */
-export function controlRoutes(gw: Gateway, log: Logger) {
+export function controlRoutes(gw: ControlGateway & InferenceGateway, log: Logger) {
   return new Elysia()
     .use(llamaSwapRoutes(gw, log))
     .use(historyRoutes(gw))
@@ -58,13 +65,16 @@ export function controlRoutes(gw: Gateway, log: Logger) {
         headers: { "cache-control": "no-store" },
       });
     })
-    .get("/api/status", () => Response.json(gw.status()))
-    .get("/running", () => ({
-      running: gw
-        .status()
-        .models.filter((m) => m.state !== "stopped")
-        .map((m) => ({ model: m.id, state: m.state })),
-    }))
+    .get("/api/status", ({ request }) => Response.json(statusFor(gw, keyOf(request), gw.status())))
+    .get("/running", ({ request }) => {
+      const key = keyOf(request);
+      return {
+        running: gw
+          .status()
+          .models.filter((m) => m.state !== "stopped" && visibleId(gw, key, m.id))
+          .map((m) => ({ model: m.id, state: m.state })),
+      };
+    })
     .get("/api/models/:id/logs", ({ params, request }) => {
       const model = gw.resolve(params.id);
       if (!model) return unknownModel(params.id);
@@ -118,7 +128,7 @@ export function controlRoutes(gw: Gateway, log: Logger) {
         gw,
         request,
         model,
-        asks: NO_ASKS,
+        scheduling: { key: keyOf(request) },
         api: LOAD,
         log,
         parsed: null,
@@ -138,12 +148,13 @@ export function controlRoutes(gw: Gateway, log: Logger) {
     .post(
       "/api/models/:id/lease",
       async ({ params, request }) => {
+        const key = keyOf(request);
         const model = gw.resolve(params.id);
-        if (!model) return unknownModel(params.id);
+        if (!model || !visible(gw, key, model)) return unknownModel(params.id);
         try {
           const ttlMs = await leaseTtl(request, DEFAULT_LEASE_TTL_MS);
           noIdleTimeout(request);
-          return await gw.lease(model, request.signal, ttlMs!);
+          return await gw.lease(model, request.signal, ttlMs!, key);
         } catch (err) {
           return openaiError(asQmError(err));
         }
@@ -154,19 +165,21 @@ export function controlRoutes(gw: Gateway, log: Logger) {
       "/api/models/:id/lease/:lease",
       async ({ params, request }) => {
         try {
-          const model = gw.resolve(params.id)?.id ?? params.id;
+          const key = keyOf(request);
+          const model = leaseModel(gw, key, params.id, params.lease);
           const ttlMs = await leaseTtl(request, undefined);
-          return gw.renewLease(model, params.lease, ttlMs);
+          return gw.renewLease(model, params.lease, ttlMs, key);
         } catch (err) {
           return openaiError(asQmError(err));
         }
       },
       { parse: "none" },
     )
-    .delete("/api/models/:id/lease/:lease", ({ params }) => {
+    .delete("/api/models/:id/lease/:lease", ({ params, request }) => {
       try {
-        const model = gw.resolve(params.id)?.id ?? params.id;
-        gw.releaseLease(model, params.lease);
+        const key = keyOf(request);
+        const model = leaseModel(gw, key, params.id, params.lease);
+        gw.releaseLease(model, params.lease, key);
         return { released: params.lease, model };
       } catch (err) {
         return openaiError(asQmError(err));
@@ -177,11 +190,18 @@ export function controlRoutes(gw: Gateway, log: Logger) {
       // A client back after a lost connection gets what it missed, if it is still kept;
       // otherwise (and on a first connection) the whole status, then each change.
       const missed = resumeFrom(request, gw);
+      // A key that is no admin gets its own requests and its models' public state only.
+      const key = keyOf(request);
+      const pass = (e: QmEvent, id: number, send: (t: string, d: string, i?: number) => void) => {
+        const seen = eventFor(gw, key, e);
+        if (seen) send(seen.type, JSON.stringify(seen), id);
+      };
       return sseResponse(
         feed(request.signal, (send) => {
-          if (missed === null) send("status", JSON.stringify(gw.status()), gw.lastEventId);
-          else for (const { id, event } of missed) send(event.type, JSON.stringify(event), id);
-          return gw.subscribe((e, id) => send(e.type, JSON.stringify(e), id));
+          if (missed === null) {
+            send("status", JSON.stringify(statusFor(gw, key, gw.status())), gw.lastEventId);
+          } else for (const { id, event } of missed) pass(event, id, send);
+          return gw.subscribe((e, id) => pass(e, id, send));
         }),
       );
     });
@@ -193,12 +213,10 @@ export function controlRoutes(gw: Gateway, log: Logger) {
  * loaded, and a bind that fails ends the process — so a request answered here was answered by
  * a qm whose listeners are all up. What remains is shutdown.
  */
-function notReady(gw: Gateway): string | null {
+function notReady(gw: ControlGateway): string | null {
   if (gw.shuttingDown) return "qm is shutting down";
   return null;
 }
-
-const NO_ASKS: Asks = {};
 
 /** A load is an exchange whose answer is that the model is ready: it ends at once. */
 async function loaded(x: Exchange<null>, call: Call): Promise<Response> {
@@ -248,6 +266,18 @@ async function leaseTtl(
   return ttl * 1000;
 }
 
+/**
+ * The model id a lease route names. One the key may not use has no lease it could know of: it
+ * is answered as a lease the model does not have (as the lease book says it).
+ */
+function leaseModel(gw: ControlGateway, key: ApiKey, name: string, lease: string): string {
+  const model = gw.resolve(name);
+  if (model && !visible(gw, key, model)) {
+    throw new QmError("not_found", `no lease "${lease}" on model "${name}" (released or expired)`);
+  }
+  return model?.id ?? name;
+}
+
 function unknownModel(name: string): Response {
   return openaiError(
     new QmError("model_not_found", `model "${name}" not found; GET /v1/models lists them`),
@@ -270,7 +300,10 @@ function sseResponse(body: ReadableStream<Uint8Array>): Response {
 }
 
 /** The events a `Last-Event-ID` (header, or `?last_event_id=`) missed; null: start afresh. */
-function resumeFrom(request: Request, gw: Gateway): ReturnType<Gateway["eventsSince"]> {
+function resumeFrom(
+  request: Request,
+  gw: ControlGateway,
+): ReturnType<ControlGateway["eventsSince"]> {
   const q = request.url.indexOf("?");
   const raw =
     request.headers.get("last-event-id") ??

@@ -61,8 +61,8 @@ export function preflight(allowOrigin: string | null, request: Request): Respons
   if (allowOrigin !== null) {
     corsHeaders(allowOrigin, headers);
     headers.set("access-control-allow-methods", METHODS);
-    const asked = request.headers.get("access-control-request-headers");
-    if (asked) headers.set("access-control-allow-headers", asked);
+    const requestedHeaders = request.headers.get("access-control-request-headers");
+    if (requestedHeaders) headers.set("access-control-allow-headers", requestedHeaders);
     headers.set("access-control-max-age", "600");
   }
   return new Response(null, { status: 204, headers });

@@ -4,6 +4,8 @@
  * order, each refusal in the envelope of the API the path belongs to. The router is then handed
  * a request whose URL it cannot misread, so the path that was authorized is the path routed.
  */
+import type { ApiKey } from "../../keys/api-key.ts";
+import { KeyTable } from "../../keys/table.ts";
 import { QmError } from "../../shared/errors.ts";
 import type { Logger } from "../../shared/log.ts";
 import { UI_ASSET_PATHS } from "../../ui/paths.ts";
@@ -14,6 +16,8 @@ import { ollamaError } from "../ollama/errors.ts";
 import { isOllamaPath } from "../ollama/routes.ts";
 import { openaiError } from "../openai/errors.ts";
 import { tooLarge } from "../request/body.ts";
+import { isAdminRoute } from "./admin-routes.ts";
+import { rememberKey } from "./caller.ts";
 import { checkOrigin, corsHeaders, preflight } from "./cors.ts";
 import { hostPolicy } from "./hosts.ts";
 import { type IdleServer, rememberOriginal } from "./idle.ts";
@@ -38,10 +42,12 @@ const METHODS = new Set(["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIO
  */
 const PROBE_PATHS: ReadonlySet<string> = new Set(["/health", "/ready"]);
 
-function isOpenPath(path: string, method: string): boolean {
-  return (
-    PROBE_PATHS.has(path) || ((method === "GET" || method === "HEAD") && UI_ASSET_PATHS.has(path))
-  );
+function isOpenPath(path: string, method: string, openMetrics: boolean): boolean {
+  if (PROBE_PATHS.has(path)) return true;
+  if (method !== "GET" && method !== "HEAD") return false;
+  // `metrics_on_api = "open"`: an endpoint picker scrapes `/metrics` on the inference port and
+  // sends no key (docs/cluster.md). Exactly that path; the Host check above still applies.
+  return UI_ASSET_PATHS.has(path) || (openMetrics && path === "/metrics");
 }
 
 /**
@@ -53,12 +59,12 @@ const ROUTER_PATH_FROM = 11;
 
 export function createEdge(gw: Gateway, route: Handler, opts: EdgeOptions) {
   const { server } = gw.config;
-  // `server.api_keys` is read per request: a config reload replaces the list in place.
-  let keys = new Set(server.apiKeys);
-  let keysOf = server.apiKeys;
+  // The keys are read per request: a config reload replaces them, and the table follows.
+  const keys = KeyTable.of(gw.config);
   const hosts = hostPolicy(server.allowedHosts, opts.loopback);
   const origins = server.corsOrigins;
   const limit = server.maxBodyBytes;
+  const openMetrics = server.metricsOnApi === "open";
 
   return async function edge(request: Request, srv: IdleServer | null): Promise<Response> {
     const url = request.url;
@@ -104,25 +110,41 @@ export function createEdge(gw: Gateway, route: Handler, opts: EdgeOptions) {
     if (declared !== null && Number(declared) > limit) {
       return render(tooLarge(limit));
     }
-    if (keysOf !== server.apiKeys) {
-      keysOf = server.apiKeys;
-      keys = new Set(keysOf);
-    }
-    if (keys.size > 0 && !isOpenPath(path, method)) {
-      const key = presentedKey(request.headers);
-      if (!key || !keys.has(key)) {
-        return withCors(
-          render(
-            new QmError(
-              "unauthorized",
-              key
-                ? "invalid API key"
-                : "an API key is required: send Authorization: Bearer KEY or x-api-key: KEY",
+    let key: ApiKey = keys.anonymous;
+    // An open path is open to every caller, an admin route among them (`/metrics` when open).
+    const open = isOpenPath(path, method, openMetrics);
+    if (keys.required) {
+      if (open) key = keys.nobody;
+      else {
+        const presented = presentedKey(request.headers);
+        const found = presented ? keys.lookup(presented) : null;
+        if (!found) {
+          return withCors(
+            render(
+              new QmError(
+                "unauthorized",
+                presented
+                  ? "invalid API key"
+                  : "an API key is required: send Authorization: Bearer KEY or x-api-key: KEY",
+              ),
             ),
-          ),
-          origin.allowOrigin,
-        );
+            origin.allowOrigin,
+          );
+        }
+        key = found;
       }
+    }
+    if (!key.admin && !open && isAdminRoute(path)) {
+      opts.log.debug(`${method} ${path}: refused to key ${key.name} (an admin route)`);
+      return withCors(
+        render(
+          new QmError(
+            "forbidden",
+            `key "${key.name}" may not ${method} ${path}: it is an admin route ([keys.${key.name}] admin = true)`,
+          ),
+        ),
+        origin.allowOrigin,
+      );
     }
     let routed = request;
     if (target.pathAt < ROUTER_PATH_FROM || method === "HEAD") {
@@ -138,12 +160,13 @@ export function createEdge(gw: Gateway, route: Handler, opts: EdgeOptions) {
     } else if (srv) {
       rememberOriginal(request, request, srv);
     }
+    rememberKey(routed, key);
     let response: Response;
     try {
       response = await route(routed, path);
     } catch (err) {
       opts.log.error(
-        `${method} ${path}: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`,
+        `${method} ${path} (key ${key.name}): ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`,
       );
       response = render(new QmError("internal", "qm failed to handle this request (see its log)"));
     }

@@ -6,7 +6,12 @@
  * for them.
  */
 import type { ModelConfig, PeerTarget } from "../../config/types.ts";
+import type { ApiKey } from "../../keys/api-key.ts";
+import { KeyTable } from "../../keys/table.ts";
+import type { Capture } from "../../observe/capture.ts";
+import type { ApiName, RequestRecord } from "../../observe/record.ts";
 import { peerCredentials, peerRequestHeaders } from "../../peers/target.ts";
+import type { AnswerNames } from "../../proxy/answer-names.ts";
 import { failureLogLine, upstreamFailure } from "../../proxy/causes.ts";
 import { Deadline, type DeadlineReport } from "../../proxy/deadline.ts";
 import type { UpstreamCall } from "../../proxy/forward.ts";
@@ -14,10 +19,9 @@ import type { RelayEnd } from "../../proxy/relay.ts";
 import { QmError } from "../../shared/errors.ts";
 import type { Fetch } from "../../shared/fetch.ts";
 import type { Logger } from "../../shared/log.ts";
-import type { Gateway, Lease } from "../gateway.ts";
-import type { Capture } from "./capture.ts";
+import { keyOf } from "../edge/caller.ts";
+import type { InferenceGateway, Lease } from "../gateway.ts";
 import { Observer } from "./observer.ts";
-import type { ApiName, RequestRecord } from "./record.ts";
 
 export interface CallOptions {
   /**
@@ -37,7 +41,7 @@ export interface CallOptions {
 export class Call implements UpstreamCall, DeadlineReport {
   readonly modelId: string;
   readonly deadline: Deadline;
-  /** The tee on the answer; every call has one (it reads the figures of the record). */
+  /** The tee on the answer; every call has one (it reads the record's usage and finish reason). */
   readonly observer: Observer;
   private lease: Lease | null = null;
   /** The granted model's base URL: the config it started with (its port may have moved). */
@@ -64,9 +68,13 @@ export class Call implements UpstreamCall, DeadlineReport {
   credentials: [string, string][] | undefined;
   /** How the upstream is called: the gateway's fetch. */
   readonly fetch: Fetch | undefined;
+  /** What each model's server answers with as its name (`AnswerNames`). */
+  readonly answerNames: AnswerNames | undefined;
+  /** The key the request came with (its record's `key`; its tokens count against its limit). */
+  readonly key: ApiKey;
 
   constructor(
-    private readonly gw: Gateway,
+    private readonly gw: InferenceGateway,
     readonly model: ModelConfig,
     client: AbortSignal,
     readonly log: Logger,
@@ -74,9 +82,12 @@ export class Call implements UpstreamCall, DeadlineReport {
   ) {
     this.modelId = model.id;
     this.fetch = gw.fetch;
+    this.answerNames = gw.answerNames;
     this.observer = opts.observer ?? new Observer(null);
-    // Nobody reads the record: the answer's figures are never looked for.
-    if (!gw.recording) this.observer.figuresOff();
+    this.key = keyOf(opts.request);
+    // Nobody reads the record, and no token limit counts the answer: its figures are never
+    // looked for.
+    if (!gw.recording && this.key.tokensPerMin <= 0) this.observer.ignoreUsage();
     const store = gw.captures;
     if (store !== null && opts.request) this.capture = store.begin(opts.request, opts.body);
     this.api = opts.api?.name ?? "openai";
@@ -95,7 +106,7 @@ export class Call implements UpstreamCall, DeadlineReport {
   /** Aborts when the client leaves, a time limit passes or shutdown cuts the call. */
   readonly signal: AbortSignal;
 
-  /** The model was granted: from now on the end releases it. */
+  /** The model was granted: from now on `finish` releases it. */
   granted(lease: Lease): void {
     this.base = lease.model.proxy;
     this.waitedMs = lease.waitedMs;
@@ -105,7 +116,7 @@ export class Call implements UpstreamCall, DeadlineReport {
 
   /**
    * A peer's model: the call goes to the peer's URL with its key, and no lease is taken (the
-   * peer schedules it). The end tells the peer table the call is over.
+   * peer schedules it). `finish` tells the peer table the call is over.
    */
   viaPeer(target: PeerTarget): void {
     this.peer = target;
@@ -129,6 +140,7 @@ export class Call implements UpstreamCall, DeadlineReport {
     this.endedAt = this.deadline.now();
     this.answeredInFull = answered;
     this.deadline.end(answered);
+    this.observer.settle();
     this.lease?.release({ toolCalls: this.observer.toolCalls });
     if (this.peer) this.gw.peers?.end(this.peer.peer);
     if (this.status !== 0) this.report();
@@ -136,7 +148,7 @@ export class Call implements UpstreamCall, DeadlineReport {
 
   /**
    * The client's response is made (`streamed`: its body is a stream). The record goes out once
-   * both this and the end happened, whichever comes last: a stream's end comes after its
+   * both this and `finish` happened, whichever comes last: a stream's end comes after its
    * headers, a whole answer's or a failure's before them. Only the first call counts.
    */
   responded(status: number, streamed: boolean): void {
@@ -147,12 +159,17 @@ export class Call implements UpstreamCall, DeadlineReport {
   }
 
   private report(): void {
+    const f = this.observer.usage;
+    if (this.key.tokensPerMin > 0) {
+      const tokens = (f.prompt ?? 0) + (f.completion ?? 0);
+      KeyTable.of(this.gw.config).limits.spent(this.key.name, tokens, performance.now());
+    }
     if (!this.gw.recording) return;
-    const f = this.observer.figures;
     const first = this.deadline.firstReadAt;
     const record: RequestRecord = {
       id: 0,
       time: this.arrived,
+      key: this.key.name,
       model: this.modelId,
       ...(this.peer
         ? { peer: this.peer.peer }
@@ -206,7 +223,9 @@ export class Call implements UpstreamCall, DeadlineReport {
     } catch (error) {
       const timeout = this.deadline.timedOut;
       if (timeout) throw timeout;
-      this.log.warn(failureLogLine(this.modelId, error, this.stderrTail()));
+      this.log.warn(
+        `key ${this.key.name}: ${failureLogLine(this.modelId, error, this.stderrTail())}`,
+      );
       throw new QmError("upstream_failed", upstreamFailure(this.modelId, error), { cause: error });
     } finally {
       this.deadline.read();

@@ -7,18 +7,29 @@
  * envelope (`api`). See design.md beside this file.
  */
 import type { ModelConfig, PeerTarget } from "../../config/types.ts";
+import { KeyTable } from "../../keys/table.ts";
+import type { ApiName } from "../../observe/record.ts";
 import { placeholderStream } from "../../proxy/wait-status.ts";
 import { asQmError, QmError } from "../../shared/errors.ts";
 import type { Logger } from "../../shared/log.ts";
+import { keyOf } from "../edge/caller.ts";
 import { noIdleTimeout } from "../edge/idle.ts";
-import type { AcquireHooks, Gateway } from "../gateway.ts";
+import type { AcquireHooks, InferenceGateway } from "../gateway.ts";
 import { schedulingHeaders } from "../request/scheduling.ts";
 import { Call } from "./call.ts";
 import { conversationKey } from "./conversation.ts";
 import type { Observer } from "./observer.ts";
-import type { ApiName } from "./record.ts";
+import { carriesToolResult } from "./tool-result.ts";
 
-export type Asks = Pick<AcquireHooks, "holdMs" | "patienceMs" | "keepAliveMs" | "conversation">;
+/**
+ * What one request asks of the scheduler besides its model: its hold (`X-QM-Hold-Ms`), its
+ * patience (`X-QM-Patience-Ms`), Ollama's `keep_alive`, the conversation it belongs to, and
+ * whether it carries a tool result (the evidence of an agent loop).
+ */
+export type SchedulingOptions = Pick<
+  AcquireHooks,
+  "holdMs" | "patienceMs" | "keepAliveMs" | "conversation" | "toolResult" | "key"
+>;
 
 /** How an API writes failures. */
 export interface ExchangeApi {
@@ -31,10 +42,10 @@ export interface ExchangeApi {
 }
 
 export interface Exchange<T> {
-  gw: Gateway;
+  gw: InferenceGateway;
   request: Request;
   model: ModelConfig;
-  asks: Asks;
+  scheduling: SchedulingOptions;
   /**
    * The API's own response headers (`Call.tag` adds `x-qm-model`, `-loaded`, `-wait-ms`); null
    * or absent when it has none, so a passthrough answer builds no set it never uses
@@ -49,6 +60,11 @@ export interface Exchange<T> {
   observer?: Observer | null | undefined;
   /** Only the first-byte limit applies (see `CallOptions.mayIdle`). */
   mayIdle?: boolean | undefined;
+  /**
+   * False when the API knows the request offers no tools: it cannot be a turn of an agent loop,
+   * so its conversation (which the hold policy follows) is not worked out. Absent: it is.
+   */
+  offersTools?: boolean | undefined;
   /** What the API parsed from the request. */
   parsed: T;
   /** The request body as the client sent it, for a capture (`[activity] capture`). */
@@ -65,10 +81,22 @@ export interface Exchange<T> {
   committed?: boolean | undefined;
 }
 
-/** Admission: refused during shutdown; `X-QM-Hold-Ms` / `X-QM-Patience-Ms` read and checked. */
-export function admit(gw: Gateway, request: Request): Asks {
+/**
+ * Admission: refused during shutdown; `X-QM-Hold-Ms` / `X-QM-Patience-Ms` read and checked;
+ * the request's key counted against its `rpm` and `tokens_per_min` (429 past them).
+ */
+export function admit(gw: InferenceGateway, request: Request): SchedulingOptions {
   if (gw.shuttingDown) throw new QmError("shutting_down", "qm is shutting down");
-  return schedulingHeaders(request.headers);
+  const asks: SchedulingOptions = schedulingHeaders(request.headers);
+  const key = keyOf(request);
+  if (key.rpm > 0 || key.tokensPerMin > 0) {
+    const refused = KeyTable.of(gw.config).limits.admit(key.name, key, performance.now());
+    if (refused) {
+      throw new QmError("rate_limited", refused.message, { retryAfterS: refused.retryAfterS });
+    }
+  }
+  asks.key = key;
+  return asks;
 }
 
 /** The exchange's response headers, made on first use. */
@@ -85,14 +113,17 @@ export async function runExchange<T>(x: Exchange<T>): Promise<Response> {
   if (model.peer) return runPeer(x, model.peer);
   const call = new Call(gw, model, x.request.signal, x.log, x);
   call.loaded = gw.modelState(model.id) === "ready";
-  x.asks.conversation ??= conversationKey(x.request.headers, x.body);
+  if (x.offersTools !== false) {
+    x.scheduling.conversation ??= conversationKey(x.request.headers, x.body);
+  }
+  x.scheduling.toolResult ??= carriesToolResult(x.body);
   if (x.placeholder && !call.loaded && model.sendLoadingState) {
     const placeholder = waitStatus(x, call);
     return call.capture ? call.capture.tee(placeholder) : placeholder;
   }
   let res: Response;
   try {
-    call.granted(await gw.acquire(model, call.signal, x.asks));
+    call.granted(await gw.acquire(model, call.signal, x.scheduling));
     res = await x.send(x, call);
   } catch (err) {
     call.finish(false);
@@ -112,17 +143,17 @@ export async function runExchange<T>(x: Exchange<T>): Promise<Response> {
  */
 async function runPeer<T>(x: Exchange<T>, first: PeerTarget): Promise<Response> {
   const peers = x.gw.peers;
-  const asked = x.model.id;
+  const requested = x.model.id;
   if (x.request.headers.has(FORWARDED)) {
     // One hop only: boxes that are each other's peers must never pass a request round.
     const err = new QmError(
       "model_not_found",
-      `model "${asked}" is not on this box, and a request another box forwarded is not forwarded again`,
+      `model "${requested}" is not on this box, and a request another box forwarded is not forwarded again`,
       { param: "model" },
     );
     return x.api.error(err, headersOf(x));
   }
-  const explicit = asked !== first.remote;
+  const explicit = requested !== first.remote;
   const tried = new Set<string>();
   let target = first;
   for (;;) {
@@ -153,7 +184,8 @@ async function runPeer<T>(x: Exchange<T>, first: PeerTarget): Promise<Response> 
     } else if (admitted === "trial") {
       peers?.abandon(target.peer);
     }
-    const next = down && !explicit && !x.request.signal.aborted ? nextPeer(x, asked, tried) : null;
+    const next =
+      down && !explicit && !x.request.signal.aborted ? nextPeer(x, requested, tried) : null;
     if (next) {
       // The failed answer is dropped unread: its end releases what it held.
       await res?.body?.cancel().catch(() => {});
@@ -207,7 +239,7 @@ function isStream(type: string | null): boolean {
  */
 function waitStatus<T>(x: Exchange<T>, call: Call): Response {
   x.committed = true;
-  const { gw, model, asks } = x;
+  const { gw, model, scheduling } = x;
   const body = placeholderStream({
     model: model.id,
     start: async (progress) => {
@@ -215,10 +247,12 @@ function waitStatus<T>(x: Exchange<T>, call: Call): Response {
         const lease = await gw.acquire(model, call.signal, {
           onPosition: progress.onPosition,
           onLoading: progress.onLoading,
-          holdMs: asks.holdMs,
-          patienceMs: asks.patienceMs,
-          keepAliveMs: asks.keepAliveMs,
-          conversation: asks.conversation,
+          holdMs: scheduling.holdMs,
+          patienceMs: scheduling.patienceMs,
+          keepAliveMs: scheduling.keepAliveMs,
+          conversation: scheduling.conversation,
+          toolResult: scheduling.toolResult,
+          key: scheduling.key,
         });
         call.granted(lease);
         return await x.send(x, call);

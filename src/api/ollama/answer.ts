@@ -2,7 +2,8 @@
  * A whole OpenAI answer (`stream: false`) → Ollama's one object: the `done` line of a stream
  * with the whole message in it (docs/api.md, "Chat request (No streaming)").
  */
-import type { OaiToolCallDelta } from "../anthropic/translate/openai-types.ts";
+import { contentText, finishReason, reasoningText } from "../chat/chunk.ts";
+import type { OaiToolCallDelta } from "../chat/wire.ts";
 import {
   type Counts,
   doneReason,
@@ -33,13 +34,13 @@ export function fromCompletion(json: unknown, s: WholeShape): { body: Rec; toolC
   const o = isRec(json) ? json : {};
   const choice = Array.isArray(o.choices) && isRec(o.choices[0]) ? o.choices[0] : {};
   const m = isRec(choice.message) ? choice.message : null;
-  const content = m ? m.content : choice.text;
-  const thinking = m ? (m.reasoning_content ?? m.reasoning) : undefined;
+  const content = contentText(m ? m.content : choice.text);
+  const thinking = m ? reasoningText(m) : "";
   const raw = m && Array.isArray(m.tool_calls) ? (m.tool_calls as OaiToolCallDelta[]) : [];
   const calls = raw.map(ollamaCall);
   const counts: Counts = {};
-  readCounts(counts, o);
-  const finish = typeof choice.finish_reason === "string" ? choice.finish_reason : null;
+  readCounts(counts, o.usage, o.timings);
+  const finish = finishReason(choice);
   // Without token timings, the whole answer's time is all generation: no first token is seen.
   const final = {
     done_reason: doneReason(finish),
@@ -50,8 +51,8 @@ export function fromCompletion(json: unknown, s: WholeShape): { body: Rec; toolC
     s.createdAt,
     s.kind,
     {
-      content: typeof content === "string" ? content : "",
-      thinking: typeof thinking === "string" && s.think !== false ? thinking : undefined,
+      content,
+      thinking: thinking !== "" && s.think !== false ? thinking : undefined,
       toolCalls: calls,
     },
     final,

@@ -2,7 +2,7 @@
  * `POST /api/chat` and `POST /api/generate` on the one exchange (`../exchange/`): read and
  * translate the request (`request.ts`), resolve the model (`options.num_ctx` → the
  * `model?ctx=N` variant), acquire it, send the OpenAI request upstream and translate the
- * answer back — NDJSON lines (`ndjson-body.ts`) or one object. A request with nothing to answer
+ * answer back — NDJSON lines (`stream.ts`) or one object. A request with nothing to answer
  * loads the model (`keep_alive: 0`: unloads it), as Ollama's do.
  *
  * No wait-status placeholder: Ollama's clients read every line as JSON, and NDJSON has no
@@ -12,13 +12,20 @@
 
 import type { ModelConfig } from "../../config/types.ts";
 import { MAX_CTX, MIN_CTX, withContextSize } from "../../config/variant.ts";
-import { failureLogLine } from "../../proxy/causes.ts";
-import { forward } from "../../proxy/forward.ts";
 import { asQmError } from "../../shared/errors.ts";
 import type { Logger } from "../../shared/log.ts";
-import { profileOf } from "../anthropic/translate/profile.ts";
+import { profileOf } from "../chat/profile.ts";
+import { sendChat, streamFor } from "../chat/send.ts";
+import { keyOf } from "../edge/caller.ts";
+import { visible } from "../edge/visible.ts";
 import type { Call } from "../exchange/call.ts";
-import { type Asks, admit, type Exchange, headersOf, runExchange } from "../exchange/exchange.ts";
+import {
+  admit,
+  type Exchange,
+  headersOf,
+  runExchange,
+  type SchedulingOptions,
+} from "../exchange/exchange.ts";
 import { Observer } from "../exchange/observer.ts";
 import type { Gateway } from "../gateway.ts";
 import { badRequest, parseJsonObject, readBody } from "../request/body.ts";
@@ -27,16 +34,14 @@ import { filtered } from "../request/params.ts";
 import { fromCompletion } from "./answer.ts";
 import { fromUpstreamText, OLLAMA, ollamaError } from "./errors.ts";
 import { type Clock, type Kind, lineObject, realClock, type Timing } from "./lines.ts";
-import { ndjsonStream } from "./ndjson-body.ts";
-import { chatRequest, generateRequest, modelName, type OllamaAsk } from "./request.ts";
+import { chatRequest, generateRequest, modelName, type OllamaRequest } from "./request.ts";
 import { NdjsonTranslator } from "./stream.ts";
 
-const encoder = new TextEncoder();
 const NDJSON = "application/x-ndjson";
 
 interface Parsed {
   kind: Kind;
-  ask: OllamaAsk;
+  req: OllamaRequest;
   timing: Timing;
   clock: Clock;
 }
@@ -48,12 +53,16 @@ export interface OllamaContext {
 }
 
 /** A name an Ollama client sends: an id or alias, or one with Ollama's default `:latest` tag. */
-export function ollamaModel(gw: Gateway, name: unknown): ModelConfig | Promise<ModelConfig> {
+export function ollamaModel(
+  gw: Gateway,
+  name: unknown,
+  request: Request,
+): ModelConfig | Promise<ModelConfig> {
   if (typeof name === "string" && name.endsWith(":latest") && !gw.resolve(name)) {
     const bare = gw.resolve(name.slice(0, -":latest".length));
-    if (bare) return bare;
+    if (bare && visible(gw, keyOf(request), bare)) return bare;
   }
-  return resolveModel(gw, name);
+  return resolveModel(gw, name, request);
 }
 
 /**
@@ -61,7 +70,12 @@ export function ollamaModel(gw: Gateway, name: unknown): ModelConfig | Promise<M
  * else its `?ctx=N` variant (a process of its own, minted on first use). Only llama.cpp's
  * context flag is known, so for other servers `num_ctx` is left to the model's own setting.
  */
-async function atContext(gw: Gateway, model: ModelConfig, numCtx: number | undefined) {
+async function atContext(
+  gw: Gateway,
+  model: ModelConfig,
+  numCtx: number | undefined,
+  request: Request,
+) {
   if (numCtx === undefined || model.variantOf) return model;
   if (profileOf(model) !== "llamacpp") return model;
   if (numCtx < MIN_CTX || numCtx > MAX_CTX) {
@@ -73,7 +87,7 @@ async function atContext(gw: Gateway, model: ModelConfig, numCtx: number | undef
   const argv = model.argv;
   const same = withContextSize(argv, numCtx);
   if (same.length === argv.length && same.every((a, i) => a === argv[i])) return model;
-  return resolveModel(gw, `${model.id}?ctx=${numCtx}`);
+  return resolveModel(gw, `${model.id}?ctx=${numCtx}`, request);
 }
 
 export async function handleGenerate(
@@ -84,35 +98,35 @@ export async function handleGenerate(
   const { gw, log } = ctx;
   const clock = ctx.clock ?? realClock;
   const start = clock.now();
-  let asks: Asks;
-  let ask: OllamaAsk;
+  let scheduling: SchedulingOptions;
+  let req: OllamaRequest;
   let model: ModelConfig;
   let bytes: Uint8Array;
   try {
-    asks = admit(gw, request);
+    scheduling = admit(gw, request);
     bytes = await readBody(request, gw.config.server.maxBodyBytes);
     const body = parseJsonObject(bytes);
-    const base = await ollamaModel(gw, modelName(body));
+    const base = await ollamaModel(gw, modelName(body), request);
     const profile = profileOf(base);
     const upstreamModel = base.useModelName || base.id;
-    ask = (kind === "chat" ? chatRequest : generateRequest)(body, profile, upstreamModel);
-    model = await atContext(gw, base, ask.numCtx);
+    req = (kind === "chat" ? chatRequest : generateRequest)(body, profile, upstreamModel);
+    model = await atContext(gw, base, req.numCtx, request);
   } catch (err) {
     return ollamaError(asQmError(err));
   }
-  if (ask.loadOnly && ask.keepAliveMs === 0) return unload(ctx, model, ask, kind);
+  if (req.loadOnly && req.keepAliveMs === 0) return unload(ctx, model, req, kind);
   return runExchange<Parsed>({
     gw,
     request,
     model,
-    asks: { ...asks, keepAliveMs: ask.keepAliveMs },
+    scheduling: { ...scheduling, keepAliveMs: req.keepAliveMs },
     api: OLLAMA,
     log,
     // The translator parses the answer anyway: it tells the observer how it ended.
     observer: new Observer(null),
     body: bytes,
-    parsed: { kind, ask, clock, timing: { start, granted: start, sent: start } },
-    send: ask.loadOnly ? loaded : send,
+    parsed: { kind, req, clock, timing: { start, granted: start, sent: start } },
+    send: req.loadOnly ? loaded : send,
   });
 }
 
@@ -123,78 +137,53 @@ async function loaded(x: Exchange<Parsed>, call: Call): Promise<Response> {
 }
 
 /** `{"model": …, "keep_alive": 0}` alone: the model is unloaded now (`done_reason: "unload"`). */
-function unload(ctx: OllamaContext, model: ModelConfig, ask: OllamaAsk, kind: Kind): Response {
+function unload(ctx: OllamaContext, model: ModelConfig, req: OllamaRequest, kind: Kind): Response {
   try {
     ctx.gw.unload(model.id);
   } catch (err) {
     return ollamaError(asQmError(err));
   }
   const clock = ctx.clock ?? realClock;
-  const line = lineObject(ask.name, clock.iso(), kind, { content: "" }, { done_reason: "unload" });
+  const line = lineObject(req.name, clock.iso(), kind, { content: "" }, { done_reason: "unload" });
   return Response.json(line, { headers: { "x-qm-model": model.id } });
 }
 
 function lastLine(x: Exchange<Parsed>, call: Call, reason: string): Response {
   const headers = headersOf(x);
   call.tag(headers);
-  const { ask, kind, clock } = x.parsed;
-  const line = lineObject(ask.name, clock.iso(), kind, { content: "" }, { done_reason: reason });
+  const { req, kind, clock } = x.parsed;
+  const line = lineObject(req.name, clock.iso(), kind, { content: "" }, { done_reason: reason });
   headers.set("content-type", "application/json; charset=utf-8");
   return new Response(JSON.stringify(line), { status: 200, headers });
 }
 
 async function send(x: Exchange<Parsed>, call: Call): Promise<Response> {
-  const { ask, timing, clock } = x.parsed;
+  const { req, timing, clock } = x.parsed;
   timing.granted = timing.start + Math.max(0, call.waitedMs);
   const headers = headersOf(x);
   call.tag(headers);
   timing.sent = clock.now();
-  const res = await forward({
-    base: call.base,
-    pathAndQuery: ask.path,
-    method: "POST",
-    // A fresh set: no client header means anything to the upstream.
-    headers: new Headers({
-      "content-type": "application/json",
-      accept: ask.stream ? "text/event-stream" : "application/json",
-      // forward() relays bodies still encoded; this one is parsed, so it must be plain.
-      "accept-encoding": "identity",
-    }),
-    body: encoder.encode(JSON.stringify(filtered(x.model, ask.upstream))),
-    call,
-    raw: true,
-  });
+  const res = await sendChat(call, req.path, filtered(x.model, req.upstream), req.stream);
   if (res.status !== 200 || !res.body) {
     const text = await call.readText(res);
     // The refusal is the whole exchange (an answer, if not a welcome one).
     call.finish(true);
     return ollamaError(fromUpstreamText(res.status, text, x.model.id), headers);
   }
-  return ask.stream ? sendStream(x, call, res, headers) : sendWhole(x, call, res, headers);
+  return req.stream ? sendStream(x, call, res, headers) : sendWhole(x, call, res, headers);
 }
 
 function sendStream(x: Exchange<Parsed>, call: Call, res: Response, headers: Headers): Response {
-  const { ask, kind, timing, clock } = x.parsed;
+  const { req, kind, timing, clock } = x.parsed;
   const translator = new NdjsonTranslator({
     kind,
-    model: ask.name,
-    think: ask.think,
+    model: req.name,
+    think: req.think,
     timing,
     clock,
   });
-  translator.figures = call.observer.figures;
-  const body = ndjsonStream({
-    upstream: res,
-    translator,
-    model: x.model.id,
-    deadline: call.deadline,
-    logFailure: (error) => call.log.warn(failureLogLine(call.modelId, error, call.stderrTail())),
-    onEnd: (answered, toolCalls) => {
-      call.observer?.ended(toolCalls);
-      call.finish(answered);
-    },
-    onCancel: () => call.cancel(),
-  });
+  // No keep-alive: NDJSON has no line a client would skip.
+  const body = streamFor(call, translator, res);
   headers.set("content-type", NDJSON);
   return new Response(body, { status: 200, headers });
 }
@@ -205,13 +194,13 @@ async function sendWhole(
   res: Response,
   headers: Headers,
 ): Promise<Response> {
-  const { ask, kind, timing, clock } = x.parsed;
+  const { req, kind, timing, clock } = x.parsed;
   const json = call.parseAnswer(await call.readText(res));
-  call.observer.figures.chunk(json);
+  call.observer.usage.readAnswer(json);
   const { body, toolCalls } = fromCompletion(json, {
     kind,
-    model: ask.name,
-    think: ask.think,
+    model: req.name,
+    think: req.think,
     timing,
     createdAt: clock.iso(),
     end: clock.now(),

@@ -8,8 +8,14 @@ import type { ModelConfig } from "../../config/types.ts";
 import { forward } from "../../proxy/forward.ts";
 import { asQmError, QmError } from "../../shared/errors.ts";
 import type { Call } from "../exchange/call.ts";
-import { type Asks, admit, type Exchange, headersOf, runExchange } from "../exchange/exchange.ts";
-import { badRequest, parseJsonObject, readBody } from "../request/body.ts";
+import {
+  admit,
+  type Exchange,
+  headersOf,
+  runExchange,
+  type SchedulingOptions,
+} from "../exchange/exchange.ts";
+import { parseJsonObject, readBody } from "../request/body.ts";
 import { filtered } from "../request/params.ts";
 import { type OllamaContext, ollamaModel } from "./chat.ts";
 import { fromUpstreamText, OLLAMA, ollamaError } from "./errors.ts";
@@ -17,6 +23,7 @@ import { keepAliveMs } from "./keep-alive.ts";
 import { type Clock, num, realClock } from "./lines.ts";
 import { isObject, type Json } from "./options.ts";
 import { modelName } from "./request.ts";
+import { check, EmbedBody, EmbeddingsBody } from "./wire.ts";
 
 const encoder = new TextEncoder();
 
@@ -31,19 +38,16 @@ interface Parsed {
   clock: Clock;
 }
 
-/** The texts to embed: `input` on /api/embed, `prompt` on /api/embeddings. */
-function inputsOf(body: Json, route: Route): string[] {
+/** The texts to embed (`input` on /api/embed, `prompt` on /api/embeddings), checked. */
+function inputsOf(raw: Json, route: Route): { inputs: string[]; dimensions?: number } {
   if (route === "embeddings") {
-    const p = body.prompt ?? "";
-    if (typeof p !== "string") throw badRequest('"prompt" must be a string', "prompt");
-    return p === "" ? [] : [p];
+    const p = check<EmbeddingsBody>(EmbeddingsBody, raw).prompt ?? "";
+    return { inputs: p === "" ? [] : [p] };
   }
+  const body = check<EmbedBody>(EmbedBody, raw);
   const input = body.input ?? [];
-  if (typeof input === "string") return input === "" ? [] : [input];
-  if (!Array.isArray(input) || !input.every((s) => typeof s === "string")) {
-    throw badRequest('"input" must be a string or a list of strings', "input");
-  }
-  return input;
+  const inputs = typeof input === "string" ? (input === "" ? [] : [input]) : input;
+  return body.dimensions == null ? { inputs } : { inputs, dimensions: body.dimensions };
 }
 
 export async function handleEmbed(
@@ -54,29 +58,20 @@ export async function handleEmbed(
   const { gw, log } = ctx;
   const clock = ctx.clock ?? realClock;
   const start = clock.now();
-  let asks: Asks;
+  let scheduling: SchedulingOptions;
   let model: ModelConfig;
   let parsed: Parsed;
   let bytes: Uint8Array;
   try {
-    asks = admit(gw, request);
+    scheduling = admit(gw, request);
     bytes = await readBody(request, gw.config.server.maxBodyBytes);
     const body = parseJsonObject(bytes);
     const name = modelName(body);
-    model = await ollamaModel(gw, name);
-    const inputs = inputsOf(body, route);
+    model = await ollamaModel(gw, name, request);
+    const { inputs, dimensions } = inputsOf(body, route);
     const upstream: Json = { model: model.useModelName || model.id, input: inputs };
-    const dims = body.dimensions;
-    if (dims !== undefined && dims !== null) {
-      if (typeof dims !== "number" || !Number.isInteger(dims) || dims <= 0) {
-        throw badRequest('"dimensions" must be a positive whole number', "dimensions");
-      }
-      upstream.dimensions = dims;
-    }
-    if (body.options !== undefined && body.options !== null && !isObject(body.options)) {
-      throw badRequest('"options" must be an object', "options");
-    }
-    asks = { ...asks, keepAliveMs: keepAliveMs(body.keep_alive) };
+    if (dimensions !== undefined) upstream.dimensions = dimensions;
+    scheduling = { ...scheduling, keepAliveMs: keepAliveMs(body.keep_alive) };
     parsed = { route, name, inputs, upstream, start, clock };
   } catch (err) {
     return ollamaError(asQmError(err));
@@ -85,7 +80,7 @@ export async function handleEmbed(
     gw,
     request,
     model,
-    asks,
+    scheduling,
     api: OLLAMA,
     log,
     body: bytes,
@@ -152,8 +147,8 @@ async function send(x: Exchange<Parsed>, call: Call): Promise<Response> {
     return ollamaError(err, headersOf(x));
   }
   const usage = isObject(json) && isObject(json.usage) ? json.usage : {};
-  // The answer is parsed here, not relayed: its figures are told to the record.
-  call.observer.figures.usage(usage);
+  // The answer is parsed here, not relayed: its usage is told to the record.
+  call.observer.usage.readUsage(usage);
   call.finish(true);
   return answer(x, call, out as number[][], num(usage.prompt_tokens) ?? 0);
 }

@@ -1,5 +1,5 @@
 import { isFinalStatus, QmError } from "../../shared/errors.ts";
-import { upstreamErrorObject } from "../anthropic/errors.ts";
+import { readRefusal, refusalMessage } from "../chat/refusal.ts";
 import type { ExchangeApi } from "../exchange/exchange.ts";
 
 const encoder = new TextEncoder();
@@ -29,15 +29,7 @@ export const OLLAMA: ExchangeApi = {
  * it is a client's fault (4xx), else 502 — the model's server failed, not qm.
  */
 export function fromUpstreamText(status: number, text: string, model: string): QmError {
-  let parsed: unknown = null;
-  try {
-    parsed = JSON.parse(text);
-  } catch {
-    // not JSON: the raw text is the message
-  }
-  const e = upstreamErrorObject(parsed);
-  const said = typeof e?.message === "string" && e.message !== "" ? e.message : text.slice(0, 500);
-  const message = `model "${model}" answered HTTP ${status}${said ? `: ${said}` : ""}`;
+  const message = refusalMessage(model, readRefusal(status, text));
   if (status >= 400 && status < 500) return new StatusError(status, message);
   return new QmError("upstream_failed", message);
 }

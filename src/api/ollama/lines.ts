@@ -98,14 +98,12 @@ export const num = (v: unknown): number | undefined =>
   typeof v === "number" && Number.isFinite(v) ? v : undefined;
 
 /** `usage` and llama.cpp's `timings` of a chunk or an answer, into `c`. */
-export function readCounts(c: Counts, o: Record<string, unknown>): void {
-  const u = o.usage;
+export function readCounts(c: Counts, u: unknown, t: unknown): void {
   if (typeof u === "object" && u !== null) {
     const usage = u as Record<string, unknown>;
     c.promptTokens = num(usage.prompt_tokens) ?? c.promptTokens;
     c.evalTokens = num(usage.completion_tokens) ?? c.evalTokens;
   }
-  const t = o.timings;
   if (typeof t === "object" && t !== null) {
     const tm = t as Record<string, unknown>;
     c.promptTokens ??= num(tm.prompt_n);

@@ -5,7 +5,7 @@
  */
 import { createHash } from "node:crypto";
 import type { ModelConfig } from "../../config/types.ts";
-import type { ModelStatusJson } from "../gateway.ts";
+import type { ModelStatusJson } from "../status-json.ts";
 
 const GIB = 1024 ** 3;
 /** Ollama's `expires_at` for a model kept resident for ever (`keep_alive: -1`). */

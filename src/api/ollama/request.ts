@@ -1,10 +1,12 @@
 /**
  * Ollama `/api/chat` and `/api/generate` requests → the upstream's OpenAI chat completions
- * request (or, for a `raw` generate, its completions request). Pure: the body in, the upstream
- * body and what the route needs to know out; a malformed field is a 400 naming it.
+ * request (or, for a `raw` generate, its completions request), docs/translation.md §5. Pure:
+ * the body in, the upstream body and what the route needs to know out. The body is checked
+ * against its schema first (`wire.ts`): a malformed field is a 400 naming it.
  */
-import type { OaiMessage, OaiPart, OaiToolCall } from "../anthropic/translate/openai-types.ts";
-import { type Profile, reasoningFields } from "../anthropic/translate/profile.ts";
+
+import { type Profile, reasoningFields } from "../chat/profile.ts";
+import type { OaiMessage, OaiPart, OaiToolCall } from "../chat/wire.ts";
 import { badRequest } from "../request/body.ts";
 import { keepAliveMs } from "./keep-alive.ts";
 import {
@@ -13,13 +15,13 @@ import {
   type Json,
   responseFormat,
   sampling,
-  streamFlag,
   type Think,
-  think,
   thinkFields,
 } from "./options.ts";
+import { ChatBody, check, GenerateBody, type MessageBody } from "./wire.ts";
 
-export interface OllamaAsk {
+/** One Ollama chat or generate request, read, and the chat request it becomes upstream. */
+export interface OllamaRequest {
   /** The model as the client named it (echoed in every answer). */
   name: string;
   stream: boolean;
@@ -36,19 +38,12 @@ export interface OllamaAsk {
   offersTools: boolean;
 }
 
-const ROLES = new Set(["system", "user", "assistant", "tool"]);
-
-function text(v: unknown, field: string): string {
-  if (v === undefined || v === null) return "";
-  if (typeof v !== "string") throw badRequest(`"${field}" must be a string`, field);
-  return v;
-}
-
 /** What both routes read the same way. */
-function common(body: Json, profile: Profile, upstreamModel: string) {
-  const stream = streamFlag(body.stream);
+function common(body: ChatBody | GenerateBody, profile: Profile, upstreamModel: string) {
+  // Ollama streams unless told `false`.
+  const stream = body.stream ?? true;
   const { fields, numCtx } = sampling(body.options);
-  const t = think(body.think);
+  const t = body.think ?? undefined;
   const upstream: Json = { model: upstreamModel, ...fields, ...thinkFields(t, profile) };
   const format = responseFormat(body.format);
   if (format) upstream.response_format = format;
@@ -68,14 +63,11 @@ export function modelName(body: Json): string {
 }
 
 /** `/api/chat`. */
-export function chatRequest(body: Json, profile: Profile, upstreamModel: string): OllamaAsk {
-  const name = modelName(body);
+export function chatRequest(raw: Json, profile: Profile, upstreamModel: string): OllamaRequest {
+  const name = modelName(raw);
+  const body = check<ChatBody>(ChatBody, raw);
   const c = common(body, profile, upstreamModel);
-  const raw = body.messages;
-  if (raw !== undefined && raw !== null && !Array.isArray(raw)) {
-    throw badRequest('"messages" must be a list', "messages");
-  }
-  const messages = toMessages(raw ?? [], profile);
+  const messages = toMessages(body.messages ?? [], profile);
   const tools = toTools(body.tools);
   if (tools.length > 0) c.upstream.tools = tools;
   c.upstream.messages = messages;
@@ -89,21 +81,19 @@ export function chatRequest(body: Json, profile: Profile, upstreamModel: string)
 }
 
 /** `/api/generate`: the prompt as a user turn (after `system`), or as it is when `raw`. */
-export function generateRequest(body: Json, profile: Profile, upstreamModel: string): OllamaAsk {
-  const name = modelName(body);
+export function generateRequest(raw: Json, profile: Profile, upstreamModel: string): OllamaRequest {
+  const name = modelName(raw);
+  const body = check<GenerateBody>(GenerateBody, raw);
   const c = common(body, profile, upstreamModel);
-  const prompt = text(body.prompt, "prompt");
-  const system = text(body.system, "system");
-  if (text(body.suffix, "suffix") !== "") {
+  const prompt = body.prompt ?? "";
+  const system = body.system ?? "";
+  if ((body.suffix ?? "") !== "") {
     throw badRequest(
       '"suffix" (fill-in-the-middle) is not supported; send the prompt alone',
       "suffix",
     );
   }
-  const images = imageParts(body.images, "images");
-  if (body.raw !== undefined && typeof body.raw !== "boolean") {
-    throw badRequest('"raw" must be true or false', "raw");
-  }
+  const images = imageParts(body.images);
   const base = { name, ...c, offersTools: false, loadOnly: prompt === "" && images.length === 0 };
   if (body.raw === true) {
     if (images.length > 0) throw badRequest('"images" cannot be sent with "raw"', "images");
@@ -121,30 +111,22 @@ export function generateRequest(body: Json, profile: Profile, upstreamModel: str
   return { ...base, path: "/v1/chat/completions", upstream: c.upstream };
 }
 
-function toMessages(raw: unknown[], profile: Profile): OaiMessage[] {
+function toMessages(raw: readonly MessageBody[], profile: Profile): OaiMessage[] {
   const out: OaiMessage[] = [];
   /** The latest assistant turn's calls not answered yet: a tool result takes its id from them. */
   let open: OaiToolCall[] = [];
   let nextId = 0;
-  raw.forEach((m, i) => {
-    const at = `messages[${i}]`;
-    if (!isObject(m)) throw badRequest(`"${at}" must be an object`, at);
+  raw.forEach((m) => {
     const role = m.role;
-    if (typeof role !== "string" || !ROLES.has(role)) {
-      throw badRequest(
-        `"${at}.role" must be "system", "user", "assistant" or "tool"`,
-        `${at}.role`,
-      );
-    }
-    const content = text(m.content, `${at}.content`);
-    const images = imageParts(m.images, `${at}.images`);
+    const content = m.content ?? "";
+    const images = imageParts(m.images);
     const parts: OaiPart[] | string =
       images.length > 0
         ? [...(content ? [{ type: "text" as const, text: content }] : []), ...images]
         : content;
     if (role === "tool") {
-      const toolName = text(m.tool_name, `${at}.tool_name`);
-      const given = text(m.tool_call_id, `${at}.tool_call_id`);
+      const toolName = m.tool_name ?? "";
+      const given = m.tool_call_id ?? "";
       const k = open.findIndex((c) =>
         given !== "" ? c.id === given : toolName === "" || c.function.name === toolName,
       );
@@ -152,15 +134,15 @@ function toMessages(raw: unknown[], profile: Profile): OaiMessage[] {
       out.push({ role: "tool", content, tool_call_id: id });
       return;
     }
-    const msg: OaiMessage = { role: role as OaiMessage["role"], content: parts };
+    const msg: OaiMessage = { role, content: parts };
     if (role === "assistant") {
-      const calls = toToolCalls(m.tool_calls, `${at}.tool_calls`, () => `call_${nextId++}`);
+      const calls = toToolCalls(m.tool_calls ?? [], () => `call_${nextId++}`);
       if (calls.length > 0) {
         msg.tool_calls = calls;
         if (content === "") msg.content = null;
       }
       open = calls.slice();
-      const thinking = text(m.thinking, `${at}.thinking`);
+      const thinking = m.thinking ?? "";
       if (thinking !== "") for (const f of reasoningFields(profile)) msg[f] = thinking;
     }
     out.push(msg);
@@ -169,19 +151,12 @@ function toMessages(raw: unknown[], profile: Profile): OaiMessage[] {
 }
 
 /** Ollama's assistant tool calls (`arguments` an object) → OpenAI's (`arguments` a string). */
-function toToolCalls(raw: unknown, field: string, id: () => string): OaiToolCall[] {
-  if (raw === undefined || raw === null) return [];
-  if (!Array.isArray(raw)) throw badRequest(`"${field}" must be a list`, field);
-  return raw.map((c, j) => {
-    const f = isObject(c) ? c.function : undefined;
-    if (!isObject(f) || typeof f.name !== "string" || f.name === "") {
-      throw badRequest(`"${field}[${j}].function.name" must be a string`, `${field}[${j}]`);
-    }
+function toToolCalls(raw: NonNullable<MessageBody["tool_calls"]>, id: () => string): OaiToolCall[] {
+  return raw.map((c) => {
+    const f = c.function;
     const args = f.arguments ?? {};
-    if (!isObject(args) && typeof args !== "string") {
-      throw badRequest(`"${field}[${j}].function.arguments" must be an object`, `${field}[${j}]`);
-    }
-    const given = isObject(c) && typeof c.id === "string" && c.id !== "" ? c.id : null;
+    const id0 = (c as { id?: unknown }).id;
+    const given = typeof id0 === "string" && id0 !== "" ? id0 : null;
     return {
       id: given ?? id(),
       type: "function" as const,
@@ -190,15 +165,11 @@ function toToolCalls(raw: unknown, field: string, id: () => string): OaiToolCall
   });
 }
 
-/** Ollama's tools are OpenAI's shape already; checked, and passed on. */
-function toTools(raw: unknown): Json[] {
-  if (raw === undefined || raw === null) return [];
-  if (!Array.isArray(raw)) throw badRequest('"tools" must be a list', "tools");
-  return raw.map((t, i) => {
-    const f = isObject(t) ? t.function : undefined;
-    if (!isObject(f) || typeof f.name !== "string" || f.name === "") {
-      throw badRequest(`"tools[${i}].function.name" must be a string`, `tools[${i}]`);
-    }
+/** Ollama's tools are OpenAI's shape already (their names checked by the schema): passed on. */
+function toTools(raw: ChatBody["tools"]): Json[] {
+  if (!raw) return [];
+  return raw.map((t) => {
+    const f = t.function as Json & { name: string };
     const fn: Json = {
       name: f.name,
       parameters: isObject(f.parameters) ? f.parameters : { type: "object", properties: {} },

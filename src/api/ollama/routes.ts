@@ -5,8 +5,11 @@
  * which qm refuses: it serves the models in its config. They share `/api/` with qm's control routes, which keep theirs.
  */
 import { Elysia } from "elysia";
+import type { ApiKey } from "../../keys/api-key.ts";
 import { QmError } from "../../shared/errors.ts";
 import { createLogger, type Logger } from "../../shared/log.ts";
+import { keyOf } from "../edge/caller.ts";
+import { visible } from "../edge/visible.ts";
 import type { Gateway } from "../gateway.ts";
 import { parseJsonObject, readBody } from "../request/body.ts";
 import { handleGenerate } from "./chat.ts";
@@ -41,28 +44,31 @@ export function ollamaRoutes(
   log: Logger = createLogger("error", () => {}),
 ) {
   const modifiedAt = new Date(clock()).toISOString();
-  const listed = () => Object.values(gw.config.models).filter((m) => !m.unlisted);
-  const answers: Record<string, () => unknown> = {
+  const listed = (key: ApiKey) =>
+    Object.values(gw.config.models).filter((m) => !m.unlisted && visible(gw, key, m));
+  const peerModels = (key: ApiKey) =>
+    (gw.peers?.models() ?? []).filter((r) => visible(gw, key, r.model));
+  const answers: Record<string, (key: ApiKey) => unknown> = {
     "/api/version": () => ({ version: OLLAMA_VERSION }),
     // A peer's models are listed by their `PEER/MODEL` names (src/peers).
-    "/api/tags": () => ({
-      models: [...listed(), ...(gw.peers?.models() ?? []).map((r) => r.model)].map((m) =>
+    "/api/tags": (key) => ({
+      models: [...listed(key), ...peerModels(key).map((r) => r.model)].map((m) =>
         tagEntry(m, modifiedAt),
       ),
     }),
-    "/api/ps": () => {
+    "/api/ps": (key) => {
       const now = clock();
       const models = gw
         .status()
         .models.filter(isResident)
         .flatMap((s) => {
           const m = gw.config.models[s.id];
-          return m && !m.unlisted ? [psEntry(m, s, modifiedAt, now)] : [];
+          return m && !m.unlisted && visible(gw, key, m) ? [psEntry(m, s, modifiedAt, now)] : [];
         });
       // A peer's loaded models, by their `PEER/MODEL` names, while the peer is up (a down
       // peer's last word on its models is stale).
       const peers = gw.peers;
-      for (const r of peers?.models() ?? []) {
+      for (const r of peerModels(key)) {
         if (r.state === "ready" && peers?.health(r.model.peer!.peer) === "up") {
           models.push(peerPsEntry(r.model, modifiedAt));
         }
@@ -74,7 +80,7 @@ export function ollamaRoutes(
   for (const path of GETS) {
     app.all(path, ({ request }) =>
       request.method === "GET"
-        ? Response.json(answers[path]!())
+        ? Response.json(answers[path]!(keyOf(request)))
         : notAllowed(request.method, path, "GET"),
     );
   }
@@ -122,7 +128,12 @@ export function ollamaRoutes(
         }
         // A peer's model is described from the routing table (bare, alias or `PEER/MODEL`,
         // the peer's health aside): nothing is sent to the peer.
-        const byName = (n: string) => gw.resolve(n) ?? gw.peers?.lookup(n);
+        const key = keyOf(request);
+        const byName = (n: string) => {
+          const m = gw.resolve(n) ?? gw.peers?.lookup(n);
+          // A model the key may not use is not found, as a name that names nothing.
+          return m && visible(gw, key, m) ? m : undefined;
+        };
         const model = byName(name) ?? byName(name.replace(/:latest$/, ""));
         if (!model) throw new QmError("model_not_found", `model "${name}" not found`);
         return Response.json(showEntry(model, modifiedAt));

@@ -1,18 +1,20 @@
 /**
- * The pure stream transducer: the upstream's OpenAI stream, one SSE `data` payload at a time,
- * → Ollama's NDJSON lines (one JSON object and "\n" each). No I/O and no clock of its own (it
- * is handed one), so it is tested by feeding it payloads; the bytes are framed by `SseEvents`
- * in `ndjson-body.ts`.
+ * The stream translator: the upstream's chat stream, as steps (`api/chat/chunk.ts`), in;
+ * Ollama's NDJSON lines (one JSON object and "\n" each) out. Pure: no I/O, no JSON parsing, and
+ * no clock of its own (it is handed one), so it is tested by feeding it steps; the bytes are
+ * read and framed by `api/chat/translated-body.ts`.
  *
  * Text and thinking deltas become lines as they come. Tool calls are gathered and sent whole
  * in one line once the answer's `finish_reason` says they are complete (Ollama never sends a
  * partial call). The `done` line goes out at `[DONE]` (or the body's end after a finish
  * reason), after the usage chunk that `stream_options.include_usage` asks for, so its counts
- * are the upstream's own.
+ * are the upstream's own. NDJSON has no comment and no keep-alive line: `: qm-status` comments
+ * are not relayed, and a quiet upstream writes nothing.
  */
 
-import type { OaiToolCallDelta } from "../anthropic/translate/openai-types.ts";
-import type { AnswerFigures } from "../exchange/figures.ts";
+import type { ChatDelta, ChatStep } from "../chat/chunk.ts";
+import { ToolCalls } from "../chat/tool-calls.ts";
+import { type ChatTranslator, failureMessage, type StreamFailure } from "../chat/translator.ts";
 import {
   type Clock,
   type Counts,
@@ -25,7 +27,7 @@ import {
   type Timing,
 } from "./lines.ts";
 import type { Think } from "./options.ts";
-import { ToolCallAssembly } from "./tool-calls.ts";
+import { wholeCalls } from "./tool-calls.ts";
 
 export interface StreamShape {
   kind: Kind;
@@ -36,61 +38,60 @@ export interface StreamShape {
   clock: Clock;
 }
 
-type Rec = Record<string, unknown>;
-const isRec = (v: unknown): v is Rec => typeof v === "object" && v !== null;
-
-export class NdjsonTranslator {
+export class NdjsonTranslator implements ChatTranslator {
   private readonly head: string;
   private readonly counts: Counts = {};
-  private readonly calls = new ToolCallAssembly();
+  private readonly calls = new ToolCalls();
   private firstToken: number | null = null;
   private finish: string | null = null;
   private deltas = 0;
   /** The last line went out (`done: true` or an error). */
   finished = false;
+  /** The `done` line went out: the answer is whole. */
+  answered = false;
   /** The answer ended in tool calls. */
   toolCalls = false;
-  /** Told each upstream chunk, for the request's record (token counts, finish reason). */
-  figures: AnswerFigures | null = null;
+  readonly relaysStatus = false;
 
   constructor(private readonly s: StreamShape) {
     this.head = `{"model":${JSON.stringify(s.model)},"created_at":"`;
   }
 
-  /** One SSE `data` payload; returns the lines it makes ("" for none). */
-  event(data: string): string {
+  /** Nothing until the model says something: every line is an answer's. */
+  start(): string {
+    return "";
+  }
+
+  keepAlive(): string {
+    return "";
+  }
+
+  /** One step; returns the lines it makes ("" for none). */
+  step(s: ChatStep): string {
     if (this.finished) return "";
-    if (data === "[DONE]") return this.done();
-    let chunk: unknown;
-    try {
-      chunk = JSON.parse(data);
-    } catch {
-      // Not a chunk (a server's keep-alive text): nothing to say.
-      return "";
-    }
-    if (!isRec(chunk)) return "";
-    if (chunk.error !== undefined) return this.fail(upstreamMessage(chunk.error));
-    if (chunk.usage !== undefined || chunk.timings !== undefined) readCounts(this.counts, chunk);
-    this.figures?.chunk(chunk);
-    const choice = Array.isArray(chunk.choices) ? chunk.choices[0] : undefined;
-    if (!isRec(choice)) return "";
+    if (s.kind === "done") return this.done();
+    if (s.kind === "error") return this.failLine(s.message);
+    return this.delta(s);
+  }
+
+  private delta(s: ChatDelta): string {
+    if (s.usage !== null || s.timings !== null) readCounts(this.counts, s.usage, s.timings);
     let out = "";
-    const delta = isRec(choice.delta) ? choice.delta : null;
-    const content = delta ? delta.content : choice.text;
-    const thinking = delta ? (delta.reasoning_content ?? delta.reasoning) : undefined;
-    const c = typeof content === "string" ? content : "";
-    const t = typeof thinking === "string" && this.s.think !== false ? thinking : "";
-    if (c !== "" || t !== "") {
+    const t = this.s.think !== false ? s.reasoning : "";
+    if (s.text !== "" || t !== "") {
       this.firstToken ??= this.s.clock.now();
       this.deltas++;
-      out += t === "" ? this.textLine(c) : this.line({ content: c, thinking: t }, null);
+      out +=
+        t === ""
+          ? this.textLine(s.text, s.literal)
+          : this.line({ content: s.text, thinking: t }, null);
     }
-    if (delta && Array.isArray(delta.tool_calls) && delta.tool_calls.length > 0) {
+    if (s.tools !== null) {
       this.firstToken ??= this.s.clock.now();
-      this.calls.add(delta.tool_calls as OaiToolCallDelta[]);
+      for (const d of s.tools) this.calls.add(d);
     }
-    if (typeof choice.finish_reason === "string" && choice.finish_reason !== "") {
-      this.finish = choice.finish_reason;
+    if (s.finish !== null) {
+      this.finish = s.finish;
       out += this.flushCalls();
     }
     return out;
@@ -100,13 +101,17 @@ export class NdjsonTranslator {
   end(): string {
     if (this.finished) return "";
     if (this.finish === null && this.calls.size === 0) {
-      return this.fail(`model "${this.s.model}" ended its answer without finishing it`);
+      return this.failLine(`model "${this.s.model}" ended its answer without finishing it`);
     }
     return this.done();
   }
 
+  fail(f: StreamFailure): string {
+    return this.failLine(failureMessage(f));
+  }
+
   /** The error line (Ollama's stream error: `{"error": "…"}`); the stream is over. */
-  fail(message: string): string {
+  private failLine(message: string): string {
     if (this.finished) return "";
     this.finished = true;
     return `${JSON.stringify({ error: message })}\n`;
@@ -115,6 +120,7 @@ export class NdjsonTranslator {
   private done(): string {
     const calls = this.flushCalls();
     this.finished = true;
+    this.answered = true;
     const end = this.s.clock.now();
     const c = this.counts;
     // A server that reports no usage: each delta is about one token.
@@ -129,26 +135,22 @@ export class NdjsonTranslator {
   private flushCalls(): string {
     if (this.calls.size === 0) return "";
     this.toolCalls = true;
-    return this.line({ content: "", toolCalls: this.calls.take() }, null);
+    const toolCalls = wholeCalls(this.calls.all);
+    this.calls.clear();
+    return this.line({ content: "", toolCalls }, null);
   }
 
-  /** The common line, written without building an object. */
-  private textLine(content: string): string {
+  /** The common line, written without building an object (`literal`: the text, escaped). */
+  private textLine(content: string, literal: string | null): string {
+    const text = literal ?? JSON.stringify(content);
     const body =
       this.s.kind === "chat"
-        ? `"message":{"role":"assistant","content":${JSON.stringify(content)}}`
-        : `"response":${JSON.stringify(content)}`;
+        ? `"message":{"role":"assistant","content":${text}}`
+        : `"response":${text}`;
     return `${this.head}${this.s.clock.iso()}",${body},"done":false}\n`;
   }
 
   private line(p: Piece, final: Record<string, unknown> | null): string {
     return `${JSON.stringify(lineObject(this.s.model, this.s.clock.iso(), this.s.kind, p, final))}\n`;
   }
-}
-
-/** The message of an upstream error object (`{"message"}`, or a plain string). */
-export function upstreamMessage(e: unknown): string {
-  if (typeof e === "string") return e;
-  if (isRec(e) && typeof e.message === "string") return e.message;
-  return "the model's server reported an error";
 }

@@ -32,6 +32,8 @@ function openaiType(err: QmError): string {
       return "authentication_error";
     case 403:
       return "permission_error";
+    case 429:
+      return "rate_limit_error";
     case 499:
       return "cancelled";
     case 503:

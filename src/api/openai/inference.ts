@@ -3,14 +3,14 @@ import { OPENAI_TOOL_CALLS } from "../../proxy/end-scan.ts";
 import { forward } from "../../proxy/forward.ts";
 import { asQmError } from "../../shared/errors.ts";
 import type { Logger } from "../../shared/log.ts";
-import { profileOf } from "../anthropic/translate/profile.ts";
+import { profileOf } from "../chat/profile.ts";
 import type { Call } from "../exchange/call.ts";
 import {
-  type Asks,
   admit,
   type Exchange,
   type ExchangeApi,
   runExchange,
+  type SchedulingOptions,
 } from "../exchange/exchange.ts";
 import { Observer } from "../exchange/observer.ts";
 import type { Gateway } from "../gateway.ts";
@@ -47,7 +47,7 @@ export const LOAD: ExchangeApi = { name: "load", error: openaiError };
 interface Parsed {
   stream: boolean;
   /** The `model` the client sent, which its answer carries (multipart answers keep theirs). */
-  asked: string | undefined;
+  requestedModel: string | undefined;
   body: Uint8Array;
   /** The request offers tools: only then can the answer end in tool calls. */
   offersTools: boolean;
@@ -74,10 +74,10 @@ async function parse(
     return { ...(await parseMultipart(gw, request, bytes, type, pathAndQuery)), bytes };
   }
   const obj = parseJsonObject(bytes);
-  const named = resolveModel(gw, obj.model);
+  const named = resolveModel(gw, obj.model, request);
   const model = named instanceof Promise ? await named : named;
   const stream = obj.stream === true;
-  const asked = obj.model as string;
+  const requestedModel = obj.model as string;
   const offersTools = nonEmpty(obj.tools) || nonEmpty(obj.functions);
   let body = bytes;
   const renamed = model.useModelName !== "";
@@ -90,7 +90,7 @@ async function parse(
   }
   const parsed = {
     stream,
-    asked,
+    requestedModel,
     body,
     offersTools,
     headers: request.headers,
@@ -156,7 +156,7 @@ async function parseMultipart(
     .formData()
     .catch(() => null);
   if (!form) throw badRequest("request body is not valid multipart/form-data");
-  const model = await resolveModel(gw, form.get("model"));
+  const model = await resolveModel(gw, form.get("model"), request);
   const stream = form.get("stream") === "true";
   const renamed = model.useModelName !== "";
   if (renamed) form.set("model", model.useModelName);
@@ -165,7 +165,7 @@ async function parseMultipart(
       model,
       parsed: {
         stream,
-        asked: undefined,
+        requestedModel: undefined,
         body: bytes,
         offersTools: false,
         headers: request.headers,
@@ -183,7 +183,7 @@ async function parseMultipart(
     model,
     parsed: {
       stream,
-      asked: undefined,
+      requestedModel: undefined,
       body,
       offersTools: false,
       headers,
@@ -207,7 +207,7 @@ function send(x: Exchange<Parsed>, call: Call): Promise<Response> {
     headers: p.headers,
     body: p.body,
     call,
-    answerModel: p.asked,
+    answerModel: p.requestedModel,
     checkSse: COMPLETIONS.test(p.pathAndQuery) ? REQUIRE_DONE : NO_DONE,
     stripUsage: p.stripUsage,
   });
@@ -216,12 +216,12 @@ function send(x: Exchange<Parsed>, call: Call): Promise<Response> {
 /** Handles one OpenAI inference request end to end; always returns a Response. */
 export async function handleInference(req: InferenceRequest): Promise<Response> {
   const { gw, request } = req;
-  let asks: Asks;
+  let scheduling: SchedulingOptions;
   let model: ModelConfig;
   let parsed: Parsed;
   let bytes: Uint8Array;
   try {
-    asks = admit(gw, request);
+    scheduling = admit(gw, request);
     ({ model, parsed, bytes } = await parse(gw, request, req.pathAndQuery, req.route));
   } catch (err) {
     return openaiError(asQmError(err));
@@ -230,16 +230,18 @@ export async function handleInference(req: InferenceRequest): Promise<Response> 
   // when it can matter: holds are on, and the request offered tools to call.
   const sched = gw.config.scheduler;
   const watch =
-    parsed.offersTools && sched.holdOn === "tool_calls" && (asks.holdMs ?? sched.holdMs) > 0;
+    parsed.offersTools && sched.holdOn === "tool_calls" && (scheduling.holdMs ?? sched.holdMs) > 0;
   return runExchange({
     gw,
     request,
     model,
-    asks,
+    scheduling,
     api: OPENAI,
     log: req.log,
     placeholder: parsed.stream && STREAMING_PATHS.has(req.route),
-    observer: watch ? new Observer(OPENAI_TOOL_CALLS) : null,
+    // An OpenAI answer says how it ended at its end: only that is scanned (observer.ts).
+    observer: new Observer(watch ? OPENAI_TOOL_CALLS : null, { tail: true }),
+    offersTools: parsed.offersTools,
     body: bytes,
     parsed,
     send,

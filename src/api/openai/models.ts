@@ -1,19 +1,22 @@
 /**
- * `GET /v1/models` and `GET /v1/models/{id}`, in the OpenAI shape, or in the Anthropic one
- * (docs.anthropic.com "Models API": `type`, `display_name`, `created_at` in RFC 3339, and
- * `has_more` / `first_id` / `last_id` on the list) when the request carries
- * `anthropic-version`, as the Anthropic SDKs always send.
+ * `GET /v1/models` and `GET /v1/models/{id}`, in the OpenAI shape, or in another API's when
+ * the request asks for it (`ModelsShape`: Anthropic's, for a request with `anthropic-version`).
  */
 import type { ModelConfig } from "../../config/types.ts";
 import { QmError } from "../../shared/errors.ts";
-import { anthropicError } from "../anthropic/errors.ts";
+import { keyOf } from "../edge/caller.ts";
+import { visible } from "../edge/visible.ts";
 import type { Gateway } from "../gateway.ts";
 import { openaiError } from "./errors.ts";
 
 const PREFIX = "/models/";
 
-function anthropicShaped(request: Request): boolean {
-  return request.headers.has("anthropic-version");
+/** Another API's shape of the model list, used for the requests that ask for it. */
+export interface ModelsShape {
+  wants(request: Request): boolean;
+  list(models: ModelConfig[], now: number): Response;
+  one(model: ModelConfig, now: number): Response;
+  error(err: QmError): Response;
 }
 
 function openaiModel(gw: Gateway, m: ModelConfig, created: number) {
@@ -25,10 +28,6 @@ function openaiModel(gw: Gateway, m: ModelConfig, created: number) {
     aliases: m.aliases,
     status: { value: gw.modelState(m.id) },
   };
-}
-
-function anthropicModel(m: ModelConfig, createdAt: string) {
-  return { type: "model", id: m.id, display_name: m.id, created_at: createdAt };
 }
 
 /** A peer's model, by its `PEER/MODEL` id, marked with its peer and what the peer says of it. */
@@ -45,19 +44,16 @@ function peerEntry(m: ModelConfig, state: string, created: number) {
   };
 }
 
-export function listModels(gw: Gateway, request: Request, now = Date.now()): Response {
-  const models = Object.values(gw.config.models).filter((m) => !m.unlisted);
-  const remote = gw.peers?.models() ?? [];
-  if (anthropicShaped(request)) {
-    const at = new Date(now).toISOString();
-    const data = [...models, ...remote.map((r) => r.model)].map((m) => anthropicModel(m, at));
-    return Response.json({
-      data,
-      has_more: false,
-      first_id: data[0]?.id ?? null,
-      last_id: data.at(-1)?.id ?? null,
-    });
-  }
+export function listModels(
+  gw: Gateway,
+  request: Request,
+  now = Date.now(),
+  other: ModelsShape | null = null,
+): Response {
+  const key = keyOf(request);
+  const models = Object.values(gw.config.models).filter((m) => !m.unlisted && visible(gw, key, m));
+  const remote = (gw.peers?.models() ?? []).filter((r) => visible(gw, key, r.model));
+  if (other?.wants(request)) return other.list([...models, ...remote.map((r) => r.model)], now);
   const created = Math.floor(now / 1000);
   const data: object[] = models.map((m) => openaiModel(gw, m, created));
   for (const r of remote) data.push(peerEntry(r.model, r.state, created));
@@ -65,7 +61,12 @@ export function listModels(gw: Gateway, request: Request, now = Date.now()): Res
 }
 
 /** One model by id or alias; ids may contain `/`, so everything after the prefix is the id. */
-export function retrieveModel(gw: Gateway, request: Request, now = Date.now()): Response {
+export function retrieveModel(
+  gw: Gateway,
+  request: Request,
+  now = Date.now(),
+  other: ModelsShape | null = null,
+): Response {
   const path = new URL(request.url).pathname;
   // `/v1/models/{id}` or its un-prefixed alias `/models/{id}`; ids may contain `/`.
   const raw = path.slice(path.indexOf(PREFIX) + PREFIX.length);
@@ -75,11 +76,16 @@ export function retrieveModel(gw: Gateway, request: Request, now = Date.now()): 
   } catch {
     name = raw;
   }
-  const model = name === "" ? undefined : gw.resolve(name);
-  const anthropic = anthropicShaped(request);
-  const remote = model ? undefined : gw.peers?.models().find((r) => r.model.id === name);
+  const key = keyOf(request);
+  const found = name === "" ? undefined : gw.resolve(name);
+  // A model the key may not use is not found, as a name that names nothing.
+  const model = found && visible(gw, key, found) ? found : undefined;
+  const shape = other?.wants(request) ? other : null;
+  const remote = found
+    ? undefined
+    : gw.peers?.models().find((r) => r.model.id === name && visible(gw, key, r.model));
   if (remote) {
-    if (anthropic) return Response.json(anthropicModel(remote.model, new Date(now).toISOString()));
+    if (shape) return shape.one(remote.model, now);
     return Response.json(peerEntry(remote.model, remote.state, Math.floor(now / 1000)));
   }
   if (!model) {
@@ -88,8 +94,8 @@ export function retrieveModel(gw: Gateway, request: Request, now = Date.now()): 
       `model "${name}" not found; GET /v1/models lists them`,
       { param: "model" },
     );
-    return anthropic ? anthropicError(err) : openaiError(err);
+    return shape ? shape.error(err) : openaiError(err);
   }
-  if (anthropic) return Response.json(anthropicModel(model, new Date(now).toISOString()));
+  if (shape) return shape.one(model, now);
   return Response.json(openaiModel(gw, model, Math.floor(now / 1000)));
 }

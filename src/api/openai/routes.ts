@@ -4,12 +4,12 @@ import { forward } from "../../proxy/forward.ts";
 import { asQmError, QmError } from "../../shared/errors.ts";
 import type { Logger } from "../../shared/log.ts";
 import type { Call } from "../exchange/call.ts";
-import { type Asks, admit, type Exchange, runExchange } from "../exchange/exchange.ts";
+import { admit, type Exchange, runExchange, type SchedulingOptions } from "../exchange/exchange.ts";
 import type { Gateway } from "../gateway.ts";
 import { readBody } from "../request/body.ts";
 import { openaiError } from "./errors.ts";
 import { handleInference, UPSTREAM } from "./inference.ts";
-import { listModels, retrieveModel } from "./models.ts";
+import { listModels, type ModelsShape, retrieveModel } from "./models.ts";
 
 /** OpenAI inference routes: the body's `model` (a multipart field for audio) picks the model. */
 export const INFERENCE_PATHS = [
@@ -65,7 +65,8 @@ export function inferenceRoute(gw: Gateway, path: string, log: Logger, v1: strin
   };
 }
 
-export function openaiRoutes(gw: Gateway, log: Logger) {
+/** `models`: another API's shape of `/v1/models`, for the requests that ask for it. */
+export function openaiRoutes(gw: Gateway, log: Logger, models: ModelsShape | null = null) {
   const app = new Elysia();
   for (const [path, v1] of INFERENCE_ROUTES) {
     const handle = inferenceRoute(gw, path, log, v1);
@@ -77,13 +78,13 @@ export function openaiRoutes(gw: Gateway, log: Logger) {
       if (request.method !== "GET") {
         return methodNotAllowed(request.method, `${prefix}/models`, "GET");
       }
-      return listModels(gw, request);
+      return listModels(gw, request, Date.now(), models);
     });
     app.all(`${prefix}/models/*`, ({ request }) => {
       if (request.method !== "GET") {
         return methodNotAllowed(request.method, new URL(request.url).pathname, "GET");
       }
-      return retrieveModel(gw, request);
+      return retrieveModel(gw, request, Date.now(), models);
     });
   }
 
@@ -121,10 +122,10 @@ async function upstream(gw: Gateway, request: Request, log: Logger): Promise<Res
     );
   }
   const bodiless = request.method === "GET" || request.method === "HEAD";
-  let asks: Asks;
+  let scheduling: SchedulingOptions;
   let body: Uint8Array | null = null;
   try {
-    asks = admit(gw, request);
+    scheduling = admit(gw, request);
     if (!bodiless) body = await readBody(request, gw.config.server.maxBodyBytes);
   } catch (err) {
     return openaiError(asQmError(err), { "x-qm-model": model.id });
@@ -133,7 +134,7 @@ async function upstream(gw: Gateway, request: Request, log: Logger): Promise<Res
     gw,
     request,
     model,
-    asks,
+    scheduling,
     api: UPSTREAM,
     log,
     // A GET through /upstream (a model's web UI, an event stream) may idle for long.

@@ -19,7 +19,7 @@ function msHeader(headers: Headers, name: string): number | undefined {
   return n;
 }
 
-/** Per-request scheduling asks: `X-QM-Hold-Ms` and `X-QM-Patience-Ms`. */
+/** Per-request scheduling options: `X-QM-Hold-Ms` and `X-QM-Patience-Ms`. */
 export function schedulingHeaders(headers: Headers): Pick<AcquireHooks, "holdMs" | "patienceMs"> {
   return {
     holdMs: msHeader(headers, "x-qm-hold-ms"),

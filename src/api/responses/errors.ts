@@ -4,6 +4,7 @@
  */
 import { asQmError, type QmError } from "../../shared/errors.ts";
 import { sseEvent } from "../../shared/sse.ts";
+import type { Refusal } from "../chat/refusal.ts";
 import type { ExchangeApi } from "../exchange/exchange.ts";
 import { openaiError } from "../openai/errors.ts";
 
@@ -28,35 +29,18 @@ export const RESPONSES_API: ExchangeApi = {
 
 /**
  * An upstream's refusal before any answer, with its status: its body as it is when it already
- * is OpenAI's envelope (`{"error":{…}}`), else that text wrapped in one.
+ * is OpenAI's envelope (`{"error":{…}}`), else what it said wrapped in one.
  */
-export function upstreamRefusal(status: number, text: string, model: string, headers: Headers) {
+export function upstreamRefusal(r: Refusal, model: string, headers: Headers) {
   headers.set("content-type", "application/json");
-  let parsed: unknown = null;
-  try {
-    parsed = JSON.parse(text);
-  } catch {
-    // not JSON: wrapped below
-  }
-  const e = (parsed as { error?: unknown } | null)?.error;
-  if (
-    typeof e === "object" &&
-    e !== null &&
-    typeof (e as { message?: unknown }).message === "string"
-  ) {
-    return new Response(text, { status, headers });
-  }
-  const message =
-    typeof e === "string"
-      ? e
-      : text.trim().slice(0, 500) || `model "${model}" answered HTTP ${status}`;
+  if (r.envelope) return new Response(r.text, { status: r.status, headers });
   const body = {
     error: {
-      message,
-      type: status >= 500 ? "upstream_error" : "invalid_request_error",
+      message: r.said || `model "${model}" answered HTTP ${r.status}`,
+      type: r.status >= 500 ? "upstream_error" : "invalid_request_error",
       param: null,
       code: null,
     },
   };
-  return new Response(JSON.stringify(body), { status, headers });
+  return new Response(JSON.stringify(body), { status: r.status, headers });
 }

@@ -13,7 +13,7 @@ import type { EndPattern } from "../../proxy/end-scan.ts";
 import { forward } from "../../proxy/forward.ts";
 import type { Logger } from "../../shared/log.ts";
 import type { Call } from "../exchange/call.ts";
-import type { Asks, Exchange } from "../exchange/exchange.ts";
+import type { Exchange, SchedulingOptions } from "../exchange/exchange.ts";
 import { Observer } from "../exchange/observer.ts";
 import { applyParams } from "../request/params.ts";
 import { RESPONSES_API, responsesErrorEvent } from "./errors.ts";
@@ -30,7 +30,7 @@ interface Native {
   body: Uint8Array;
   pathAndQuery: string;
   /** The `model` the client sent, which its answer carries. */
-  asked: string;
+  requestedModel: string;
 }
 
 function send(x: Exchange<Native>, call: Call): Promise<Response> {
@@ -41,7 +41,7 @@ function send(x: Exchange<Native>, call: Call): Promise<Response> {
     headers: x.request.headers,
     body: x.parsed.body,
     call,
-    answerModel: x.parsed.asked,
+    answerModel: x.parsed.requestedModel,
     renderFailure: (err) => encoder.encode(responsesErrorEvent(err)),
   });
 }
@@ -50,7 +50,7 @@ export function nativeExchange(
   request: Request,
   gw: Exchange<Native>["gw"],
   model: ModelConfig,
-  asks: Asks,
+  scheduling: SchedulingOptions,
   log: Logger,
   bytes: Uint8Array,
   body: Record<string, unknown>,
@@ -66,7 +66,7 @@ export function nativeExchange(
     gw,
     request,
     model,
-    asks,
+    scheduling,
     api: RESPONSES_API,
     log,
     placeholder: body.stream === true,
@@ -75,7 +75,7 @@ export function nativeExchange(
     parsed: {
       body: rewritten,
       pathAndQuery: `/v1/responses${q >= 0 ? request.url.slice(q) : ""}`,
-      asked: String(body.model),
+      requestedModel: String(body.model),
     },
     send,
   };

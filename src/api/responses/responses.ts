@@ -2,36 +2,41 @@
  * `POST /v1/responses` end to end, on the one exchange (`../exchange/`): read and translate the
  * request, acquire the model (a cold streaming request waits behind the wait-status
  * placeholder, like chat), send the chat request upstream, translate the answer back — whole,
- * or event by event (`stream-body.ts`) — and end the call with whether the answer called
+ * or event by event (`translate/stream.ts` in `api/chat`'s translated body) — and end the call with whether the answer called
  * functions (the agent-loop hold).
  */
 
-import { failureLogLine } from "../../proxy/causes.ts";
-import { forward } from "../../proxy/forward.ts";
 import { asQmError } from "../../shared/errors.ts";
 import type { Logger } from "../../shared/log.ts";
 import type { Timers } from "../../shared/timer.ts";
-import type { OaiChatRequest, OaiMessage } from "../anthropic/translate/openai-types.ts";
+import { readRefusal } from "../chat/refusal.ts";
+import { sendChat, streamFor } from "../chat/send.ts";
+import type { OaiChatRequest, OaiMessage } from "../chat/wire.ts";
+import { keyOf } from "../edge/caller.ts";
 import type { Call } from "../exchange/call.ts";
 import { earlyStream } from "../exchange/early-stream.ts";
-import { type Asks, admit, type Exchange, headersOf, runExchange } from "../exchange/exchange.ts";
+import {
+  admit,
+  type Exchange,
+  headersOf,
+  runExchange,
+  type SchedulingOptions,
+} from "../exchange/exchange.ts";
 import { Observer } from "../exchange/observer.ts";
 import type { Gateway } from "../gateway.ts";
 import { openaiError } from "../openai/errors.ts";
-import { badRequest, parseJsonObject, readBody } from "../request/body.ts";
+import { parseJsonObject, readBody } from "../request/body.ts";
 import { resolveModel } from "../request/model.ts";
 import { filtered } from "../request/params.ts";
 import { RESPONSES_API, upstreamRefusal } from "./errors.ts";
 import { nativeExchange } from "./native.ts";
-import { type ResponseStore, storeOf } from "./store.ts";
-import { responsesBody } from "./stream-body.ts";
+import { type Asker, type ResponseStore, storeOf } from "./store.ts";
 import { itemId, responseId } from "./translate/ids.ts";
 import { inputItems, toMessages } from "./translate/input.ts";
-import { toChat } from "./translate/request.ts";
+import { checkRequest, toChat } from "./translate/request.ts";
 import { fromChat, hasCalls, type OutputItem, type Shape } from "./translate/response.ts";
 import { ResponsesStream } from "./translate/stream.ts";
-
-const encoder = new TextEncoder();
+import type { ResponsesRequest } from "./wire.ts";
 
 export interface ResponsesOptions {
   /**
@@ -47,6 +52,8 @@ export interface ResponsesOptions {
 /** What a kept response needs besides its final object. */
 interface Keep {
   store: ResponseStore;
+  /** The name of the key that asked: the kept answer is its own. */
+  owner: string;
   history: OaiMessage[];
   turn: OaiMessage[];
   inputItems: Record<string, unknown>[];
@@ -69,23 +76,19 @@ const ECHOED = [
   "previous_response_id",
 ];
 
-/** The request's `previous_response_id` and `store`, checked. */
-function continuation(body: Record<string, unknown>, store: ResponseStore) {
+/**
+ * The conversation `previous_response_id` continues (the asking key's, or any for an admin),
+ * and whether to keep this answer.
+ */
+function continuation(body: ResponsesRequest, store: ResponseStore, asker: Asker) {
   const prev = body.previous_response_id;
   let history: OaiMessage[] = [];
-  if (prev !== undefined && prev !== null) {
-    if (typeof prev !== "string" || prev === "") {
-      throw badRequest("previous_response_id must be a response id", "previous_response_id");
-    }
-    const kept = store.get(prev);
-    if (!kept) throw store.missing(prev, "previous_response_id");
+  if (typeof prev === "string") {
+    const kept = store.get(prev, asker);
+    if (!kept) throw store.missing(prev, asker, "previous_response_id");
     history = kept.conversation;
   }
-  const keep = body.store;
-  if (keep !== undefined && keep !== null && typeof keep !== "boolean") {
-    throw badRequest("store must be a boolean", "store");
-  }
-  return { history, store: keep !== false };
+  return { history, store: body.store !== false };
 }
 
 /** Keeps the answer, and the conversation it ends, when the request asked to. */
@@ -99,6 +102,7 @@ function keepAnswer(k: Keep | null, response: Record<string, unknown>): void {
     // An output qm made always reads back; nothing to keep otherwise.
   }
   k.store.put(String(response.id), {
+    owner: k.owner,
     response,
     conversation: [...k.history, ...k.turn, ...said],
     inputItems: k.inputItems,
@@ -111,23 +115,21 @@ export async function handleResponses(
   opts: ResponsesOptions,
 ): Promise<Response> {
   const { log } = opts;
-  let asks: Asks;
+  let scheduling: SchedulingOptions;
   let parsed: Parsed;
   let model: Awaited<ReturnType<typeof resolveModel>>;
   let bytes: Uint8Array;
   try {
-    asks = admit(gw, request);
+    scheduling = admit(gw, request);
     bytes = await readBody(request, gw.config.server.maxBodyBytes);
     const body = parseJsonObject(bytes);
-    model = await resolveModel(gw, body.model);
+    model = await resolveModel(gw, body.model, request);
     if (model.responsesNative) {
-      return runExchange(nativeExchange(request, gw, model, asks, log, bytes, body));
-    }
-    if (body.stream !== undefined && body.stream !== null && typeof body.stream !== "boolean") {
-      throw badRequest("stream must be a boolean", "stream");
+      return runExchange(nativeExchange(request, gw, model, scheduling, log, bytes, body));
     }
     const store = storeOf(gw);
-    const { history, store: wanted } = continuation(body, store);
+    const asker = keyOf(request);
+    const { history, store: wanted } = continuation(checkRequest(body), store, asker);
     const { chat, dropped, turn, namespaces } = toChat(body, {
       upstreamModel: model.useModelName || String(body.model),
       history,
@@ -140,7 +142,13 @@ export async function handleResponses(
     echo.store = wanted;
     const keep =
       wanted && store.maxEntries > 0
-        ? { store, history, turn, inputItems: inputItems(body.input, () => itemId("msg")) }
+        ? {
+            store,
+            owner: asker.name,
+            history,
+            turn,
+            inputItems: inputItems(body.input, () => itemId("msg")),
+          }
         : null;
     parsed = {
       keep,
@@ -161,7 +169,7 @@ export async function handleResponses(
     gw,
     request,
     model,
-    asks,
+    scheduling,
     api: RESPONSES_API,
     log,
     placeholder: parsed.chat.stream === true,
@@ -174,21 +182,8 @@ export async function handleResponses(
 }
 
 function open(x: Exchange<Parsed>, call: Call): Promise<Response> {
-  const stream = x.parsed.chat.stream === true;
-  return forward({
-    base: call.base,
-    pathAndQuery: "/v1/chat/completions",
-    method: "POST",
-    // A fresh set: no client header means anything to the upstream.
-    headers: new Headers({
-      "content-type": "application/json",
-      accept: stream ? "text/event-stream" : "application/json",
-      "accept-encoding": "identity",
-    }),
-    body: encoder.encode(JSON.stringify(filtered(x.model, x.parsed.chat))),
-    call,
-    raw: true,
-  });
+  const { chat } = x.parsed;
+  return sendChat(call, "/v1/chat/completions", filtered(x.model, chat), chat.stream === true);
 }
 
 function send(x: Exchange<Parsed>, call: Call): Promise<Response> {
@@ -202,11 +197,11 @@ async function sendWhole(x: Exchange<Parsed>, call: Call): Promise<Response> {
   const headers = headersOf(x);
   if (res.status !== 200) {
     call.finish(true);
-    return upstreamRefusal(res.status, text, x.model.id, headers);
+    return upstreamRefusal(readRefusal(res.status, text), x.model.id, headers);
   }
   headers.set("content-type", "application/json");
   const json = call.parseAnswer(text);
-  call.observer.figures.chunk(json);
+  call.observer.usage.readAnswer(json);
   const response = fromChat(json, x.parsed.shape);
   keepAnswer(x.parsed.keep, response);
   call.observer?.ended(hasCalls(response.output as OutputItem[]));
@@ -214,39 +209,24 @@ async function sendWhole(x: Exchange<Parsed>, call: Call): Promise<Response> {
   return new Response(JSON.stringify(response), { status: 200, headers });
 }
 
-function streamFor(
-  x: Exchange<Parsed>,
-  call: Call,
-  upstream: Response | Promise<Response>,
-): ReadableStream<Uint8Array> {
-  const { opts, shape } = x.parsed;
-  const translator = new ResponsesStream(shape);
-  translator.figures = call.observer.figures;
-  return responsesBody({
-    upstream,
-    translator,
-    model: x.model.id,
-    pingMs: opts.pingMs,
-    timers: opts.timers,
-    deadline: call.deadline,
-    logFailure: (error) => call.log.warn(failureLogLine(call.modelId, error, call.stderrTail())),
-    onEnd: (answered, toolCalls) => {
-      if (translator.final) keepAnswer(x.parsed.keep, translator.final);
-      call.observer?.ended(toolCalls);
-      call.finish(answered);
-    },
-    onCancel: () => call.cancel(),
-  });
-}
-
 function sendStream(x: Exchange<Parsed>, call: Call): Promise<Response> {
-  const { opts } = x.parsed;
+  const { opts, shape, keep } = x.parsed;
   return earlyStream(x, call, {
     open: () => open(x, call),
     pingMs: opts.pingMs,
     timers: opts.timers,
-    body: (upstream) => streamFor(x, call, upstream),
+    body: (upstream) => {
+      const translator = new ResponsesStream(shape);
+      return streamFor(call, translator, upstream, {
+        pingMs: opts.pingMs,
+        timers: opts.timers,
+        onEnd: () => {
+          if (translator.final) keepAnswer(keep, translator.final);
+        },
+      });
+    },
     // In OpenAI's envelope, with the upstream's status.
-    refusal: (res, text, headers) => upstreamRefusal(res.status, text, x.model.id, headers),
+    refusal: (res, text, headers) =>
+      upstreamRefusal(readRefusal(res.status, text), x.model.id, headers),
   });
 }

@@ -46,8 +46,8 @@ export function responsesRoutes(
       "/v1/responses/:id",
       ({ request, params }) => {
         const id = params.id;
-        if (request.method === "GET") return answer(() => getResponse(gw, id));
-        if (request.method === "DELETE") return answer(() => deleteResponse(gw, id));
+        if (request.method === "GET") return answer(() => getResponse(gw, id, request));
+        if (request.method === "DELETE") return answer(() => deleteResponse(gw, id, request));
         return notAllowed(request.method, `/v1/responses/${id}`, "GET, DELETE");
       },
       { parse: "none" },
@@ -58,7 +58,7 @@ export function responsesRoutes(
         const id = params.id;
         const path = `/v1/responses/${id}/input_items`;
         if (request.method !== "GET") return notAllowed(request.method, path, "GET");
-        return answer(() => listInputItems(gw, id, new URL(request.url).searchParams));
+        return answer(() => listInputItems(gw, id, request));
       },
       { parse: "none" },
     );

@@ -4,6 +4,7 @@
  * list page: `order` asc|desc, default desc; `limit` 1–100, default 20; `after` an item id).
  */
 import { QmError } from "../../shared/errors.ts";
+import { keyOf } from "../edge/caller.ts";
 import type { Gateway } from "../gateway.ts";
 import { badRequest } from "../request/body.ts";
 import { storeOf } from "./store.ts";
@@ -11,23 +12,28 @@ import { storeOf } from "./store.ts";
 const json = (body: unknown) =>
   new Response(JSON.stringify(body), { headers: { "content-type": "application/json" } });
 
-export function getResponse(gw: Gateway, id: string): Response {
+/** A kept response: only for the key that made it, or an admin key (others: not found). */
+export function getResponse(gw: Gateway, id: string, request: Request): Response {
   const store = storeOf(gw);
-  const kept = store.get(id);
-  if (!kept) throw store.missing(id);
+  const asker = keyOf(request);
+  const kept = store.get(id, asker);
+  if (!kept) throw store.missing(id, asker);
   return json(kept.response);
 }
 
-export function deleteResponse(gw: Gateway, id: string): Response {
+export function deleteResponse(gw: Gateway, id: string, request: Request): Response {
   const store = storeOf(gw);
-  if (!store.delete(id)) throw store.missing(id);
+  const asker = keyOf(request);
+  if (!store.delete(id, asker)) throw store.missing(id, asker);
   return json({ id, object: "response", deleted: true });
 }
 
-export function listInputItems(gw: Gateway, id: string, query: URLSearchParams): Response {
+export function listInputItems(gw: Gateway, id: string, request: Request): Response {
   const store = storeOf(gw);
-  const kept = store.get(id);
-  if (!kept) throw store.missing(id);
+  const asker = keyOf(request);
+  const kept = store.get(id, asker);
+  if (!kept) throw store.missing(id, asker);
+  const query = new URL(request.url).searchParams;
   const order = query.get("order") ?? "desc";
   if (order !== "asc" && order !== "desc")
     throw badRequest('order must be "asc" or "desc"', "order");

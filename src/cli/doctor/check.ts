@@ -8,6 +8,8 @@
 import type { Config } from "../../config/types.ts";
 import type { GgufModel } from "../../gpu/gguf/types.ts";
 import type { ProbeResult } from "../../gpu/types.ts";
+import type { PlatformReport, UnifiedGpuBudget } from "../../platform/types.ts";
+import type { Fetch } from "../../shared/fetch.ts";
 
 export interface Finding {
   /** What was checked: `config`, `program qwen-7b`, `port 127.0.0.1:8080`. */
@@ -51,11 +53,24 @@ export interface DoctorDeps {
   probeGpu(command: string): Promise<ProbeResult>;
   /** A GGUF model's header (all parts of a split one), or why it cannot be read. */
   readModel(path: string): Promise<{ ok: true; model: GgufModel } | { ok: false; reason: string }>;
-  /** Whether this box's /proc shows the pid (false also where there is no /proc). */
+  /** Whether this box's process table shows the pid (false also where there is none). */
   pidVisible(pid: number): boolean;
+  /** The platform's report, and on Apple Silicon the GPU's share of the unified memory. */
+  platform(): { report: PlatformReport; unified: UnifiedGpuBudget | null };
   /** Whether qm runs inside a container (/.dockerenv, /run/.containerenv). */
   inContainer(): boolean;
+  /**
+   * Opens qm's database (`[store]`) as `qm serve` would and closes it again: what it holds, or
+   * why it cannot be opened.
+   */
+  database(
+    file: string,
+  ):
+    | { ok: true; bytes: number; responses: number; requests: number }
+    | { ok: false; reason: string };
   env: Record<string, string | undefined>;
+  /** How managed nodes and a running qm are asked (absent: nodes are not asked). */
+  fetch?: Fetch;
 }
 
 export interface DoctorContext {

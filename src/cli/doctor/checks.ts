@@ -2,12 +2,16 @@
  * The checks `qm doctor` runs, in the order it prints them. Each needs only what
  * `DoctorContext` gives; one that needs the config finds nothing to say when it did not load.
  */
+import { join } from "node:path";
 import { parseHostPort } from "../../config/index.ts";
 import { defaultStateDir } from "../../config/load.ts";
 import { isLoopbackName } from "../../shared/net.ts";
-import { type DoctorCheck, type Finding, fail, pass } from "./check.ts";
+import { DB_FILE } from "../../store/database.ts";
+import { type DoctorCheck, type Finding, fail, note, pass } from "./check.ts";
 import { ggufCheck } from "./gguf-check.ts";
 import { gpuCheck } from "./gpu-check.ts";
+import { nodeCheck } from "./node-check.ts";
+import { platformCheck } from "./platform-check.ts";
 
 const configCheck: DoctorCheck = {
   id: "config",
@@ -105,12 +109,41 @@ const stateDirCheck: DoctorCheck = {
   },
 };
 
+/** `[store]`: the database opens (a read-only disk, a damaged file: qm would run on memory only). */
+const databaseCheck: DoctorCheck = {
+  id: "database",
+  run({ config, deps }) {
+    if (!config) return [];
+    if (!config.store.enabled) {
+      return [note("database", "[store] enabled = false: nothing outlasts a restart")];
+    }
+    const file = join(config.server.stateDir, DB_FILE);
+    const opened = deps.database(file);
+    if (!opened.ok) {
+      return [
+        fail(
+          "database",
+          `${opened.reason}: qm would run with memory only (stored responses, activity and usage lost at each restart)`,
+          "make server.state_dir writable, or move the damaged qm.db aside (qm makes a new one), or set [store] enabled = false",
+        ),
+      ];
+    }
+    const mb = (opened.bytes / (1024 * 1024)).toFixed(1);
+    return [
+      pass(
+        "database",
+        `${file}: ${opened.responses} stored response(s), ${opened.requests} request record(s), ${mb} MB of ${Math.round(config.store.maxBytes / (1024 * 1024))} MB`,
+      ),
+    ];
+  },
+};
+
 const apiKeyCheck: DoctorCheck = {
   id: "api-key",
   run({ config }) {
     if (!config) return [];
     const open = config.server.listen.filter((a) => !isLoopbackName(parseHostPort(a)!.host));
-    const keys = config.server.apiKeys.length;
+    const keys = config.server.apiKeys.length + Object.keys(config.keys).length;
     if (open.length === 0) {
       return [
         pass("api key", keys ? `${keys} key(s) set` : "listening on loopback only: no key needed"),
@@ -132,11 +165,14 @@ const apiKeyCheck: DoctorCheck = {
 
 /** Every check, in the order printed. Add new ones here. */
 export const DOCTOR_CHECKS: readonly DoctorCheck[] = [
+  platformCheck,
   configCheck,
   programsCheck,
   ggufCheck,
   portsCheck,
   stateDirCheck,
+  databaseCheck,
   gpuCheck,
   apiKeyCheck,
+  nodeCheck,
 ];

@@ -17,6 +17,7 @@ import { LogsPage } from "./views/logs.tsx";
 import { ModelsPage } from "./views/models.tsx";
 import { PerformancePage } from "./views/performance.tsx";
 import { PlaygroundPage } from "./views/playground.tsx";
+import { UsagePage } from "./views/usage.tsx";
 import type { RequestRecord, Status } from "./wire.ts";
 
 const TABS = [
@@ -25,6 +26,7 @@ const TABS = [
   ["logs", "Logs"],
   ["playground", "Playground"],
   ["performance", "Performance"],
+  ["usage", "Usage"],
   ["hardware", "Hardware"],
 ] as const;
 type Tab = (typeof TABS)[number][0];
@@ -185,6 +187,7 @@ function App() {
           {tab === "logs" && <LogsPage status={s} model={route[1] ?? null} />}
           {tab === "performance" && <PerformancePage requests={dash.requests} />}
           {tab === "hardware" && <HardwarePage status={s} requests={dash.requests} />}
+          {tab === "usage" && <UsagePage status={s} />}
           {/* Kept mounted, so a conversation survives a look at another page. */}
           <div hidden={tab !== "playground"}>
             <PlaygroundPage model={tab === "playground" ? (route[1] ?? null) : null} />

@@ -69,6 +69,8 @@ export interface Status {
   uptime_s: number;
   models: ModelStatus[];
   queue: { depth: number };
+  /** Who waits for what (an admin key sees all; another key its own). */
+  waiting?: Waiting[];
   swaps: { target: string; evict: string[]; waiters: number }[];
   resources: {
     vram_budget_gb: number;
@@ -87,8 +89,31 @@ export interface Status {
   };
 }
 
+/** One request waiting for a model. */
+export interface Waiting {
+  key: string;
+  model: string;
+  waited_ms: number;
+  position: number | null;
+}
+
+/** One key's use of one model in one hour (`GET /api/usage`). */
+export interface UsageRow {
+  hour_ms: number;
+  key: string;
+  model: string;
+  requests: number;
+  prompt_tokens: number;
+  completion_tokens: number;
+  cached_tokens: number;
+  wait_ms: number;
+  swaps: number;
+}
+
 export interface RequestRecord {
   time: number;
+  /** The key's name (`anonymous` when no key is configured). */
+  key?: string;
   model: string;
   api: string;
   status: number;

@@ -1,11 +1,12 @@
 /**
- * Single content blocks → OpenAI message parts (ANTHROPIC.md §1.2): images become `image_url`
+ * Single content blocks → OpenAI message parts (docs/translation.md §3.2): images become `image_url`
  * data URIs, documents and search results become text, tool results are flattened to the text
  * an OpenAI `tool` message can carry (images travel separately, after the tool messages).
  */
+
+import type { OaiPart } from "../../chat/wire.ts";
 import { badRequest } from "../../request/body.ts";
 import type { WireBlock } from "../wire.ts";
-import type { OaiPart } from "./openai-types.ts";
 
 export type Block = WireBlock & Record<string, unknown>;
 

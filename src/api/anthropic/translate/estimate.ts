@@ -15,7 +15,7 @@
  * UTF-8 bytes. Images count a flat 768 tokens (a typical vision-encoder tile budget): what an
  * image really costs depends on the projector, which no counted prompt shows.
  *
- * Calibrated on `tests/anthropic/fixtures/token-counts.json`: the requests of
+ * Calibrated on `tests/api/anthropic/fixtures/token-counts.json`: the requests of
  * `scripts/llama/corpus.ts` (plain, system, 1–6 tools with schemas, multi-turn, tool turns,
  * thinking, images, code, JSON, logs, digits, CJK, Cyrillic, emoji) counted by a real
  * llama-server through qm's exact path, with the Llama 3.1 template + llama-3 BPE vocab and the
@@ -24,7 +24,7 @@
  * of the largest. One family-blind estimate cannot be within 1.5× of every family on short
  * prompts: Llama 3's template alone costs ~30 tokens, Qwen's ~3, Phi's ~2.
  */
-import type { OaiMessage, OaiTool } from "./openai-types.ts";
+import type { OaiMessage, OaiTool } from "../../chat/wire.ts";
 import type { Prompt } from "./request.ts";
 
 const encoder = new TextEncoder();

@@ -1,9 +1,10 @@
 /**
  * How a response ended and what it cost, shared by the streaming and non-streaming
- * translations (ANTHROPIC.md §2).
+ * translations (docs/translation.md §3.5).
  */
+
+import type { OaiUsage } from "../../chat/wire.ts";
 import type { StopReason, Usage } from "../wire.ts";
-import type { OaiUsage } from "./openai-types.ts";
 
 export interface Ending {
   stop_reason: StopReason;

@@ -1,5 +1,5 @@
 /**
- * Anthropic `system` + `messages` → OpenAI `messages` (ANTHROPIC.md §1.1, §1.2).
+ * Anthropic `system` + `messages` → OpenAI `messages` (docs/translation.md §3.1, §3.2).
  *
  * - Tool results become `tool` messages placed right after the assistant turn that called the
  *   tools, before the user's other content (strict templates require that order); a result
@@ -9,6 +9,9 @@
  * - Mid-conversation system turns (SDK 1.x) join the leading system message; consecutive
  *   same-role turns are merged, as Anthropic itself does.
  */
+
+import { type Profile, reasoningFields } from "../../chat/profile.ts";
+import type { OaiMessage, OaiPart, OaiToolCall } from "../../chat/wire.ts";
 import type { WireContent, WireMessage } from "../wire.ts";
 import {
   type Block,
@@ -19,8 +22,6 @@ import {
   str,
   toolResultContent,
 } from "./content.ts";
-import type { OaiMessage, OaiPart, OaiToolCall } from "./openai-types.ts";
-import { type Profile, reasoningFields } from "./profile.ts";
 
 const BILLING_HEADER = "x-anthropic-billing-header";
 

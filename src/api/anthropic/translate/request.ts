@@ -1,13 +1,14 @@
 /**
- * Anthropic Messages request → OpenAI chat completions request (ANTHROPIC.md §1). Only fields
+ * Anthropic Messages request → OpenAI chat completions request (docs/translation.md §3.1). Only fields
  * with an OpenAI meaning are written; everything else (`metadata`, `cache_control`,
  * `container`, `context_management`, `service_tier`, `mcp_servers`, …) is dropped rather
  * than forwarded, because strict servers reject unknown fields.
  */
+
+import type { Profile } from "../../chat/profile.ts";
+import type { OaiChatRequest, OaiMessage } from "../../chat/wire.ts";
 import type { CountTokensRequest, MessagesRequest } from "../wire.ts";
 import { systemTexts, translateMessages } from "./messages.ts";
-import type { OaiChatRequest, OaiMessage } from "./openai-types.ts";
-import type { Profile } from "./profile.ts";
 import { translateTools } from "./tools.ts";
 
 export interface RequestOptions {
@@ -91,7 +92,7 @@ type ThinkingFields = Pick<
 >;
 
 /**
- * Thinking has no OpenAI standard (§1.4). `chat_template_kwargs.enable_thinking` switches
+ * Thinking has no OpenAI standard (docs/translation.md §3.4). `chat_template_kwargs.enable_thinking` switches
  * Qwen3-style templates on llama.cpp and vLLM; llama.cpp reads `thinking_budget_tokens`;
  * gpt-oss-style models read `reasoning_effort`, bucketed from the budget as LiteLLM does.
  */

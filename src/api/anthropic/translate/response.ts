@@ -1,5 +1,5 @@
 /**
- * OpenAI `chat.completion` → Anthropic `Message` (ANTHROPIC.md §2). Blocks go in Anthropic's
+ * OpenAI `chat.completion` → Anthropic `Message` (docs/translation.md §3.5). Blocks go in Anthropic's
  * order, thinking → text → tool_use. Reasoning is read from `reasoning_content` (llama.cpp,
  * mistral.rs) or `reasoning` (vLLM since the rename, vllm #50624). Every thinking block carries
  * a `signature` string: a local model has none to give, and a missing one crashes clients.
@@ -7,12 +7,13 @@
  * back in the history and be rejected ("text content blocks must be non-empty").
  */
 import { QmError } from "../../../shared/errors.ts";
+import { contentText, finishReason, reasoningText } from "../../chat/chunk.ts";
+import { type ToolInput, toolInput } from "../../chat/tool-json.ts";
+import type { OaiToolCallDelta, OaiUsage } from "../../chat/wire.ts";
 import { sanitizeToolId } from "../ids.ts";
 import type { ResponseBlock, ResponseMessage } from "../wire.ts";
 import { anthropicUsage, ending, estimateOutput } from "./finish.ts";
-import type { OaiToolCallDelta, OaiUsage } from "./openai-types.ts";
 import { firstMatch } from "./stop-match.ts";
-import { type ToolInput, toolInput } from "./tool-json.ts";
 
 export interface ResponseOptions {
   id: string;
@@ -43,15 +44,6 @@ interface OaiCompletion {
   timings?: { cache_n?: unknown };
 }
 
-/** `content` as a string, or the text parts of a content array concatenated. */
-export function contentText(content: unknown): string {
-  if (typeof content === "string") return content;
-  if (!Array.isArray(content)) return "";
-  return content
-    .map((p) => (p && typeof p === "object" && typeof p.text === "string" ? p.text : ""))
-    .join("");
-}
-
 export function fromOpenAI(body: unknown, opts: ResponseOptions): ResponseMessage {
   const completion = (body ?? {}) as OaiCompletion;
   const choice = Array.isArray(completion.choices) ? completion.choices[0] : undefined;
@@ -61,7 +53,7 @@ export function fromOpenAI(body: unknown, opts: ResponseOptions): ResponseMessag
   const msg = choice.message ?? {};
   const content: ResponseBlock[] = [];
   let chars = 0;
-  const reasoning = contentText(msg.reasoning_content) || contentText(msg.reasoning);
+  const reasoning = reasoningText(msg);
   if (reasoning !== "") {
     content.push({ type: "thinking", thinking: reasoning, signature: "" });
     chars += reasoning.length;
@@ -90,7 +82,7 @@ export function fromOpenAI(body: unknown, opts: ResponseOptions): ResponseMessag
   const hasTools = content.some((b) => b.type === "tool_use");
   const end = hit
     ? { stop_reason: "stop_sequence" as const, stop_sequence: hit.stop }
-    : ending(choice.finish_reason ?? null, choice.stop_reason, opts.stopSequences, hasTools);
+    : ending(finishReason(choice), choice.stop_reason, opts.stopSequences, hasTools);
   return {
     id: opts.id,
     type: "message",

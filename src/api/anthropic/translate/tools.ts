@@ -1,13 +1,14 @@
 /**
- * `tools` and `tool_choice` (ANTHROPIC.md §1.3). Anthropic server tools (web search, code
+ * `tools` and `tool_choice` (docs/translation.md §3.3). Anthropic server tools (web search, code
  * execution, …) have no `input_schema` and nothing on a local server can run them, so they are
  * dropped; `tools: []` is never sent (vLLM rejects it); `tool_choice` is only sent when tools
  * remain ("tools are required when tool choice is specified").
  */
+
+import type { Profile } from "../../chat/profile.ts";
+import type { OaiChatRequest, OaiTool } from "../../chat/wire.ts";
 import { badRequest } from "../../request/body.ts";
 import type { WireTool, WireToolChoice } from "../wire.ts";
-import type { OaiChatRequest, OaiTool } from "./openai-types.ts";
-import type { Profile } from "./profile.ts";
 
 type ToolFields = Pick<OaiChatRequest, "tools" | "tool_choice" | "parallel_tool_calls">;
 

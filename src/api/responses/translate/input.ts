@@ -4,58 +4,54 @@
  * (roles user/assistant/system/developer; `input_text`, `input_image`, `output_text`,
  * `refusal` parts), `function_call`, `function_call_output`, `reasoning`. Consecutive
  * `function_call` items become one assistant turn with several `tool_calls`, as chat servers
- * expect. Anything malformed is a 400 naming the field.
+ * expect. Each item and part is checked by its schema (`../wire.ts`): anything malformed is a
+ * 400 naming the field.
  */
 
-import type { OaiMessage, OaiPart, OaiToolCall } from "../../anthropic/translate/openai-types.ts";
+import type { OaiMessage, OaiPart, OaiToolCall } from "../../chat/wire.ts";
 import { badRequest } from "../../request/body.ts";
+import {
+  Content,
+  check,
+  FunctionCallItem,
+  FunctionCallOutputItem,
+  ImagePart,
+  MessageItem,
+  RefusalPart,
+  TextPart,
+} from "../wire.ts";
 
 type Obj = Record<string, unknown>;
 
 const isObj = (v: unknown): v is Obj => typeof v === "object" && v !== null && !Array.isArray(v);
 
-function str(v: unknown, field: string): string {
-  if (typeof v !== "string") throw badRequest(`${field} must be a string`, field);
-  return v;
-}
-
 /** A message's content: a string, or parts. Returns plain text when every part is text. */
 function content(v: unknown, field: string): string | OaiPart[] {
-  if (typeof v === "string") return v;
-  if (!Array.isArray(v)) throw badRequest(`${field} must be a string or an array of parts`, field);
-  const parts: OaiPart[] = [];
-  v.forEach((p, i) => {
-    const f = `${field}[${i}]`;
-    if (!isObj(p)) throw badRequest(`${f} must be an object`, f);
-    switch (p.type) {
-      case "input_text":
-      case "output_text":
-      case "text":
-        parts.push({ type: "text", text: str(p.text, `${f}.text`) });
-        return;
-      case "refusal":
-        parts.push({ type: "text", text: str(p.refusal, `${f}.refusal`) });
-        return;
-      case "input_image": {
-        const url = p.image_url;
-        if (typeof url !== "string" || url === "") {
-          // `file_id` images live in OpenAI's file store, which qm does not have.
-          throw badRequest(`${f}.image_url must be a URL or a data: URL`, `${f}.image_url`);
-        }
-        parts.push({ type: "image_url", image_url: { url } });
-        return;
-      }
-      default:
-        throw badRequest(
-          `${f}.type ${JSON.stringify(p.type)} is not a supported part`,
-          `${f}.type`,
-        );
-    }
-  });
+  const c = check<string | Obj[]>(Content, v, field);
+  if (typeof c === "string") return c;
+  const parts = c.map((p, i) => part(p, `${field}[${i}]`));
   if (parts.every((p) => p.type === "text")) {
     return parts.map((p) => (p as { text: string }).text).join("");
   }
   return parts;
+}
+
+function part(p: Obj, f: string): OaiPart {
+  switch (p.type) {
+    case "input_text":
+    case "output_text":
+    case "text":
+      return { type: "text", text: check<{ text: string }>(TextPart, p, f).text };
+    case "refusal":
+      return { type: "text", text: check<{ refusal: string }>(RefusalPart, p, f).refusal };
+    case "input_image":
+      return {
+        type: "image_url",
+        image_url: { url: check<{ image_url: string }>(ImagePart, p, f).image_url },
+      };
+    default:
+      throw badRequest(`${f}.type ${JSON.stringify(p.type)} is not a supported part`, `${f}.type`);
+  }
 }
 
 /** Output text of a `function_call_output`: a string, or input_text parts joined. */
@@ -66,18 +62,20 @@ function outputText(v: unknown, field: string): string {
   return c.map((p) => (p.type === "text" ? p.text : "")).join("");
 }
 
-/** `instructions` first as a system message, then the input's turns. */
-export function toMessages(input: unknown, instructions: unknown): OaiMessage[] {
+/**
+ * `instructions` first as a system message, then the input's turns. Both as the request's
+ * schema checked them (`../wire.ts`), or output items qm made.
+ */
+export function toMessages(
+  input: string | readonly unknown[],
+  instructions: string | null | undefined,
+): OaiMessage[] {
   const out: OaiMessage[] = [];
-  if (instructions !== undefined && instructions !== null) {
-    out.push({ role: "system", content: str(instructions, "instructions") });
-  }
+  if (typeof instructions === "string") out.push({ role: "system", content: instructions });
   if (typeof input === "string") {
     out.push({ role: "user", content: input });
     return out;
   }
-  if (!Array.isArray(input))
-    throw badRequest("input must be a string or an array of items", "input");
   let calls: OaiToolCall[] | null = null;
   /** Reasoning text from a `reasoning` item, for the assistant turn that follows it. */
   let reasoning: string | null = null;
@@ -92,17 +90,15 @@ export function toMessages(input: unknown, instructions: unknown): OaiMessage[] 
   };
   input.forEach((item, i) => {
     const f = `input[${i}]`;
-    if (!isObj(item)) throw badRequest(`${f} must be an object`, f);
+    if (!isObj(item)) return;
     const type = item.type ?? (item.role !== undefined ? "message" : undefined);
     if (type !== "function_call") calls = null;
     switch (type) {
       case "message": {
-        const role = item.role;
+        const { role } = check<{ role: string }>(MessageItem, item, f);
         const c = content(item.content, `${f}.content`);
         if (role === "user") out.push({ role: "user", content: c });
-        else if (role === "system" || role === "developer") {
-          out.push({ role: "system", content: typeof c === "string" ? c : textOf(c) });
-        } else if (role === "assistant") {
+        else if (role === "assistant") {
           const m: OaiMessage = {
             role: "assistant",
             content: typeof c === "string" ? c : textOf(c),
@@ -110,18 +106,19 @@ export function toMessages(input: unknown, instructions: unknown): OaiMessage[] 
           if (reasoning) m.reasoning_content = reasoning;
           reasoning = null;
           out.push(m);
-        } else
-          throw badRequest(`${f}.role must be user, assistant, system or developer`, `${f}.role`);
+        } else out.push({ role: "system", content: typeof c === "string" ? c : textOf(c) });
         return;
       }
       case "function_call": {
+        const fc = check<{ call_id: string; name: string; arguments: string }>(
+          FunctionCallItem,
+          item,
+          f,
+        );
         const call: OaiToolCall = {
-          id: str(item.call_id, `${f}.call_id`),
+          id: fc.call_id,
           type: "function",
-          function: {
-            name: str(item.name, `${f}.name`),
-            arguments: str(item.arguments, `${f}.arguments`),
-          },
+          function: { name: fc.name, arguments: fc.arguments },
         };
         if (calls === null) {
           const m = assistant();
@@ -134,7 +131,7 @@ export function toMessages(input: unknown, instructions: unknown): OaiMessage[] 
       case "function_call_output":
         out.push({
           role: "tool",
-          tool_call_id: str(item.call_id, `${f}.call_id`),
+          tool_call_id: check<{ call_id: string }>(FunctionCallOutputItem, item, f).call_id,
           content: outputText(item.output, `${f}.output`),
         });
         return;

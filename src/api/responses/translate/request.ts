@@ -1,10 +1,11 @@
 /**
- * A Responses API request → a chat completions request for the upstream. Unknown fields are
- * ignored (clients send `store`, `include`, `prompt_cache_key`, `client_metadata`, …); a field
- * that is there but malformed is a 400 naming it.
+ * A Responses API request → a chat completions request for the upstream (docs/translation.md
+ * §4). The body is checked against its schema first (`../wire.ts`): unknown fields are ignored
+ * (clients send `store`, `include`, `prompt_cache_key`, `client_metadata`, …); a field that is
+ * there but malformed is a 400 naming it.
  */
-import type { OaiChatRequest, OaiMessage } from "../../anthropic/translate/openai-types.ts";
-import { badRequest } from "../../request/body.ts";
+import type { OaiChatRequest, OaiMessage } from "../../chat/wire.ts";
+import { check, JsonSchemaFormat, type ResponsesRequest, ResponsesRequestSchema } from "../wire.ts";
 import { toMessages } from "./input.ts";
 import { toToolChoice, toTools } from "./tools.ts";
 
@@ -31,36 +32,26 @@ export interface Translated {
   namespaces: Map<string, string>;
 }
 
-function num(body: Obj, key: string, min: number, max: number): number | undefined {
-  const v = body[key];
-  if (v === undefined || v === null) return undefined;
-  if (typeof v !== "number" || !Number.isFinite(v) || v < min || v > max) {
-    throw badRequest(`${key} must be a number from ${min} to ${max}`, key);
-  }
-  return v;
+/** A request body, checked against the Responses schema (or the 400 naming its first problem). */
+export function checkRequest(body: Obj): ResponsesRequest {
+  return check<ResponsesRequest>(ResponsesRequestSchema, body);
 }
 
-export function toChat(body: Obj, opts: RequestOptions): Translated {
-  if (body.input === undefined) throw badRequest("input is required", "input");
+export function toChat(raw: Obj, opts: RequestOptions): Translated {
+  const body = checkRequest(raw);
   const tools = toTools(body.tools);
-  const max = num(body, "max_output_tokens", 1, Number.MAX_SAFE_INTEGER);
-  if (max !== undefined && !Number.isInteger(max)) {
-    throw badRequest("max_output_tokens must be an integer", "max_output_tokens");
-  }
   // `instructions` apply to this turn only: a continued conversation does not carry them.
   const system = toMessages([], body.instructions);
   const turn = toMessages(body.input, undefined);
   const chat: OaiChatRequest = {
     model: opts.upstreamModel,
     messages: [...system, ...(opts.history ?? []), ...turn],
-    max_tokens: max ?? DEFAULT_MAX_TOKENS,
+    max_tokens: body.max_output_tokens ?? DEFAULT_MAX_TOKENS,
     stream: body.stream === true,
   };
   if (chat.stream) chat.stream_options = { include_usage: true };
-  const temperature = num(body, "temperature", 0, 2);
-  if (temperature !== undefined) chat.temperature = temperature;
-  const topP = num(body, "top_p", 0, 1);
-  if (topP !== undefined) chat.top_p = topP;
+  if (typeof body.temperature === "number") chat.temperature = body.temperature;
+  if (typeof body.top_p === "number") chat.top_p = body.top_p;
   if (tools.tools.length > 0) {
     chat.tools = tools.tools;
     const choice = toToolChoice(body.tool_choice);
@@ -75,25 +66,19 @@ export function toChat(body: Obj, opts: RequestOptions): Translated {
     const e = reasoning.effort;
     chat.reasoning_effort = e === "minimal" || e === "none" ? "low" : e === "xhigh" ? "high" : e;
   }
-  const format = isObj(body.text) ? body.text.format : undefined;
-  if (isObj(format)) chat.response_format = responseFormat(format);
+  const format = body.text?.format;
+  if (format) chat.response_format = responseFormat(format);
   return { chat, dropped: tools.dropped, turn, namespaces: tools.namespaces };
 }
 
 /** `text.format` → chat's `response_format`; the Responses form is flat, chat's nested. */
-function responseFormat(f: Obj): Record<string, unknown> {
+function responseFormat(f: Obj & { type: string }): Record<string, unknown> {
   if (f.type === "json_schema") {
-    if (!isObj(f.schema))
-      throw badRequest("text.format.schema must be an object", "text.format.schema");
-    const js: Obj = { name: typeof f.name === "string" ? f.name : "response", schema: f.schema };
+    const { schema } = check<{ schema: Obj }>(JsonSchemaFormat, f, "text.format");
+    const js: Obj = { name: typeof f.name === "string" ? f.name : "response", schema };
     if (typeof f.strict === "boolean") js.strict = f.strict;
     if (typeof f.description === "string") js.description = f.description;
     return { type: "json_schema", json_schema: js };
   }
-  if (f.type === "json_object") return { type: "json_object" };
-  if (f.type === "text") return { type: "text" };
-  throw badRequest(
-    'text.format.type must be "text", "json_object" or "json_schema"',
-    "text.format.type",
-  );
+  return { type: f.type };
 }

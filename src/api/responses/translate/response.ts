@@ -4,7 +4,8 @@
  * order a model produces them (reasoning, the message, function calls), `status` completed or
  * incomplete (`max_output_tokens` on a `length` finish), usage in the Responses names.
  */
-import type { OaiUsage } from "../../anthropic/translate/openai-types.ts";
+import { contentText, finishReason, reasoningText } from "../../chat/chunk.ts";
+import type { OaiUsage } from "../../chat/wire.ts";
 import { itemId } from "./ids.ts";
 
 type Obj = Record<string, unknown>;
@@ -108,9 +109,10 @@ export function fromChat(json: unknown, shape: Shape): Obj {
   const choice = isObj(json) && Array.isArray(json.choices) ? json.choices[0] : undefined;
   const msg: Obj = isObj(choice) && isObj(choice.message) ? choice.message : {};
   const output: OutputItem[] = [];
-  const thought = msg.reasoning_content ?? msg.reasoning;
-  if (typeof thought === "string" && thought !== "") output.push(reasoningItem(thought));
-  if (typeof msg.content === "string" && msg.content !== "") output.push(messageItem(msg.content));
+  const thought = reasoningText(msg);
+  if (thought !== "") output.push(reasoningItem(thought));
+  const text = contentText(msg.content);
+  if (text !== "") output.push(messageItem(text));
   if (Array.isArray(msg.tool_calls)) {
     msg.tool_calls.forEach((c, i) => {
       if (!isObj(c) || !isObj(c.function)) return;
@@ -124,7 +126,7 @@ export function fromChat(json: unknown, shape: Shape): Obj {
       );
     });
   }
-  const finish = isObj(choice) ? choice.finish_reason : null;
+  const finish = isObj(choice) ? finishReason(choice) : null;
   const usage = usageOf(isObj(json) ? (json.usage as OaiUsage & Obj) : null);
   return responseObject(shape, finish === "length" ? "incomplete" : "completed", output, usage);
 }

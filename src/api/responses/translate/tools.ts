@@ -5,20 +5,21 @@
  * are. Built-in tools no local model can run (`web_search`, `file_search`, computer use, MCP,
  * …) are left out and reported through `dropped`, never refused: Codex CLI always sends one.
  */
-import type { OaiTool, OaiToolChoice } from "../../anthropic/translate/openai-types.ts";
-import { badRequest } from "../../request/body.ts";
+import type { OaiTool, OaiToolChoice } from "../../chat/wire.ts";
+import { check, FunctionChoice, FunctionTool, NamespaceTool } from "../wire.ts";
 
 type Obj = Record<string, unknown>;
-const isObj = (v: unknown): v is Obj => typeof v === "object" && v !== null && !Array.isArray(v);
 
-function fnTool(t: Obj, field: string): OaiTool {
-  if (typeof t.name !== "string" || t.name === "") {
-    throw badRequest(`${field}.name must be a non-empty string`, `${field}.name`);
-  }
-  const params = t.parameters ?? { type: "object", properties: {} };
-  if (!isObj(params))
-    throw badRequest(`${field}.parameters must be an object`, `${field}.parameters`);
-  const fn: OaiTool["function"] = { name: t.name, parameters: params };
+function fnTool(raw: Obj, field: string): OaiTool {
+  const t = check<{ name: string; parameters?: Obj | null; description?: unknown }>(
+    FunctionTool,
+    raw,
+    field,
+  );
+  const fn: OaiTool["function"] = {
+    name: t.name,
+    parameters: t.parameters ?? { type: "object", properties: {} },
+  };
   if (typeof t.description === "string") fn.description = t.description;
   return { type: "function", function: fn };
 }
@@ -31,19 +32,17 @@ export interface Tools {
   namespaces: Map<string, string>;
 }
 
-export function toTools(v: unknown): Tools {
+/** The request's `tools`, as its schema checked them (`../wire.ts`): objects. */
+export function toTools(v: readonly Obj[] | null | undefined): Tools {
   const out: Tools = { tools: [], dropped: [], namespaces: new Map() };
-  if (v === undefined || v === null) return out;
-  if (!Array.isArray(v)) throw badRequest("tools must be an array", "tools");
+  if (!v) return out;
   v.forEach((t, i) => {
     const f = `tools[${i}]`;
-    if (!isObj(t)) throw badRequest(`${f} must be an object`, f);
     if (t.type === "function") out.tools.push(fnTool(t, f));
     else if (t.type === "namespace") {
-      if (!Array.isArray(t.tools)) throw badRequest(`${f}.tools must be an array`, `${f}.tools`);
-      t.tools.forEach((inner, j) => {
+      const ns = check<{ tools: Obj[] }>(NamespaceTool, t, f);
+      ns.tools.forEach((inner, j) => {
         const g = `${f}.tools[${j}]`;
-        if (!isObj(inner)) throw badRequest(`${g} must be an object`, g);
         if (inner.type === "function" || inner.type === undefined) {
           const tool = fnTool(inner, g);
           out.tools.push(tool);
@@ -57,16 +56,17 @@ export function toTools(v: unknown): Tools {
   return out;
 }
 
-/** `tool_choice`: the strings as they are; `{type:"function", name}` in chat's nesting. */
-export function toToolChoice(v: unknown): OaiToolChoice | undefined {
+/**
+ * `tool_choice` (a string or an object, as the request's schema checked it): the strings as they
+ * are; `{type:"function", name}` in chat's nesting.
+ */
+export function toToolChoice(v: string | Obj | null | undefined): OaiToolChoice | undefined {
   if (v === undefined || v === null) return undefined;
-  if (v === "auto" || v === "none" || v === "required") return v;
-  if (isObj(v) && v.type === "function") {
-    if (typeof v.name !== "string")
-      throw badRequest("tool_choice.name must be a string", "tool_choice.name");
-    return { type: "function", function: { name: v.name } };
+  if (typeof v === "string") return v as OaiToolChoice;
+  if (v.type === "function") {
+    const { name } = check<{ name: string }>(FunctionChoice, v, "tool_choice");
+    return { type: "function", function: { name } };
   }
   // `allowed_tools`, a built-in tool type: "auto" is the nearest a chat server understands.
-  if (isObj(v)) return "auto";
-  throw badRequest('tool_choice must be "auto", "none", "required" or an object', "tool_choice");
+  return "auto";
 }

@@ -61,6 +61,7 @@ export function ActivityPage({ requests }: { requests: RequestRecord[] }) {
                 </th>
                 <th scope="col">Finish</th>
                 <th scope="col">Swap</th>
+                <th scope="col">Key</th>
               </tr>
             </thead>
             <tbody>
@@ -81,6 +82,7 @@ export function ActivityPage({ requests }: { requests: RequestRecord[] }) {
                   <td class="num">{rate(tokensPerSecond(r))}</td>
                   <td>{r.finish_reason ?? NONE}</td>
                   <td>{r.swap ? "yes" : ""}</td>
+                  <td>{r.key ?? NONE}</td>
                 </tr>
               ))}
             </tbody>

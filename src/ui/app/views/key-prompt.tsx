@@ -14,7 +14,8 @@ export function KeyPrompt({ error, submit }: { error: string | null; submit(key:
       >
         <h1 id="key-title">quartermaster</h1>
         <p>
-          This qm asks for an API key (one of <code>server.api_keys</code>).
+          This qm asks for an API key (one of <code>server.api_keys</code>, or a{" "}
+          <code>[keys.NAME]</code> key).
         </p>
         <label for="api-key">API key</label>
         <input

@@ -1,0 +1,126 @@
+/**
+ * What qm reads from Linux's /proc (proc(5)) to know which processes are its models' and
+ * who holds a port: the `ProcFs` of src/platform/types.ts, so the tracking logic is tested
+ * against a fake table. `procFs()` reports `available: false` where there is no /proc.
+ */
+import { readdirSync, readFileSync, readlinkSync } from "node:fs";
+import type { ProcEntry, ProcFs, TcpListener } from "../types.ts";
+
+/** `/proc/PID/stat`; `comm` is in parentheses and may itself hold spaces and ")". */
+export function parseStat(pid: number, text: string): ProcEntry | null {
+  const open = text.indexOf("(");
+  const close = text.lastIndexOf(")");
+  if (open < 0 || close < open) return null;
+  const f = text.slice(close + 2).split(" ");
+  // f[0] is field 3 (state), so field N is f[N - 3].
+  const [ppid, pgrp, session, start] = [f[1], f[2], f[3], f[19]].map(Number);
+  if (![ppid, pgrp, session, start].every((n) => Number.isInteger(n))) return null;
+  return {
+    pid,
+    ppid: ppid!,
+    pgrp: pgrp!,
+    session: session!,
+    state: f[0] ?? "?",
+    start: start!,
+    comm: text.slice(open + 1, close),
+  };
+}
+
+const LISTEN = "0A";
+const V4_ANY = "00000000";
+const V6_ANY = "0".repeat(32);
+const V6_LOOPBACK = `${"0".repeat(24)}01000000`;
+const V4_MAPPED = `${"0".repeat(16)}FFFF0000`;
+
+/**
+ * `/proc/net/tcp` or `tcp6`: "sl local rem st … uid timeout inode". Addresses are hex in
+ * host byte order (little-endian words), so 127.0.0.1 reads `0100007F`.
+ */
+export function parseNetTcp(text: string): TcpListener[] {
+  const out: TcpListener[] = [];
+  for (const line of text.split("\n").slice(1)) {
+    const f = line.trim().split(/\s+/);
+    if (f.length < 10 || f[3] !== LISTEN) continue;
+    const [addr = "", portHex = ""] = f[1]!.split(":");
+    out.push({ port: Number.parseInt(portHex, 16), inode: f[9]!, local: isLocal(addr) });
+  }
+  return out;
+}
+
+function isLocal(addr: string): boolean {
+  const v4 = (a: string) => a === V4_ANY || a.endsWith("7F"); // 127.0.0.0/8
+  if (addr.length === 8) return v4(addr);
+  const a = addr.toUpperCase();
+  if (a === V6_ANY || a === V6_LOOPBACK) return true;
+  return a.startsWith(V4_MAPPED) && v4(a.slice(24));
+}
+
+function read(path: string): string | null {
+  try {
+    return readFileSync(path, "utf8");
+  } catch {
+    return null; // gone while we looked, or not ours to read
+  }
+}
+
+/** The real /proc (or another directory laid out like it). */
+export function procFs(root = "/proc"): ProcFs {
+  let available = false;
+  try {
+    available = readdirSync(root).includes("self");
+  } catch {}
+  const entry = (pid: number) => {
+    const text = read(`${root}/${pid}/stat`);
+    return text === null ? null : parseStat(pid, text);
+  };
+  return {
+    available,
+    // /proc/net/tcp lists every socket of the network namespace, whoever holds it.
+    listenersComplete: available,
+    entry,
+    list() {
+      if (!available) return [];
+      const out: ProcEntry[] = [];
+      for (const name of readdirSync(root)) {
+        const c = name.charCodeAt(0);
+        if (c < 48 || c > 57) continue;
+        const e = entry(Number(name));
+        if (e) out.push(e);
+      }
+      return out;
+    },
+    environ(pid) {
+      const text = read(`${root}/${pid}/environ`);
+      return text === null || text === "" ? null : text.split("\0").filter(Boolean);
+    },
+    socketInodes(pid) {
+      let fds: string[];
+      try {
+        fds = readdirSync(`${root}/${pid}/fd`);
+      } catch {
+        return null;
+      }
+      const out = new Set<string>();
+      for (const fd of fds) {
+        try {
+          const m = /^socket:\[(\d+)\]$/.exec(readlinkSync(`${root}/${pid}/fd/${fd}`));
+          if (m) out.add(m[1]!);
+        } catch {}
+      }
+      return out;
+    },
+    listeners() {
+      return ["tcp", "tcp6"].flatMap((f) => parseNetTcp(read(`${root}/net/${f}`) ?? ""));
+    },
+    async listenersAsync() {
+      const texts = await Promise.all(
+        ["tcp", "tcp6"].map((f) =>
+          Bun.file(`${root}/net/${f}`)
+            .text()
+            .catch(() => ""),
+        ),
+      );
+      return texts.flatMap(parseNetTcp);
+    },
+  };
+}

@@ -1,0 +1,59 @@
+/**
+ * Usage per key × model × hour (`GET /api/usage`, the dashboard): the in-memory book
+ * (`src/observe/usage.ts`) is the first place; each row it changes is queued here as its whole
+ * value (idempotent: written twice, it is the same row), and the book is refilled from here at
+ * start.
+ */
+import type { Database } from "bun:sqlite";
+import type { UsageRow } from "../observe/usage.ts";
+import type { Batch } from "./batch.ts";
+
+export class UsageRows {
+  /** Rows queued and not yet written, by their book key: one write per row per flush. */
+  private readonly queued = new Map<string, UsageRow>();
+
+  constructor(
+    private readonly db: Database,
+    private readonly batch: Batch,
+  ) {}
+
+  put(row: UsageRow): void {
+    const id = `${row.hour}\u0000${row.key}\u0000${row.model}`;
+    const first = !this.queued.has(id);
+    this.queued.set(id, row);
+    if (!first) return;
+    this.batch.add(() => {
+      const r = this.queued.get(id);
+      this.queued.delete(id);
+      if (!r) return;
+      this.db
+        .query(
+          `INSERT OR REPLACE INTO usage (hour_ms, key, model, requests, prompt_tokens,
+             completion_tokens, cached_tokens, wait_ms, swaps) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+        )
+        .run(
+          r.hour,
+          r.key,
+          r.model,
+          r.requests,
+          r.prompt_tokens,
+          r.completion_tokens,
+          r.cached_tokens,
+          r.wait_ms,
+          r.swaps,
+        );
+    });
+  }
+
+  /** Every row from `sinceMs` on. */
+  since(sinceMs: number): UsageRow[] {
+    if (this.batch.failed !== null) return [];
+    return this.db
+      .query<{ hour_ms: number } & Omit<UsageRow, "hour">, [number]>(
+        `SELECT hour_ms, key, model, requests, prompt_tokens, completion_tokens, cached_tokens,
+           wait_ms, swaps FROM usage WHERE hour_ms >= ? ORDER BY hour_ms`,
+      )
+      .all(sinceMs)
+      .map(({ hour_ms, ...rest }) => ({ hour: hour_ms, ...rest }));
+  }
+}

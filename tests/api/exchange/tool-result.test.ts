@@ -1,0 +1,111 @@
+/**
+ * Whether a request carries a tool result (src/api/exchange/tool-result.ts), and that the
+ * answer reaches the scheduler with the request (`AcquireHooks.toolResult`) on every API.
+ */
+import { beforeEach, describe, expect, test } from "bun:test";
+import fc from "fast-check";
+import { carriesToolResult } from "../../../src/api/exchange/tool-result.ts";
+import { useFakeFetch } from "../../support/fake-fetch.ts";
+import { type FakeGw, fakeGateway, modelToml } from "../../support/fake-gateway.ts";
+import { type App, appOf, post } from "../../support/in-process.ts";
+import { completion } from "../../support/openai-answers.ts";
+
+const bytes = (body: unknown) => new TextEncoder().encode(JSON.stringify(body));
+const pretty = (body: unknown) => new TextEncoder().encode(JSON.stringify(body, null, 1));
+/** Python's json.dumps spacing: `", "` and `": "`. */
+const python = (body: unknown) =>
+  new TextEncoder().encode(JSON.stringify(body).replace(/":"/g, '": "').replace(/","/g, '", "'));
+
+const user = { role: "user", content: "run it" };
+const call = { id: "c1", type: "function", function: { name: "sh", arguments: "{}" } };
+
+describe("carriesToolResult", () => {
+  test.each([
+    ["OpenAI chat / Ollama: a tool message", { messages: [user, { role: "tool", content: "ok" }] }],
+    [
+      "the older function message",
+      { messages: [user, { role: "function", name: "f", content: "1" }] },
+    ],
+    [
+      "Anthropic: a tool_result block",
+      {
+        messages: [
+          user,
+          { role: "user", content: [{ type: "tool_result", tool_use_id: "t", content: "ok" }] },
+        ],
+      },
+    ],
+    [
+      "Responses: a function_call_output item",
+      { input: [{ type: "function_call_output", call_id: "c", output: "ok" }] },
+    ],
+    [
+      "Responses: a custom_tool_call_output item",
+      { input: [{ type: "custom_tool_call_output", call_id: "c", output: "ok" }] },
+    ],
+  ])("%s", (_name, body) => {
+    for (const write of [bytes, pretty, python]) expect(carriesToolResult(write(body))).toBe(true);
+  });
+
+  test("none: a first turn, tools offered, a tool call not yet answered, no body", () => {
+    const tools = [{ type: "function", function: { name: "sh", parameters: {} } }];
+    expect(carriesToolResult(bytes({ messages: [user], tools }))).toBe(false);
+    expect(
+      carriesToolResult(bytes({ messages: [user, { role: "assistant", tool_calls: [call] }] })),
+    ).toBe(false);
+    expect(carriesToolResult(new Uint8Array())).toBe(false);
+    expect(carriesToolResult(undefined)).toBe(false);
+  });
+
+  test("property: text that only mentions a tool result is not one", () => {
+    fc.assert(
+      fc.property(
+        fc.array(
+          fc.constantFrom('"role":"tool"', '"tool_result"', '"function_call_output"', "x", " "),
+        ),
+        (parts) => {
+          const text = parts.join("");
+          expect(carriesToolResult(bytes({ messages: [{ role: "user", content: text }] }))).toBe(
+            false,
+          );
+        },
+      ),
+    );
+  });
+});
+
+describe("the scheduler hears it", () => {
+  const up = useFakeFetch();
+  let gw: FakeGw;
+  let app: App;
+  beforeEach(() => {
+    gw = fakeGateway(`[server]\nlog_level = "error"\n${modelToml("m", up)}`);
+    gw.states.m = "ready";
+    app = appOf(gw);
+  });
+
+  test("chat completions: false on the first turn, true once a tool result is in", async () => {
+    up.answer = () => completion({ content: "ok" }, "stop");
+    await post(app, "/v1/chat/completions", { model: "m", messages: [user] });
+    const next = [user, { role: "assistant", content: null, tool_calls: [call] }];
+    await post(app, "/v1/chat/completions", {
+      model: "m",
+      messages: [...next, { role: "tool", tool_call_id: "c1", content: "done" }],
+    });
+    expect(gw.hooks.map((a) => a?.toolResult)).toEqual([false, true]);
+  });
+
+  test("Anthropic messages: a tool_result block", async () => {
+    up.answer = () => completion({ content: "ok" }, "stop");
+    await post(app, "/v1/messages", {
+      model: "m",
+      max_tokens: 10,
+      messages: [
+        user,
+        { role: "assistant", content: [{ type: "tool_use", id: "t1", name: "sh", input: {} }] },
+        { role: "user", content: [{ type: "tool_result", tool_use_id: "t1", content: "done" }] },
+      ],
+    });
+    expect(gw.hooks.at(-1)?.toolResult).toBe(true);
+  });
+});

@@ -5,6 +5,7 @@
  * imports it, and a test fakes only the part its routes use.
  */
 import type { Config, KeyPriority, ModelConfig } from "../config/types.ts";
+import type { HistoryJson } from "../gpu/history.ts";
 import type { ActivityLog } from "../observe/activity.ts";
 import type { Capture, CaptureStore } from "../observe/capture.ts";
 import type { QmMetrics } from "../observe/prometheus.ts";
@@ -164,6 +165,11 @@ export interface ControlGateway extends ModelLookup {
   eventsSince(id: number): { id: number; event: QmEvent }[] | null;
   /** The id of the last event published (0: none yet). */
   readonly lastEventId: number;
+  /**
+   * `GET /api/history`: the last `minutes` (at most 30) of GPU memory, residency and swaps.
+   * Absent: no history kept (the route answers empty lists).
+   */
+  history?(minutes: number): HistoryJson;
 }
 
 /** What the activity and metrics routes need (`/api/requests`, `/metrics`). */

@@ -136,6 +136,10 @@ export interface StatusJson {
     ram_used_gb: number;
     /** Why the ceiling is what it is, or why the static budget applies. */
     probe: string;
+    /** The GPU the probe found: `nvidia`, `nvidia-unified`, `amd`, `apple` or `none` (always set by qm). */
+    gpu_kind?: "nvidia" | "nvidia-unified" | "amd" | "apple" | "none";
+    /** How qm's share is told: by process (`pids`), `by_change`, or null without a reading. */
+    attribution?: "pids" | "by_change" | null;
     /** The latest trusted nvidia-smi reading, or null. */
     gpu: (GpuReadingJson & { foreign_baseline_gb: number | null }) | null;
     /** Each card, with several GPUs; absent on a box admitted against one budget. */

@@ -261,7 +261,7 @@ export const CONFIG_DOCS: Record<DocumentedSection, SectionDoc> = {
       },
       gpu_probe: {
         meaning:
-          'Command that reads GPU memory (`nvidia-smi`, or a path to it, with arguments if needed) for the live ceiling and the spawn guard. `"off"`: no probe; the static budget applies.',
+          'How GPU memory is read, for the live ceiling and the spawn guard. `"auto"`: nvidia-smi if it finds a GPU (a GPU whose memory it reports `[N/A]` is unified memory: /proc/meminfo and the RSS of the models\' processes, the budget `MemTotal` when `vram_budget_gb` is 0), else AMD cards in /sys/class/drm (processes from `amd-smi` or `rocm-smi` when installed), else none. `"amd"` and `"unified"` pick one; any other value is an nvidia-smi command (a path, with arguments if needed). `"off"`: no probe; the static budget applies. Where the probe\'s process ids are not qm\'s (a container with its own PID namespace), qm attributes memory by change. docs/gpu.md has the details.',
       },
       gpu_probe_interval_ms: {
         meaning:

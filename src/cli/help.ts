@@ -18,8 +18,11 @@ Commands:
   import llama-swap FILE   print a quartermaster.toml for a llama-swap config.yaml
   keys hash | keys new NAME
                            the key_sha256 of a key on stdin; a new key and its [keys.NAME] table
+  selftest [gpu] [--json]  run the GPU scenarios with demo models: simulated memory, or real
+                           memory on an NVIDIA card (gpu); one verdict per check
   demo-upstream --port N --name X
                            a small OpenAI-compatible demo model server (see --help)
+  demo-smi --dir DIR …     a stand-in for nvidia-smi over demo models' memory (see --help)
   version                  print qm's and Bun's versions
 
 Every command takes --help. Exit codes: 0 ok, 1 runtime or validation error, 2 usage error.
@@ -91,6 +94,26 @@ check failed.
   whether qm can trust it); an API key is set when qm listens beyond loopback.
   -c, --config FILE   config file (default: $QM_CONFIG, else ./quartermaster.toml)
   --json              {"ok": bool, "checks": [{"name", "ok", "detail", "fix"}]}
+`;
+
+export const SELFTEST_HELP = `Usage: qm selftest [gpu] [--json]
+
+Runs the scenarios that matter for GPU memory, each with demo models (qm demo-upstream
+--vram-mb N) holding known memory, and prints one verdict per check:
+  probe         the probe reads the card
+  pids          qm's model processes are found on it (or why not: then by change)
+  co-residence  two models share the budget, a third evicts the least recently used
+  foreign       another program's memory lowers the live ceiling and sheds an idle model
+  estimate      each model's measured memory against what it holds (5 % + 300 MiB)
+  spawn-guard   a start waits until an evicted model's memory shows up free
+  by-change     with the probe's pids out of reach (a container), memory is attributed by
+                change and the ceiling follows real use within one reading
+  placement     two cards or more: each model's memory is on the card it was placed on
+Without gpu the memory is simulated (qm demo-smi stands in for nvidia-smi): it runs on any box.
+With gpu it is real, held through the NVIDIA driver (libcuda.so.1) and read with the real
+probe; without the driver only the driver check runs, and fails.
+  --json   {"ok": bool, "checks": [{"name", "ok", "detail"}]}
+Exit 0 only when every check passed.
 `;
 
 export const KEYS_HELP = `Usage: qm keys hash | qm keys new NAME

@@ -9,6 +9,8 @@ import { doctorCommand } from "./doctor/command.ts";
 import { MAIN_HELP, VERSION_HELP } from "./help.ts";
 import { importCommand } from "./import/command.ts";
 import { keysCommand } from "./keys.ts";
+import { selftestCommand } from "./selftest/command.ts";
+import { demoSmiCommand } from "./selftest/demo-smi.ts";
 import { serveCommand } from "./serve.ts";
 
 function versionCommand(argv: string[]): number {
@@ -53,6 +55,10 @@ async function main(argv: string[]): Promise<number> {
       return importCommand(rest);
     case "keys":
       return keysCommand(rest);
+    case "selftest":
+      return selftestCommand(rest);
+    case "demo-smi":
+      return demoSmiCommand(rest);
     case "demo-upstream":
       await runDemoUpstream(rest);
       return typeof process.exitCode === "number" ? process.exitCode : 0;

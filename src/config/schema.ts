@@ -162,7 +162,7 @@ export const ResourcesSchema = Type.Object(
     }),
     ram_budget_gb: nonNegative(0),
     oom_guard_reserve_gb: nonNegative(1.0),
-    gpu_probe: Type.String({ default: "nvidia-smi" }),
+    gpu_probe: Type.String({ default: "auto" }),
     /** How often the GPU probe samples memory (the watchdog's reaction time). */
     gpu_probe_interval_ms: Type.Integer({ minimum: 100, maximum: MAX_TIMER_MS, default: 2000 }),
     /** Per-card budgets (several GPUs); [] = one budget for the box, or cards as detected. */

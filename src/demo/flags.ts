@@ -72,6 +72,10 @@ export interface DemoOptions {
   wakeMs?: number;
   /** `POST /wake_up` answers 500 and the server stays asleep (a wake that fails). */
   failWake?: true;
+  /** Holds this many MiB of GPU memory for the process's life (./vram.ts). */
+  vramMb?: number;
+  /** The device `vramMb` is held on, among those CUDA_VISIBLE_DEVICES leaves (default 0). */
+  vramDevice?: number;
 }
 
 /** How long a wake takes unless `--wake-ms` says otherwise. */
@@ -144,6 +148,10 @@ Options:
                            GET /is_sleeping; while asleep inference answers 503
   --wake-ms N              POST /wake_up takes N ms (default 50; with --sleep-mode)
   --fail-wake              POST /wake_up answers 500 and the server stays asleep
+  --vram-mb N              hold N MiB of GPU memory while running, through the NVIDIA
+                           driver (libcuda.so.1; exit 1 without it); simulated, for
+                           qm demo-smi, when QM_DEMO_VRAM_DIR is set
+  --vram-device I          the device to hold it on, among the visible ones (default 0)
   --crash-at-start         print an error to stderr and exit 1 before listening
   --crash-after-tokens N   exit 1 mid-response after N tokens
   --exit-after-ms N        exit 1 by itself N ms after start (a crash of a ready model)
@@ -169,6 +177,8 @@ type OptionalIntKey =
   | "ctxSize"
   | "stallAfterTokens"
   | "wakeMs"
+  | "vramMb"
+  | "vramDevice"
   | "toolRounds";
 
 const INT_FLAGS: Record<string, IntKey> = {
@@ -189,6 +199,8 @@ const OPTIONAL_INT_FLAGS: Record<string, OptionalIntKey> = {
   "--ctx-size": "ctxSize",
   "--stall-after-tokens": "stallAfterTokens",
   "--wake-ms": "wakeMs",
+  "--vram-mb": "vramMb",
+  "--vram-device": "vramDevice",
   "--tool-rounds": "toolRounds",
 };
 const BOOL_FLAGS: Record<string, BoolKey> = {
@@ -285,6 +297,10 @@ export function parseDemoFlags(argv: readonly string[]): DemoFlagsResult {
     else options[NULLABLE_INT_FLAGS[flag] as NullableIntKey] = n;
   }
   if (options.port > 65535) return { kind: "error", message: `--port must be <= 65535` };
+  if (options.vramMb === 0) return { kind: "error", message: "--vram-mb must be at least 1" };
+  if (options.vramDevice !== undefined && options.vramMb === undefined) {
+    return { kind: "error", message: "--vram-device needs --vram-mb" };
+  }
   const fail = options.failStatus;
   if (fail !== null && (fail < 400 || fail > 599)) {
     return { kind: "error", message: `--fail-status must be an HTTP error status (400-599)` };

@@ -6,6 +6,7 @@
 import { writeSync } from "node:fs";
 import { DEMO_HELP, type DemoOptions, parseDemoFlags } from "./flags.ts";
 import { type DemoServer, startDemoServer } from "./server.ts";
+import { holdVram, type VramHold } from "./vram.ts";
 
 /**
  * Runs the demo upstream. Resolves at once after `--help` (exit code 0) or a usage error
@@ -52,8 +53,22 @@ function serve(options: DemoOptions): Promise<void> {
   const done = new Promise<void>((resolve) => {
     stopped = resolve;
   });
+  // `--vram-mb`: held before listening (a model's weights are on the card before it serves),
+  // let go of at the end, whichever way the process ends.
+  let vram: VramHold | null = null;
+  if (options.vramMb !== undefined) {
+    try {
+      vram = holdVram(options.vramMb, options.vramDevice ?? 0);
+    } catch (e) {
+      die(`${tag} error: cannot hold ${options.vramMb} MiB of GPU memory: ${(e as Error).message}`);
+    }
+    const held = vram;
+    process.on("exit", () => held.release());
+    out(`${tag} holding ${options.vramMb} MiB of GPU memory on device ${held.card} (${held.kind})`);
+  }
   const shutdown = (signal: string) => {
     out(`${tag} ${signal}, shutting down`);
+    vram?.release();
     for (const t of timers) clearTimeout(t);
     process.off("SIGTERM", onTerm);
     process.off("SIGINT", onInt);

@@ -16,6 +16,7 @@
  * the per-process column says, so the idle baseline can still be learned on WSL.
  */
 
+import { rootIn } from "./process-tree.ts";
 import type { CardReading, ComputeApp, GpuInfo, GpuReading, Parsed } from "./types.ts";
 import { mibToGb } from "./units.ts";
 
@@ -26,6 +27,8 @@ export interface AttributionInput {
   ours: ReadonlySet<number>;
   /** True when qm has a ready model, which must be on the GPU. */
   expectOurs: boolean;
+  /** The tool that listed the processes, for the reasons given; default "nvidia-smi". */
+  source?: string;
 }
 
 export function attribute(input: AttributionInput): Parsed<GpuReading> {
@@ -42,8 +45,7 @@ export function attribute(input: AttributionInput): Parsed<GpuReading> {
   if (expectOurs && mine.length === 0) {
     return {
       ok: false,
-      reason:
-        "nvidia-smi lists none of qm's model processes (WSL, or a container with its own PID namespace?)",
+      reason: `${input.source ?? "nvidia-smi"} lists none of qm's model processes (WSL, or a container with its own PID namespace?)`,
     };
   }
   let totalMib = 0;
@@ -52,9 +54,17 @@ export function attribute(input: AttributionInput): Parsed<GpuReading> {
   let oursMib = 0;
   let foreignMib = 0;
   const cards: CardReading[] = [];
+  const byRoot = new Map<number, number>();
   for (const gpu of gpus) {
     const listed = mine.filter((a) => a.gpuUuid === gpu.uuid);
     const onThis = listed.reduce((sum, a) => sum + (a.usedMib ?? 0), 0);
+    const cardByRoot = new Map<number, number>();
+    for (const a of listed) {
+      const root = rootIn(ours, a.pid) ?? a.pid;
+      const gb = mibToGb(a.usedMib ?? 0);
+      cardByRoot.set(root, (cardByRoot.get(root) ?? 0) + gb);
+      byRoot.set(root, (byRoot.get(root) ?? 0) + gb);
+    }
     cards.push({
       index: gpu.index,
       totalGb: mibToGb(gpu.totalMib),
@@ -63,6 +73,7 @@ export function attribute(input: AttributionInput): Parsed<GpuReading> {
       oursGb: mibToGb(onThis),
       foreignGb: mibToGb(Math.max(0, gpu.usedMib - onThis)),
       ourPids: [...new Set(listed.map((a) => a.pid))].sort((a, b) => a - b),
+      ...(cardByRoot.size > 0 ? { byRoot: cardByRoot } : {}),
     });
     totalMib += gpu.totalMib;
     usedMib += gpu.usedMib;
@@ -85,6 +96,7 @@ export function attribute(input: AttributionInput): Parsed<GpuReading> {
       foreignGb: mibToGb(foreignMib),
       ourPidsOnGpu,
       cards,
+      ...(byRoot.size > 0 ? { byRoot } : {}),
     },
   };
 }

@@ -1,133 +1,45 @@
 /**
- * The GPU watch: nvidia-smi sampled on an interval, each reading turned into the live VRAM
- * ceiling the policy admits against, the spawn guard's verdicts, shedding, and the `vram`
- * events' pictures. The runtime owns one and hands it the budget it sets.
+ * The GPU watch: the probe (nvidia-smi, AMD, unified memory) sampled on an interval, each
+ * reading attributed (by process or by change) and turned into the live VRAM ceiling the
+ * policy admits against, the spawn guard's verdicts, shedding, the `vram` events' pictures and
+ * the history's samples. The runtime owns one and hands it the budget it sets (watch-deps.ts).
  */
 import type { ResourcesConfig } from "../config/types.ts";
-import type { Logger } from "../shared/log.ts";
-import { delay, type Timers } from "../shared/timer.ts";
+import { delay } from "../shared/timer.ts";
 import { effectiveBudgetGb, ForeignBaseline, liveCeiling } from "./ceiling.ts";
-import { OwnProcesses, type ProcessView, RELEASE_SETTLE_MS } from "./own-processes.ts";
-import type { ProbeOptions } from "./probe.ts";
+import { type CardLimits, cardSamples } from "./history.ts";
+import { GPU_KIND_NAMES } from "./kind.ts";
+import { OwnProcesses, RELEASE_SETTLE_MS } from "./own-processes.ts";
+import { MemoryOwners } from "./owners.ts";
 import { type SpawnVerdict, spawnGuard } from "./spawn-guard.ts";
-import type { CardReading, GpuReading, ProbeResult } from "./types.ts";
+import type { Attribution, CardReading, GpuKind, GpuReading, ProbeResult } from "./types.ts";
+import { setPlacementKind } from "./visible-devices.ts";
+import { VramPictures } from "./vram-pictures.ts";
+import type { CardLimit, GpuWatchDeps, GuardOptions } from "./watch-deps.ts";
 
-/** One card's budget and what admission uses on it now. */
-export interface CardLimit {
-  index: number;
-  budgetGb: number;
-  ceilingGb: number;
-}
-
-/** The memory limits the watch sets (the runtime's `LiveBudget`, which the policy reads). */
-export interface WatchedBudget {
-  vramGb(): number;
-  /** Each card's budget and ceiling now (empty: one budget for the box). */
-  cardLimits(): readonly CardLimit[];
-  /** Each card's ceiling now, as shedding takes them. */
-  cards(): readonly { index: number; ceilingGb: number }[];
-  set(vramGb: number, note: string): void;
-  /** Several GPUs: the cards' limits now; the box's VRAM limit becomes their sum. */
-  setCards(limits: CardLimit[], note: string): void;
-}
-
-/** One reading of the GPUs' memory (`probeGpu`: nvidia-smi). */
-export type GpuProbe = (opts: ProbeOptions) => Promise<ProbeResult>;
-
-export interface GpuWatchDeps {
-  resources: ResourcesConfig;
-  budget: WatchedBudget;
-  log: Logger;
-  /** The clock and the timers: the probe interval, the spawn guard's re-reads. */
-  timers: Timers;
-  probe: GpuProbe;
-  /** qm's model processes, every state: whose memory is ours, and whether qm is idle. */
-  processes(): Iterable<ProcessView>;
-  /** True while a swap is loading or stopping something: readings are in flux. */
-  inTransition(): boolean;
-  /** The ceiling dropped: shed idle models to fit (several GPUs: on each card, `cards`). */
-  shed(vramLimitGb: number, cards?: readonly { index: number; ceilingGb: number }[]): void;
-  /** How often the spawn guard re-reads while freed memory settles; default 200 ms. */
-  settlePollMs?: number;
-  /** How long freed memory may take to show up; default RELEASE_SETTLE_MS (5 s). */
-  settleMs?: number;
-  /**
-   * The VRAM picture changed (`VramPictures`): a first trusted reading, trust lost, or used,
-   * foreign or the ceiling moved. The runtime publishes it as `event: vram`.
-   */
-  vramChanged?: () => void;
-  /** How far used, foreign or the ceiling must move to count as a change; default 0.25 GB. */
-  vramEventGb?: number;
-  /** The least time between two change reports; default 1 s (the spawn guard re-reads fast). */
-  vramEventMinMs?: number;
-}
-
-/** What one `vram` report showed. */
-interface Picture {
-  usedGb: number;
-  foreignGb: number;
-  ceilingGb: number;
-  at: number;
-}
-
-/**
- * Decides which readings change the VRAM picture enough to report: the first trusted one, the
- * loss of trust (and its return), and a move of used, foreign or the ceiling by more than
- * `thresholdGb` since the last report — at most once per `minMs`. A move held back by that
- * limit is not lost: the next reading past it is compared with the last report, not the last
- * reading, so the change is reported then.
- */
-export class VramPictures {
-  /** The last report: a picture, "none" (trust lost), or null (nothing reported yet). */
-  private shown: Picture | "none" | null = null;
-
-  constructor(
-    private readonly thresholdGb = 0.25,
-    private readonly minMs = 1000,
-  ) {}
-
-  /** A trusted reading (with the ceiling it gives) at `now`: true when it is to be reported. */
-  reading(usedGb: number, foreignGb: number, ceilingGb: number, now: number): boolean {
-    const last = this.shown;
-    const next = { usedGb, foreignGb, ceilingGb, at: now };
-    if (last === null || last === "none") {
-      this.shown = next;
-      return true;
-    }
-    const moved = (a: number, b: number) => Math.abs(a - b) > this.thresholdGb;
-    const changed =
-      moved(usedGb, last.usedGb) ||
-      moved(foreignGb, last.foreignGb) ||
-      moved(ceilingGb, last.ceilingGb);
-    if (!changed || now - last.at < this.minMs) return false;
-    this.shown = next;
-    return true;
-  }
-
-  /** No trusted reading: reported once, when trust is lost. */
-  untrusted(): boolean {
-    if (this.shown === null || this.shown === "none") return false;
-    this.shown = "none";
-    return true;
-  }
-}
-
-export interface GuardOptions {
-  /** Models this swap just stopped: their memory may not show up free at once. */
-  evicted?: readonly string[];
-  /** Several GPUs: the cards the model is placed on (only their free memory counts). */
-  gpus?: readonly number[];
-}
+export { VramPictures };
+export type {
+  CardLimit,
+  GpuProbe,
+  GpuWatchDeps,
+  GuardOptions,
+  WatchedBudget,
+} from "./watch-deps.ts";
 
 const round = (n: number) => Math.round(n * 100) / 100;
 
 /**
- * The budget a reading is judged against: `vram_budget_gb`, or with `"auto"` where the loader
- * found no unified memory (0), the GPUs' total as the probe reads it; no reading, no budget.
+ * The budget a reading is judged against: `vram_budget_gb`, or where none is set (0) — with
+ * `"auto"` where the loader found no unified memory, or on an NVIDIA unified-memory box
+ * (MemTotal) — the GPUs' total as the probe reads it; no reading, no budget.
  */
 export function budgetInForce(resources: ResourcesConfig, probe: ProbeResult): number {
-  const auto = resources.vramBudgetAuto === true && resources.vramBudgetGb <= 0;
-  return auto && probe.ok ? probe.reading.totalGb : resources.vramBudgetGb;
+  if (!probe.ok || resources.vramBudgetGb > 0) return resources.vramBudgetGb;
+  // Unified memory without a budget set: the memory the box has (MemTotal).
+  const unified = probe.reading.kind === "nvidia-unified";
+  return resources.vramBudgetAuto === true || unified
+    ? probe.reading.totalGb
+    : resources.vramBudgetGb;
 }
 
 /**
@@ -149,6 +61,11 @@ export class GpuWatch {
   /** Spawn-guard refusals, remembered until the memory picture changes. */
   private readonly refusals = new Map<string, { fingerprint: string; message: string }>();
   private readonly pictures: VramPictures;
+  /** Whose memory each reading shows: by process, or by change (a PID namespace). */
+  private readonly owners = new MemoryOwners();
+  /** The kind of GPU the last probe found (`/api/status` `resources.gpu_kind`). */
+  kind: GpuKind = "none";
+  private kindLogged = false;
 
   constructor(private readonly deps: GpuWatchDeps) {
     this.own = new OwnProcesses(deps.settleMs ?? RELEASE_SETTLE_MS);
@@ -191,21 +108,31 @@ export class GpuWatch {
     });
     // Idle at both ends of the reading: a model that started or exited while nvidia-smi ran
     // may be in it, unattributed.
-    const idle = pids.idle && this.own.look(timers.now(), this.deps.processes()).idle;
-    const budgetGb = budgetInForce(resources, result);
-    const limit = (r: typeof result) =>
-      effectiveBudgetGb(budgetGb, resources.oomGuardReserveGb, r, this.baseline.gb);
-    if (!result.ok) {
+    const models = [...this.deps.processes()];
+    const idle = pids.idle && this.own.look(timers.now(), models).idle;
+    this.noteKind(result);
+    const { reading: r, switched } = this.owners.apply({
+      result,
+      models,
+      settling: this.own.settling(timers.now()),
+      placement: (id) => budget.placement(id),
+    });
+    if (switched) {
+      this.deps.log.warn(
+        `GPU memory: ${result.ok ? "the probe" : result.reason.replace(/: static budget applies$/, "")}; attributing memory by change (the GPU's process ids are not visible here)`,
+      );
+    }
+    if (!r) {
+      const reason = result.ok ? "no reading" : result.reason;
       this.last = null;
       if (budget.cardLimits().length > 0) {
         // The cards' budgets stand, verbatim, as the box's static budget does.
         const limits = budget.cardLimits().map((c) => ({ ...c, ceilingGb: c.budgetGb }));
-        budget.setCards(limits, result.reason);
-      } else budget.set(limit(result), result.reason);
+        budget.setCards(limits, reason);
+      } else budget.set(resources.vramBudgetGb, reason);
       if (this.pictures.untrusted()) this.deps.vramChanged?.();
-      return result.reason.includes("not found");
+      return !result.ok && result.kind === "none";
     }
-    const r = result.reading;
     this.last = r;
     this.lastAt = timers.now();
     this.baseline.observe(r.foreignGb, idle);
@@ -213,18 +140,28 @@ export class GpuWatch {
     const before = budget.vramGb();
     const cards = this.cardLimits(r.cards ?? [], idle);
     if (cards.length > 0) return this.applyCards(r, cards, before);
-    const ceiling = limit(result);
+    const budgetGb = budgetInForce(resources, { ok: true, reading: r });
+    const ceiling = effectiveBudgetGb(
+      budgetGb,
+      resources.oomGuardReserveGb,
+      { ok: true, reading: r },
+      this.baseline.gb,
+    );
     const base = round(this.baseline.gb ?? 0);
     budget.set(
       ceiling,
-      budgetGb <= 0
-        ? `live: ${round(r.usedGb)} of ${round(r.totalGb)} GB used, ${round(r.foreignGb)} GB by other programs (no vram_budget_gb set)`
-        : `live: ${round(r.foreignGb)} GB used by other programs (idle baseline ${base} GB), ` +
+      `${this.liveNote()}: ` +
+        (budgetGb <= 0
+          ? `${round(r.usedGb)} of ${round(r.totalGb)} GB used, ${round(r.foreignGb)} GB by other programs (no vram_budget_gb set)`
+          : `${round(r.foreignGb)} GB used by other programs (idle baseline ${base} GB), ` +
             `${resources.oomGuardReserveGb} GB reserve → ceiling ${round(ceiling)} GB` +
             (budgetGb === resources.vramBudgetGb
               ? ""
-              : ` (vram_budget_gb = "auto": the GPUs' ${round(budgetGb)} GB)`),
+              : resources.vramBudgetAuto
+                ? ` (vram_budget_gb = "auto": the GPUs' ${round(budgetGb)} GB)`
+                : ` of ${round(budgetGb)} GB (MemTotal)`)),
     );
+    this.recordSample(r, () => ({ budgetGb, ceilingGb: budget.vramGb() }));
     if (this.pictures.reading(r.usedGb, r.foreignGb, budget.vramGb(), timers.now())) {
       this.deps.vramChanged?.();
     }
@@ -238,6 +175,51 @@ export class GpuWatch {
     // process is gone), memory is moving; judge pressure once it settles.
     if (!this.deps.inTransition() && !this.own.settling(timers.now())) this.deps.shed(ceiling);
     return false;
+  }
+
+  /** "live" with how qm's memory is told, for the status note. */
+  private liveNote(): string {
+    return this.owners.attribution === "by_change"
+      ? "live, attribution by change (the GPU's process ids are not visible here)"
+      : "live";
+  }
+
+  /** The kind of GPU the probe found; logged when it changes (the first reading included). */
+  private noteKind(result: ProbeResult): void {
+    const kind: GpuKind = result.ok ? (result.reading.kind ?? "nvidia") : (result.kind ?? "none");
+    if (kind === this.kind && this.kindLogged) return;
+    this.kind = kind;
+    this.kindLogged = true;
+    if (kind !== "none") setPlacementKind(kind);
+    this.deps.log.info(`GPU: ${GPU_KIND_NAMES[kind]}`);
+  }
+
+  /** One history sample of the reading's cards, with the limits in force. */
+  private recordSample(r: GpuReading, boxLimits: () => CardLimits): void {
+    const onSample = this.deps.onSample;
+    if (!onSample) return;
+    const limits = this.deps.budget.cardLimits();
+    onSample(
+      cardSamples(r.cards ?? [], this.owners.models, (index) => {
+        const c = limits.find((l) => l.index === index);
+        return c ? { budgetGb: c.budgetGb, ceilingGb: c.ceilingGb } : boxLimits();
+      }),
+    );
+  }
+
+  /** How qm's memory is told now: by its processes, by change, or null without a reading. */
+  get attribution(): Attribution | null {
+    return this.last ? this.owners.attribution : null;
+  }
+
+  /** Each of qm's models' memory in the latest trusted reading (GB, summed over cards). */
+  measured(): Map<string, number> {
+    return this.last ? this.owners.measured() : new Map();
+  }
+
+  /** The same, card by card: card index → model id → GB. */
+  modelsOnCards(): ReadonlyMap<number, ReadonlyMap<string, number>> {
+    return this.last ? this.owners.models : new Map();
   }
 
   /**
@@ -282,10 +264,11 @@ export class GpuWatch {
     );
     budget.setCards(
       cards,
-      `live, per card: ${list.join(", ")} (${round(r.foreignGb)} GB used by other programs, ` +
+      `${this.liveNote()}, per card: ${list.join(", ")} (${round(r.foreignGb)} GB used by other programs, ` +
         `${this.deps.resources.oomGuardReserveGb} GB reserve each)`,
     );
     const ceiling = budget.vramGb();
+    this.recordSample(r, () => ({ budgetGb: 0, ceilingGb: 0 }));
     if (this.pictures.reading(r.usedGb, r.foreignGb, ceiling, timers.now())) {
       this.deps.vramChanged?.();
     }

@@ -12,9 +12,11 @@ export { DEFAULT_PROBE_TIMEOUT_MS, type ProbeOptions, probeGpu } from "./probe.t
 export { type ProcessTree, parseStat, procTree, treeFromChildren } from "./process-tree.ts";
 export { type SpawnRequest, type SpawnVerdict, spawnGuard } from "./spawn-guard.ts";
 export type {
+  Attribution,
   CardReading,
   ComputeApp,
   GpuInfo,
+  GpuKind,
   GpuReading,
   Parsed,
   ProbeResult,

@@ -57,3 +57,32 @@ function parseRow(line: string): Parsed<GpuInfo> {
 function notUnderstood(line: string): Parsed<never> {
   return { ok: false, reason: `nvidia-smi output not understood: ${quote(line)}` };
 }
+
+/** A GPU whose memory nvidia-smi does not report: a unified-memory part. */
+export interface UnifiedGpu {
+  index: number;
+  uuid: string;
+  name: string;
+}
+
+/**
+ * The GPUs of a `--query-gpu` answer whose memory figures all read `[N/A]`/`[Not Supported]`
+ * (Jetson, GB10/DGX Spark: the GPU uses the system's memory). Null unless every row is such a
+ * GPU; a row with one unreadable field among numbers (`[Unknown Error]`) is a fault, not this.
+ */
+export function parseUnifiedGpus(text: string): UnifiedGpu[] | null {
+  if (smiFailure(text)) return null;
+  const lines = csvLines(text);
+  if (lines.length === 0) return null;
+  const gpus: UnifiedGpu[] = [];
+  for (const line of lines) {
+    const f = csvFields(line);
+    if (f.length < 6) return null;
+    const memory = f.slice(-3);
+    if (!memory.every((m) => /^\[?(N\/A|Not Supported)\]?$/i.test(m))) return null;
+    const index = parseCount(f[0]!);
+    if (index === null || !/^GPU-/i.test(f[1]!)) return null;
+    gpus.push({ index, uuid: f[1]!, name: f.slice(2, f.length - 3).join(", ") });
+  }
+  return gpus;
+}

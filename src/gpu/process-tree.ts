@@ -13,22 +13,58 @@
  */
 import { readdir, readFile } from "node:fs/promises";
 
+/**
+ * The pids of qm's trees, each with the root (the model process qm started) it belongs to, so
+ * memory can be told per model as well as in all. A pid reached from two roots is the first's.
+ */
+export class PidTree extends Set<number> {
+  readonly #roots = new Map<number, number>();
+
+  /** Adds `pid` as a member of `root`'s tree (a pid already in keeps its first root). */
+  join(pid: number, root: number): this {
+    if (!this.#roots.has(pid)) this.#roots.set(pid, root);
+    return this.add(pid);
+  }
+
+  /** The root whose tree `pid` is in, or undefined when it is none of qm's. */
+  rootOf(pid: number): number | undefined {
+    return this.#roots.get(pid);
+  }
+}
+
 /** Roots → the roots plus all their descendants. Injectable so tests need no real tree. */
 export type ProcessTree = (roots: readonly number[]) => Promise<ReadonlySet<number>>;
 
+/** The root of `pid` in `tree`, when the tree knows roots (a `PidTree`). */
+export function rootIn(tree: ReadonlySet<number>, pid: number): number | undefined {
+  return tree instanceof PidTree ? tree.rootOf(pid) : undefined;
+}
+
 /** A tree from a `children(pid)` function, for tests and non-Linux callers. */
 export function treeFromChildren(children: (pid: number) => readonly number[]): ProcessTree {
-  return async (roots) => {
-    const seen = new Set<number>();
-    const todo = [...roots];
+  return async (roots) =>
+    walk(
+      roots.map((r) => [r, r] as const),
+      children,
+    );
+}
+
+/** Every `[pid, root]` start and what descends from it by `children`. */
+function walk(
+  starts: readonly (readonly [number, number])[],
+  children: (pid: number) => readonly number[],
+): PidTree {
+  const seen = new PidTree();
+  for (const [start, root] of starts) {
+    const todo = [start];
     while (todo.length > 0) {
       const pid = todo.pop()!;
       if (seen.has(pid)) continue;
-      seen.add(pid);
+      seen.join(pid, root);
       todo.push(...children(pid));
     }
-    return seen;
-  };
+  }
+  return seen;
 }
 
 export interface StatFields {
@@ -56,7 +92,8 @@ export function parseStat(text: string): StatFields | null {
 /** The Linux process tree from `procDir` (default `/proc`; a temp dir in tests). */
 export function procTree(procDir = "/proc"): ProcessTree {
   return async (roots) => {
-    const ours = new Set<number>(roots);
+    const ours = new PidTree();
+    for (const r of roots) ours.join(r, r);
     if (roots.length === 0) return ours;
     let names: string[];
     try {
@@ -77,11 +114,14 @@ export function procTree(procDir = "/proc"): ProcessTree {
     );
     for (const [pid, st] of stats) {
       if (!st) continue;
-      if (rootSet.has(st.pgrp) || rootSet.has(st.session)) ours.add(pid);
+      if (rootSet.has(st.pgrp)) ours.join(pid, st.pgrp);
+      else if (rootSet.has(st.session)) ours.join(pid, st.session);
       const list = children.get(st.ppid);
       if (list) list.push(pid);
       else children.set(st.ppid, [pid]);
     }
-    return treeFromChildren((pid) => children.get(pid) ?? [])([...ours]);
+    // Roots first, so each walks its own tree before a group member's descendants are reached.
+    const starts = [...ours].map((pid) => [pid, ours.rootOf(pid)!] as const);
+    return walk(starts, (pid) => children.get(pid) ?? []);
   };
 }

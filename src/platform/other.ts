@@ -25,6 +25,7 @@ export function otherPlatform(name: string, arch: string = process.arch): Platfo
     groupRunning: () => true,
     signalIgnored: () => false,
     memInfo: () => null,
+    residentBytes: () => null,
     memory: () => null,
     unifiedGpuBudget: () => null,
     portHint: (port) => `lsof -nP -iTCP:${port} -sTCP:LISTEN`,

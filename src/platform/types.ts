@@ -133,6 +133,11 @@ export interface Platform {
   memory(): MemoryTotals | null;
   /** Linux's /proc/meminfo in bytes by field (`MemTotal`, `MemAvailable`, …); null elsewhere. */
   memInfo(): Map<string, number> | null;
+  /**
+   * A process's resident memory in bytes (Linux: `VmRSS` of /proc/PID/status); null when it is
+   * gone, unreadable, or the platform has no cheap reading (elsewhere).
+   */
+  residentBytes(pid: number): number | null;
   /** Where the GPU's memory is unified with RAM (Apple Silicon): what it may use; else null. */
   unifiedGpuBudget(): UnifiedGpuBudget | null;
   /** The command a person runs to see who holds `port`, for messages that cannot name it. */

@@ -8,6 +8,7 @@
 import { accessSync, constants } from "node:fs";
 import { fillGpuIds } from "../config/macros.ts";
 import type { ModelConfig } from "../config/types.ts";
+import { placementEnv } from "../gpu/visible-devices.ts";
 import { type Platform, platform } from "../platform/index.ts";
 import { QmError } from "../shared/errors.ts";
 
@@ -28,7 +29,8 @@ export function spawnModel(
     throw new QmError("upstream_start_failed", `model "${model.id}" has an empty cmd`);
   }
   const own = withGpuIds(model, gpus).env;
-  const placed = gpus && gpus.length > 0 ? { CUDA_VISIBLE_DEVICES: gpus.join(",") } : {};
+  // CUDA_VISIBLE_DEVICES, or on an AMD box ROCm's variables (src/gpu/visible-devices.ts).
+  const placed = gpus && gpus.length > 0 ? placementEnv(gpus) : {};
   const env = { ...process.env, ...placed, ...own, ...extraEnv };
   const argv = model.argv.map((a) => fillGpuIds(a, gpus));
   const failed = (why: string, cause?: unknown) =>

@@ -7,6 +7,7 @@
 import type { StatusJson } from "../api/status-json.ts";
 import type { Config, ModelConfig } from "../config/types.ts";
 import { GpuWatch } from "../gpu/gpu-watch.ts";
+import { GpuHistory } from "../gpu/history.ts";
 import { probeGpu } from "../gpu/index.ts";
 import { KeyTable } from "../keys/table.ts";
 import type { QmMetrics } from "../observe/prometheus.ts";
@@ -117,10 +118,13 @@ export function assemble(config: Config, opts: RuntimeOptions, face: RuntimeFace
     },
   });
   const metrics: QmMetrics = observation.metrics;
+  /** What the GPU held, which models were resident, and the swaps: the last 30 minutes. */
+  const gpuHistory = new GpuHistory();
   const effects: RuntimeEffects = new RuntimeEffects({
     clock,
     metrics,
     events,
+    history: gpuHistory,
     // The scheduler's clock is monotonic; events show its times as wall-clock ones.
     toEpoch: (t) => Math.round(Date.now() + (t - clock.now())),
   });
@@ -183,6 +187,7 @@ export function assemble(config: Config, opts: RuntimeOptions, face: RuntimeFace
     shed: (gb, cards) => scheduler.shed(gb, cards),
     // The VRAM picture as status shows it (only when it changed: a status costs little then).
     vramChanged: () => events.publish({ type: "vram", ...face.status().resources }),
+    onSample: (cards) => gpuHistory.memory(Date.now(), cards),
   });
   budget.refusalOf = (model) => gpu.refusal(model);
   budget.placementOf = (model) => scheduler.placementOf(model);
@@ -291,6 +296,7 @@ export function assemble(config: Config, opts: RuntimeOptions, face: RuntimeFace
     loadTimes,
     loadEvents,
     nodes,
+    gpuHistory,
     events,
     reloads,
   });
@@ -318,6 +324,7 @@ export function assemble(config: Config, opts: RuntimeOptions, face: RuntimeFace
     scheduler,
     nodes,
     gpu,
+    gpuHistory,
     runner,
     waiters,
     wake,

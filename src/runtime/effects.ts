@@ -4,8 +4,9 @@
  * metrics and `/api/events` hear what passes. A model's state change goes to every listener
  * registered with `onStateChange`, in order. Invariants: ./design.md.
  */
+import { type GpuHistory, stopCause, swapCause } from "../gpu/history.ts";
 import type { QmMetrics } from "../observe/prometheus.ts";
-import type { StopReason, SwapAbortReason } from "../scheduler/stop-reason.ts";
+import { type StopReason, type SwapAbortReason, stopReasonText } from "../scheduler/stop-reason.ts";
 import type { Effects, HoldChange, HoldWhy, ModelState, Swap } from "../scheduler/types.ts";
 import type { Clock } from "../shared/clock.ts";
 import type { QmError } from "../shared/errors.ts";
@@ -23,6 +24,8 @@ export interface EffectsDeps {
   events: EventHub;
   /** The scheduler's clock time as wall-clock epoch ms (events show those). */
   toEpoch(clockMs: number): number;
+  /** Where each swap and each stop outside one is kept for `/api/history`; absent: nowhere. */
+  history?: GpuHistory;
 }
 
 /** What the effects drive, made once the scheduler they report to exists. */
@@ -71,6 +74,12 @@ export class RuntimeEffects implements Effects {
 
   startSwap(swap: Swap): void {
     const { metrics, clock } = this.deps;
+    this.deps.history?.swap(
+      Date.now(),
+      swap.target,
+      swap.evict,
+      swapCause(swap.evict, swap.budget ?? []),
+    );
     metrics.swapStarted(swap.id, swap.target, swap.evict, swap.budget ?? [], clock.now());
     this.runner.startSwap(swap);
   }
@@ -80,11 +89,13 @@ export class RuntimeEffects implements Effects {
   }
 
   stopModels(models: string[], reason: StopReason): void {
+    this.deps.history?.swap(Date.now(), null, models, stopCause(stopReasonText(reason)));
     this.deps.metrics.stopped(models, reason);
     this.runner.stopModels(models, reason);
   }
 
   sleepModels(models: string[], reason: StopReason): void {
+    this.deps.history?.swap(Date.now(), null, models, stopCause(stopReasonText(reason)));
     this.deps.metrics.stopped(models, reason);
     this.runner.sleepModels(models, reason);
   }

@@ -4,6 +4,7 @@ import { modelIdFor } from "../config/aliases.ts";
 import { parseVariantName } from "../config/index.ts";
 import type { Config, ModelConfig } from "../config/types.ts";
 import type { GpuWatch } from "../gpu/gpu-watch.ts";
+import type { HistoryJson } from "../gpu/history.ts";
 import { KeyTable } from "../keys/table.ts";
 import type { ActivityLog } from "../observe/activity.ts";
 import type { Capture, CaptureStore } from "../observe/capture.ts";
@@ -201,6 +202,8 @@ export class Runtime implements Gateway {
       leasesOf: (id) => this.leases.count(id),
       positionsOf: (id) => this.parts.waiters.positionsOf(id),
       gpu: this.gpu.last,
+      gpuKind: this.gpu.kind,
+      attribution: this.gpu.attribution,
       foreignBaselineGb: this.gpu.foreignBaselineGb,
       loadTimes: this.loadTimes,
       modelOf: (id) => this.liveModel(id),
@@ -210,6 +213,11 @@ export class Runtime implements Gateway {
     if (this.peers) status.peers = this.nodes.annotate(this.peers.status());
     if (this.preload.configured) status.preload = this.preload.status();
     return status;
+  }
+
+  /** `GET /api/history`: the last `minutes` (at most 30) of memory, residency and swaps. */
+  history(minutes: number): HistoryJson {
+    return this.parts.gpuHistory.since(Date.now(), minutes);
   }
 
   /** Each output line of model `id`: to its live followers, and to its load's stages. */

@@ -1,9 +1,11 @@
 /**
  * Who hears a model's state change (`Effects.stateChanged`), in this order: the log, the RAM a
- * level-1 sleeper holds, the load times and load events, the managed nodes, `event: model`
+ * level-1 sleeper holds, the load times and load events, the GPU history's residency bars, the
+ * managed nodes, `event: model`
  * (which reads the load times just updated), and the config reloads waiting for a model to stop.
  */
 import type { Config } from "../config/types.ts";
+import type { GpuHistory } from "../gpu/history.ts";
 import type { Logger } from "../shared/log.ts";
 import type { RuntimeEffects } from "./effects.ts";
 import type { EventHub } from "./event-hub.ts";
@@ -19,6 +21,7 @@ export interface StateHearers {
   budget: LiveBudget;
   loadTimes: LoadTimes;
   loadEvents: LoadEvents;
+  gpuHistory: GpuHistory;
   nodes: ManagedNodes;
   events: EventHub;
   reloads: ConfigReloads;
@@ -41,6 +44,7 @@ export function wireStateListeners(effects: RuntimeEffects, h: StateHearers): vo
     h.loadTimes.wakeState(model, state, waking(state, detail));
     h.loadEvents.state(model, state);
   });
+  effects.onStateChange((model, state) => h.gpuHistory.state(Date.now(), model, state));
   effects.onStateChange((model, state) => h.nodes.stateChanged(model, state));
   effects.onStateChange((model, state, detail) => {
     // A load's event says how long it is expected to take (null: never loaded before).

@@ -1,6 +1,6 @@
 import type { CardStatusJson, GpuReadingJson, StatusJson } from "../api/status-json.ts";
 import type { Config, ModelConfig } from "../config/types.ts";
-import type { GpuReading } from "../gpu/index.ts";
+import type { Attribution, GpuKind, GpuReading } from "../gpu/index.ts";
 import type { Scheduler } from "../scheduler/scheduler.ts";
 import { VERSION } from "../version.ts";
 import type { LiveBudget } from "./live-budget.ts";
@@ -37,6 +37,9 @@ export interface StatusInputs {
   /** The places in the waiting line of a model's queued requests, front first. */
   positionsOf: (id: string) => number[];
   gpu: GpuReading | null;
+  /** What kind of GPU the probe found, and how qm's share of its memory is told. */
+  gpuKind?: GpuKind;
+  attribution?: Attribution | null;
   foreignBaselineGb: number | null;
   loadTimes: LoadTimes;
   /** A model's config, one removed by a reload but still running included; default `config.models`. */
@@ -130,6 +133,8 @@ export function buildStatus(inputs: StatusInputs): StatusJson {
       ram_budget_gb: config.resources.ramBudgetGb,
       ram_used_gb: round(use.ramGb),
       probe: live.note,
+      gpu_kind: inputs.gpuKind ?? "none",
+      attribution: gpu ? (inputs.attribution ?? "pids") : null,
       gpu: gpu && {
         ...readingJson(gpu),
         foreign_baseline_gb:

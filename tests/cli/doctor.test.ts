@@ -234,6 +234,56 @@ describe("qm doctor", () => {
     );
   });
 
+  test("the GPU's kind leads the line: NVIDIA, unified memory, AMD, Apple silicon, none; auto by default", async () => {
+    const toml = `[server]\nstate_dir = "${dir}/s"\n`;
+    const asked: string[] = [];
+    const gpuLine = async (result: ProbeResult) =>
+      (
+        await doctor(
+          toml,
+          box({
+            probeGpu: async (command) => {
+              asked.push(command);
+              return result;
+            },
+          }),
+        )
+      ).out
+        .split("\n")
+        .find((l) => l.includes(" gpu:"))!;
+    const nvidia = reading();
+    if (!nvidia.ok) throw new Error("fixture");
+    expect(await gpuLine({ ok: true, reading: { ...nvidia.reading, kind: "nvidia" } })).toBe(
+      "✓ gpu: NVIDIA (nvidia-smi): 1 GPU (NVIDIA H100): 80.0 GB, 79.0 GB free",
+    );
+    expect(
+      await gpuLine({ ok: true, reading: { ...nvidia.reading, kind: "nvidia-unified" } }),
+    ).toStartWith(
+      "✓ gpu: NVIDIA with unified memory (nvidia-smi; memory from /proc/meminfo): 1 GPU",
+    );
+    expect(await gpuLine({ ok: true, reading: { ...nvidia.reading, kind: "amd" } })).toStartWith(
+      "✓ gpu: AMD (sysfs): 1 GPU",
+    );
+    expect(
+      await gpuLine({
+        ok: false,
+        kind: "apple",
+        reason: "Apple silicon: no live reading: static budget applies",
+      }),
+    ).toBe(
+      "• gpu: Apple silicon (no live reading yet: static budget): Apple silicon: no live reading: static budget applies",
+    );
+    expect(
+      await gpuLine({
+        ok: false,
+        kind: "none",
+        reason:
+          "no GPU found (nvidia-smi not found, no AMD card in /sys/class/drm): static budget applies",
+      }),
+    ).toStartWith("• gpu: none found (static budget): no GPU found");
+    expect(asked).toEqual(["auto", "auto", "auto", "auto", "auto"]);
+  });
+
   test("the platform: all of Linux's supervision passes; macOS is a note saying what is weaker, with its unified memory", async () => {
     const toml = `[server]\nstate_dir = "${dir}/s"\n`;
     const line = async (deps: DoctorDeps) =>

@@ -40,7 +40,7 @@ describe("defaults", () => {
       vramBudgetGb: 0,
       ramBudgetGb: 0,
       oomGuardReserveGb: 1.0,
-      gpuProbe: "nvidia-smi",
+      gpuProbe: "auto",
       gpuProbeIntervalMs: 2000,
     });
     expect(config.router).toEqual({ policy: "group" });

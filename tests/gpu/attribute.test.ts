@@ -123,7 +123,16 @@ describe("attribution per card", () => {
     ];
     const r = attribute({ gpus, apps, ours: new Set([10, 11]), expectOurs: true });
     expect(r.ok && r.value.cards).toEqual([
-      { index: 0, totalGb: 24, usedGb: 10, freeGb: 14, oursGb: 8, foreignGb: 2, ourPids: [10] },
+      {
+        index: 0,
+        totalGb: 24,
+        usedGb: 10,
+        freeGb: 14,
+        oursGb: 8,
+        foreignGb: 2,
+        ourPids: [10],
+        byRoot: new Map([[10, 8]]),
+      },
       {
         index: 1,
         totalGb: 24,
@@ -132,6 +141,10 @@ describe("attribution per card", () => {
         oursGb: 2.5,
         foreignGb: 0.5,
         ourPids: [10, 11],
+        byRoot: new Map([
+          [11, 2],
+          [10, 0.5],
+        ]),
       },
     ]);
     // The box's figures are the cards' sums.

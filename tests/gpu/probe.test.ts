@@ -90,6 +90,7 @@ describe("probeGpu", () => {
     expect(await probeGpu({ command: join(root, "nope/nvidia-smi"), processTree: noTree })).toEqual(
       {
         ok: false,
+        kind: "none",
         reason: "nvidia-smi not found: static budget applies",
       },
     );
@@ -133,12 +134,15 @@ describe("probeGpu", () => {
     });
     expect(await probeGpu({ command, processTree: noTree })).toEqual({
       ok: false,
+      kind: "nvidia",
       reason:
         "nvidia-smi cannot talk to the NVIDIA driver (not loaded, or not installed): static budget applies",
     });
     const none = await fakeSmi("no-devices.txt", "no-devices.txt", { gpuExit: 6, appsExit: 6 });
+    // The tool is there, the card is not: "none", so "auto" looks for other GPUs.
     expect(await probeGpu({ command: none, processTree: noTree })).toEqual({
       ok: false,
+      kind: "none",
       reason: "nvidia-smi found no GPU: static budget applies",
     });
   });
@@ -147,6 +151,7 @@ describe("probeGpu", () => {
     const command = await fakeSmi("apps-none.txt", "apps-none.txt", { gpuExit: 15 });
     expect(await probeGpu({ command, processTree: noTree })).toEqual({
       ok: false,
+      kind: "nvidia",
       reason: "nvidia-smi exited 15: a GPU fell off the bus: static budget applies",
     });
   });
@@ -162,8 +167,10 @@ describe("probeGpu", () => {
       ourPids: [2936],
       processTree: treeFromChildren(() => []),
     });
+    // Our process is listed, its memory not: nothing to attribute by change either.
     expect(busy).toEqual({
       ok: false,
+      kind: "nvidia",
       reason: "per-process memory not reported by this driver (WDDM/WSL?): static budget applies",
     });
   });
@@ -172,6 +179,7 @@ describe("probeGpu", () => {
     const command = await fakeSmi("gpu-rtx4090-r550.txt", "apps-garbage.txt");
     expect(await probeGpu({ command, processTree: noTree })).toEqual({
       ok: false,
+      kind: "nvidia",
       reason:
         'nvidia-smi output not understood: "Segmentation fault (core dumped)": static budget applies',
     });

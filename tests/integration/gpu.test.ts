@@ -59,6 +59,7 @@ describe("live VRAM ceiling from nvidia-smi", () => {
       (v) => v.resources.probe.startsWith("live:"),
     );
     expect(s.resources.vram_ceiling_gb).toBe(23);
+    expect([s.resources.gpu_kind, s.resources.attribution]).toEqual(["nvidia", "pids"]);
     expect(s.models.find((m) => m.id === "a")?.est_vram_gb).toBe(8);
   });
 

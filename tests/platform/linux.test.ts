@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { linuxPlatform } from "../../src/platform/linux/index.ts";
 import { parseMeminfo } from "../../src/platform/linux/meminfo.ts";
-import { ignoredInStatus } from "../../src/platform/linux/signals.ts";
+import { ignoredInStatus, vmRssInStatus } from "../../src/platform/linux/signals.ts";
 import { maskHas } from "../../src/platform/signal-mask.ts";
 import { FIXTURES, fixture } from "./recorded.ts";
 
@@ -65,6 +65,11 @@ describe("signal masks", () => {
     expect(maskHas("zz", "SIGHUP")).toBe(false);
   });
 
+  test("VmRSS of a status file in bytes; none (a kernel thread) is null", () => {
+    expect(vmRssInStatus("Name:\tx\nVmRSS:\t  2048 kB\n")).toBe(2 * 1024 * 1024);
+    expect(vmRssInStatus("Name:\tkthreadd\n")).toBeNull();
+  });
+
   test("SigIgn of a recorded /proc/PID/status under nohup", () => {
     expect(ignoredInStatus(fixture("linux/status-nohup.txt"), "SIGHUP")).toBe(true);
     expect(ignoredInStatus("Name:\tqm\nSigIgn:\t0000000000000000\n", "SIGHUP")).toBe(false);
@@ -80,6 +85,16 @@ describe("the Linux platform on a recorded /proc", () => {
     });
     expect(linux.memInfo()?.get("MemTotal")).toBe(131810188 * KIB);
     expect(linux.unifiedGpuBudget()).toBeNull();
+  });
+
+  test("a process's resident memory from its status; gone or without VmRSS: null", () => {
+    const root = recordedProc();
+    writeFileSync(join(root, "10", "status"), "Name:\tllama-server\nVmRSS:\t  4096 kB\n");
+    writeFileSync(join(root, "11", "status"), "Name:\tworker\nState:\tZ (zombie)\n");
+    const linux = linuxPlatform({ root });
+    expect(linux.residentBytes(10)).toBe(4096 * KIB);
+    expect(linux.residentBytes(11)).toBeNull();
+    expect(linux.residentBytes(99)).toBeNull();
   });
 
   test("a group runs while a member does; zombies alone do not count", () => {

@@ -5,22 +5,19 @@
  * Screenshots go to tests/ui/__shots__/ (git-ignored). Without Chromium the tests skip.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { existsSync, mkdirSync } from "node:fs";
+import { mkdirSync } from "node:fs";
 import { join } from "node:path";
-import { type Browser, chromium, type Page } from "playwright-core";
+import type { Browser, Page } from "playwright-core";
 import type { StatusJson } from "../../src/api/status-json.ts";
 import { BUILD_TIMEOUT_MS, needsBinary } from "../support/binary.ts";
 import { serve, until } from "../support/e2e.ts";
 import { fakeSmi } from "../support/fake-smi.ts";
 import type { QmServer } from "../support/qm-process.ts";
+import { chromiumFor, launchChromium, watchedPage } from "./chromium.ts";
 
 beforeAll(needsBinary, BUILD_TIMEOUT_MS);
 
-const CHROMIUM = process.env.QM_CHROMIUM ?? "/usr/bin/chromium";
-const HAVE_CHROMIUM = existsSync(CHROMIUM);
-if (!HAVE_CHROMIUM) {
-  console.warn(`tests/ui/browser.test.ts: skipped, no Chromium at ${CHROMIUM} (set QM_CHROMIUM)`);
-}
+const HAVE_CHROMIUM = chromiumFor("tests/ui/browser.test.ts");
 
 const KEY = "ui-test-key";
 const SHOTS = join(import.meta.dir, "__shots__");
@@ -80,20 +77,9 @@ const row = (id: string) => page.locator(`tr[data-model="${id}"]`);
 describe.skipIf(!HAVE_CHROMIUM)("the dashboard in Chromium", () => {
   beforeAll(async () => {
     mkdirSync(SHOTS, { recursive: true });
-    [qm, browser] = await Promise.all([
-      serve(CONFIG),
-      chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox"] }),
-    ]);
-    page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
-    page.setDefaultTimeout(10_000);
-    page.on("pageerror", (e) => pageErrors.push(`pageerror: ${e.message}`));
-    // A CSP violation or a failed script is a console error; the answers the tests ask for
-    // (the key prompt's 401s, the unknown model's 404) are not.
-    page.on("console", (m) => {
-      if (m.type() === "error" && !/status of (?:401|404)\b/.test(m.text())) {
-        pageErrors.push(`console: ${m.text()}`);
-      }
-    });
+    [qm, browser] = await Promise.all([serve(CONFIG), launchChromium()]);
+    // The answers the tests ask for (the key prompt's 401s, the unknown model's 404) are no error.
+    page = await watchedPage(browser, pageErrors, /status of (?:401|404)\b/);
   }, 30_000);
 
   afterAll(async () => {

@@ -5,14 +5,22 @@
  */
 import { describe, expect, test } from "bun:test";
 import type { ModelStatusJson, StatusJson } from "../../src/api/status-json.ts";
+import type { HistoryJson } from "../../src/gpu/history.ts";
 import type { RequestRecord as ServerRecord } from "../../src/observe/record.ts";
 import type { ModelState as ServerState } from "../../src/scheduler/types.ts";
-import type { ModelState, ModelStatus, RequestRecord, Status } from "../../src/ui/app/wire.ts";
+import type {
+  History,
+  ModelState,
+  ModelStatus,
+  RequestRecord,
+  Status,
+} from "../../src/ui/app/wire.ts";
 import { fakeGateway } from "../support/fake-gateway.ts";
 
 const status = (s: StatusJson): Status => s;
 const modelStatus = (m: ModelStatusJson): ModelStatus => m;
 const record = (r: ServerRecord): RequestRecord => r;
+const history = (h: HistoryJson): History => h;
 // Both ways: a state the server adds must be one the page knows (it has a badge for each).
 const state = (s: ServerState): ModelState => s;
 const serverState = (s: ModelState): ServerState => s;
@@ -24,5 +32,6 @@ describe("the dashboard's wire types", () => {
     expect(modelStatus(gw.status().models[0]!).id).toBe("m");
     expect(state(serverState(s.models[0]!.state))).toBe("stopped");
     expect(typeof record).toBe("function");
+    expect(history({ memory: [], residency: [], swaps: [] }).memory).toEqual([]);
   });
 });

@@ -13,11 +13,15 @@ import type { ControlGateway, InferenceGateway, QmEvent } from "../gateway.ts";
 import { openaiError } from "../openai/errors.ts";
 import { LOAD } from "../openai/inference.ts";
 import { readBody } from "../request/body.ts";
+import { historyRoutes } from "./history.ts";
 import { LLAMA_SWAP_PATHS, llamaSwapRoutes } from "./llama-swap.ts";
 
 /** The control paths and the methods each answers (for a 405's `Allow`). */
 const CONTROL_PATHS: [RegExp, string][] = [
-  [/^\/(?:|health|ready|running|api\/status|api\/events|api\/requests|api\/usage)$/, "GET"],
+  [
+    /^\/(?:|health|ready|running|api\/status|api\/events|api\/requests|api\/usage|api\/history)$/,
+    "GET",
+  ],
   [/^\/api\/models\/[^/]+\/logs$/, "GET"],
   [/^\/api\/requests\/[^/]+$/, "GET"],
   [/^\/api\/models\/(?:unload|[^/]+\/(?:load|unload|lease))$/, "POST"],
@@ -40,6 +44,7 @@ export function controlMethods(path: string): string | null {
 export function controlRoutes(gw: ControlGateway & InferenceGateway, log: Logger) {
   return new Elysia()
     .use(llamaSwapRoutes(gw, log))
+    .use(historyRoutes(gw))
     .get(
       "/",
       () =>

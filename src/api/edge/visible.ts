@@ -5,6 +5,7 @@
  * key is configured) sees everything. Every filter here starts from `visible`.
  */
 import type { ModelConfig } from "../../config/types.ts";
+import type { HistoryJson } from "../../gpu/history.ts";
 import type { ApiKey } from "../../keys/api-key.ts";
 import type { ModelLookup, QmEvent } from "../gateway.ts";
 import type { StatusJson } from "../status-json.ts";
@@ -84,4 +85,27 @@ export function eventFor(gw: ModelLookup, key: ApiKey, e: QmEvent): QmEvent | nu
     default:
       return null;
   }
+}
+
+/**
+ * `/api/history` as `key` may see it. An admin sees it whole; another key sees the box's memory
+ * with only its models' shares named, the residency of its models, the swaps that loaded one of
+ * them (evicting only what it sees named), and the stops of its models — as `statusFor` shows
+ * the swaps in progress.
+ */
+export function historyFor(gw: ModelLookup, key: ApiKey, h: HistoryJson): HistoryJson {
+  if (key.admin) return h;
+  const seen = (id: string) => visibleId(gw, key, id);
+  const mine = (models: Record<string, number>) =>
+    Object.fromEntries(Object.entries(models).filter(([id]) => seen(id)));
+  return {
+    memory: h.memory.map((s) => ({
+      t: s.t,
+      cards: s.cards.map((c) => ({ ...c, models: mine(c.models) })),
+    })),
+    residency: h.residency.filter((r) => seen(r.model)),
+    swaps: h.swaps
+      .map((s) => ({ ...s, evicted: s.evicted.filter(seen) }))
+      .filter((s) => (s.loaded === null ? s.evicted.length > 0 : seen(s.loaded))),
+  };
 }

@@ -40,7 +40,7 @@ export async function doctorCommand(argv: string[], io: DoctorIo = stdio): Promi
     configError: loaded.ok ? null : loaded.message.split("\n").join("; "),
     deps: io.deps,
     gpu: () => {
-      gpu ??= io.deps.probeGpu(config?.resources.gpuProbe ?? "nvidia-smi");
+      gpu ??= io.deps.probeGpu(config?.resources.gpuProbe ?? "auto");
       return gpu;
     },
   };

@@ -95,6 +95,7 @@ export function darwinPlatform(opts: DarwinOptions = {}): Platform {
       return out !== null && out.code === 0 && maskHas(out.stdout, signal);
     },
     memInfo: () => null,
+    residentBytes: () => null,
     memory() {
       const total = Number(sysctl().get("hw.memsize"));
       return Number.isFinite(total) && total > 0

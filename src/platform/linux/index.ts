@@ -9,7 +9,7 @@ import type { Platform } from "../types.ts";
 import { becomeSubreaper, canBeSubreaper, reapChild } from "./libc.ts";
 import { parseMeminfo } from "./meminfo.ts";
 import { procFs } from "./proc-fs.ts";
-import { ignoredInStatus } from "./signals.ts";
+import { ignoredInStatus, vmRssInStatus } from "./signals.ts";
 
 export interface LinuxOptions {
   /** Where /proc is (a recorded tree in tests). */
@@ -71,6 +71,10 @@ export function linuxPlatform(opts: LinuxOptions = {}): Platform {
       return status !== null && ignoredInStatus(status, signal);
     },
     memInfo,
+    residentBytes(pid) {
+      const status = read(`${root}/${pid}/status`);
+      return status === null ? null : vmRssInStatus(status);
+    },
     memory() {
       const m = memInfo();
       const total = m?.get("MemTotal");

@@ -186,7 +186,7 @@ function App() {
           {tab === "activity" && <ActivityPage requests={dash.requests} />}
           {tab === "logs" && <LogsPage status={s} model={route[1] ?? null} />}
           {tab === "performance" && <PerformancePage requests={dash.requests} />}
-          {tab === "hardware" && <HardwarePage status={s} />}
+          {tab === "hardware" && <HardwarePage status={s} requests={dash.requests} />}
           {tab === "usage" && <UsagePage status={s} />}
           {/* Kept mounted, so a conversation survives a look at another page. */}
           <div hidden={tab !== "playground"}>

@@ -79,6 +79,10 @@ export interface Status {
     ram_budget_gb: number;
     ram_used_gb: number;
     probe: string;
+    /** The GPU the probe found. */
+    gpu_kind?: "nvidia" | "nvidia-unified" | "amd" | "apple" | "none";
+    /** How qm's share of it is told: by process, by change, or null without a reading. */
+    attribution?: "pids" | "by_change" | null;
     gpu: GpuReading | null;
     /** Each card, with several GPUs; absent on a one-budget box. */
     gpus?: CardStatus[];
@@ -122,4 +126,20 @@ export interface RequestRecord {
   completion_tokens: number | null;
   cached_tokens: number | null;
   finish_reason: string | null;
+}
+
+/** `GET /api/history`: one card in one memory sample (GB). */
+export interface HistoryCard {
+  index: number;
+  used_gb: number;
+  models: Record<string, number>;
+  foreign_gb: number;
+  budget_gb: number;
+  ceiling_gb: number;
+}
+
+export interface History {
+  memory: { t: number; cards: HistoryCard[] }[];
+  residency: { model: string; state: "loading" | "resident"; from: number; to: number | null }[];
+  swaps: { t: number; loaded: string | null; evicted: string[]; reason: string }[];
 }

@@ -159,6 +159,8 @@ describe("a scoped key sees nothing outside its scope", () => {
       "/api/usage",
       "/api/usage?since=0",
       "/api/usage?key=bob-zq7",
+      "/api/history",
+      "/api/history?minutes=30",
       "/metrics",
       "/logs",
       "/logs/stream",

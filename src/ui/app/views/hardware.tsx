@@ -1,10 +1,42 @@
-/** The Hardware page: the VRAM picture, the GPU reading and RAM. */
+/**
+ * The Hardware page: the VRAM picture now, memory over the last 30 minutes and which models were
+ * resident when (from `/api/history`), the GPU reading and RAM.
+ */
+import { timesOf, windowStart } from "../charts.ts";
 import { duration, gb, NONE } from "../format.ts";
-import type { CardStatus, Status } from "../wire.ts";
+import { useNow } from "../hooks.ts";
+import type { CardStatus, History, RequestRecord, Status } from "../wire.ts";
 import { BarTrack, VramBar } from "./bits.tsx";
+import { useHistory } from "./chart-parts.tsx";
+import { MemoryCharts } from "./memory-chart.tsx";
+import { ResidencyTimeline } from "./residency.tsx";
 
-export function HardwarePage({ status }: { status: Status | null }) {
+const KINDS: Record<string, string> = {
+  nvidia: "NVIDIA",
+  "nvidia-unified": "NVIDIA, unified memory",
+  amd: "AMD",
+  apple: "Apple silicon",
+  none: "none found",
+};
+
+/** The cards the charts draw: those the history has samples of, each with its memory. */
+function chartCards(status: Status, history: History): { index: number; totalGb: number }[] {
+  const r = status.resources;
+  const seen = [...new Set(history.memory.flatMap((s) => s.cards.map((c) => c.index)))].sort(
+    (a, b) => a - b,
+  );
+  const total = (index: number) =>
+    r.gpus?.find((c) => c.index === index)?.reading?.total_gb ??
+    (seen.length <= 1 ? (r.gpu?.total_gb ?? 0) : 0);
+  return (seen.length > 0 ? seen : [0]).map((index) => ({ index, totalGb: total(index) }));
+}
+
+export function HardwarePage(props: { status: Status | null; requests: RequestRecord[] }) {
+  const { status, requests } = props;
+  const history = useHistory();
+  const now = useNow(5000);
   if (!status) return <p class="muted">Reading qm's status…</p>;
+  const from = windowStart(now, timesOf(history, requests));
   const r = status.resources;
   const gpu = r.gpu;
   const row = (label: string, value: string) => (
@@ -18,6 +50,10 @@ export function HardwarePage({ status }: { status: Status | null }) {
       <h2>VRAM</h2>
       <VramBar status={status} detailed />
       <p class="muted">{r.probe}</p>
+      <h2>Memory over time</h2>
+      <MemoryCharts history={history} cards={chartCards(status, history)} from={from} now={now} />
+      <h2>Residency</h2>
+      <ResidencyTimeline history={history} requests={requests} from={from} now={now} />
       {r.gpus && r.gpus.length > 0 && (
         <>
           <h2>Cards</h2>
@@ -38,10 +74,17 @@ export function HardwarePage({ status }: { status: Status | null }) {
           </tbody>
         </table>
         <table class="kv">
-          <caption>GPU reading (nvidia-smi)</caption>
+          <caption>GPU reading</caption>
           <tbody>
+            {row("GPU", KINDS[r.gpu_kind ?? "none"] ?? NONE)}
             {gpu ? (
               <>
+                {row(
+                  "qm's memory told",
+                  r.attribution === "by_change"
+                    ? "by change (process ids not visible)"
+                    : "by process",
+                )}
                 {row("total", gb(gpu.total_gb))}
                 {row("used", gb(gpu.used_gb))}
                 {row("free", gb(gpu.free_gb))}

@@ -1,12 +1,56 @@
-/** The Performance page: per-model figures over the recent requests. */
+/** The Performance page: request rate and TTFT per model over time, and per-model figures. */
+import { buckets, requestSeries, timesOf, windowStart } from "../charts.ts";
 import { count, ms, rate } from "../format.ts";
-import { summarize } from "../perf.ts";
+import { useNow } from "../hooks.ts";
+import { quantile, summarize } from "../perf.ts";
 import type { RequestRecord } from "../wire.ts";
+import { LineChart } from "./line-chart.tsx";
 
 export function PerformancePage({ requests }: { requests: RequestRecord[] }) {
   const rows = summarize(requests);
+  const now = useNow(5000);
+  // 30 points over the span shown (at most the last 30 minutes): a minute each, or less.
+  const from = windowStart(now, timesOf({ memory: [], residency: [], swaps: [] }, requests));
+  const bucketMs = (now - from) / 30;
+  const starts = buckets(now, bucketMs, now - from);
+  const series = requestSeries(requests, starts, bucketMs);
+  const models = series.rate.map((s) => s.model);
+  const shown = requests.filter((r) => r.api !== "load" && r.time >= from);
+  const of = (model: string) => shown.filter((r) => r.model === model);
+  const requestsOf = (model: string) => `${of(model).length} req`;
+  const ttftOf = (model: string) =>
+    `p50 ${ms(
+      quantile(
+        of(model).flatMap((r) => (r.ttft_ms === null ? [] : [r.ttft_ms])),
+        0.5,
+      ),
+    )}`;
   return (
     <section aria-label="Performance">
+      <div class="chart-row">
+        <LineChart
+          testid="rate-chart"
+          label="Requests per minute"
+          starts={starts}
+          series={series.rate}
+          models={models}
+          format={(v) => (v < 10 ? v.toFixed(1) : String(Math.round(v)))}
+          legend={requestsOf}
+          from={from}
+          now={now}
+        />
+        <LineChart
+          testid="ttft-chart"
+          label="Time to first token (median)"
+          starts={starts}
+          series={series.ttft}
+          models={models}
+          format={(v) => ms(v)}
+          legend={ttftOf}
+          from={from}
+          now={now}
+        />
+      </div>
       <p class="muted">
         Over the last {requests.length} requests this page has seen (TTFT: arrival to first chunk,
         wait included; tok/s: output tokens after the first chunk).

@@ -2,14 +2,20 @@
  * Scenarios 3 and 4 of the self-test (./scenarios.ts): attribution by change where the probe's
  * pids are out of reach, and placement on cards.
  */
+import { mkdirSync } from "node:fs";
+import { join } from "node:path";
 import type { GpuReading } from "../../gpu/types.ts";
-import { Bench, demoModel, Holder } from "./bench.ts";
+import { Bench, demoModel, Holder, simDir } from "./bench.ts";
 import { gb, head, type Plan, probeCommand, RESERVE, within } from "./plan.ts";
 import type { Verdicts } from "./verdicts.ts";
 
 /** Scenario 3: attribution by change, where the probe's pids are not qm's. */
 export async function containerScenario(plan: Plan, v: Verdicts): Promise<void> {
-  const { mode, mib } = plan;
+  const { mib } = plan;
+  // Simulated memory on a card of its own: what earlier scenarios let go of late is not on it
+  // to be taken for the idle baseline.
+  const mode = plan.mode.real ? plan.mode : { ...plan.mode, dir: join(plan.mode.dir, "by-change") };
+  if (!mode.real) mkdirSync(simDir(mode), { recursive: true });
   const est = mib / 1024;
   const budget = 2.5 * est + RESERVE;
   const several = plan.cards > 1;

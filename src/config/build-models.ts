@@ -105,6 +105,18 @@ function buildModel(ctx: BuildContext, id: string, m: ModelFile, ports: PortAllo
       `must start with "/" or be "none", got ${JSON.stringify(check)}`,
     );
   }
+  const caps = m.capabilities;
+  if (new Set(caps).size < caps.length) {
+    ctx.issues.at(at("capabilities"), "lists a capability more than once");
+  }
+  if (caps.includes("embedding") && caps.includes("completion")) {
+    // Ollama's clients list an embedding model apart and never chat with it; one that claims
+    // both would be offered for chat (src/api/ollama/capabilities.ts).
+    ctx.issues.at(
+      at("capabilities"),
+      'an embedding model cannot also claim "completion": list one of them',
+    );
+  }
   const env_ = Object.fromEntries(env.map(([name, e]) => [name, text(e)]));
   const keepKv = m.keep_kv
     ? keepKvOf(ctx, id, m, argv, {
@@ -148,6 +160,7 @@ function buildModel(ctx: BuildContext, id: string, m: ModelFile, ports: PortAllo
     group: "", // set once groups are known
     keepKv,
     ctxStep: m.ctx_step,
+    ...(caps.length > 0 ? { capabilities: [...caps] } : {}),
     template: {
       cmd: raw(fields.cmd),
       proxy: raw(fields.proxy),

@@ -18,7 +18,7 @@ import { render, resolveMacros } from "./macros.ts";
 import { namedNodeModels, nodeModel } from "./node-models.ts";
 import { checkModelPorts } from "./port-clashes.ts";
 import { isPortFreeOnLoopback, PortAllocator } from "./ports.ts";
-import type { ConfigFile } from "./schema.ts";
+import { type ConfigFile, OLLAMA_VERSION_FORMAT } from "./schema.ts";
 import { buildPreload, checkGpus } from "./startup.ts";
 import { syntaxIssue } from "./toml-syntax.ts";
 import type { Config, ModelConfig, PeerConfig } from "./types.ts";
@@ -97,6 +97,12 @@ export function loadConfigText(text: string, opts: LoadOptions): Config {
   );
   const preload = buildPreload(file, map, issues);
   const gpus = checkGpus(file, issues);
+  if (!issues.within(["ollama", "version"]) && !OLLAMA_VERSION_FORMAT.test(file.ollama.version)) {
+    issues.at(
+      ["ollama", "version"],
+      `expected a version such as "0.13.5", got ${JSON.stringify(file.ollama.version)}`,
+    );
+  }
   issues.throwIfAny();
 
   const { server, scheduler, resources } = file;
@@ -153,6 +159,7 @@ export function loadConfigText(text: string, opts: LoadOptions): Config {
       ...(gpus.length > 0 ? { gpus } : {}),
     },
     router: { policy: file.router.policy },
+    ollama: { version: file.ollama.version },
     groups,
     matrix,
     models,

@@ -33,7 +33,7 @@ import { estimatePrompt } from "./translate/estimate.ts";
 import { type Prompt, toOpenAI, translatePrompt } from "./translate/request.ts";
 import { fromOpenAI, type ResponseOptions } from "./translate/response.ts";
 import { StreamTranslator } from "./translate/stream.ts";
-import { answerCap } from "./upstream.ts";
+import { answerCap, countPromptTokens } from "./upstream.ts";
 import { type MessagesRequest, MessagesRequestSchema } from "./wire.ts";
 
 interface Translated {
@@ -68,7 +68,7 @@ export async function handleMessages(ctx: AnthropicRequest): Promise<Response> {
     id: messageId(),
     model: body.model,
     stopSequences: body.stop_sequences ?? [],
-    inputEstimate: estimatePrompt(prompt),
+    inputTokens: estimatePrompt(prompt),
     onToolInput: (name: string, how: ToolInput["how"]) =>
       opts.log.warn(
         `anthropic: model "${model.id}" called tool "${name}" with invalid JSON arguments ` +
@@ -92,11 +92,29 @@ export async function handleMessages(ctx: AnthropicRequest): Promise<Response> {
   });
 }
 
-/** Clamps `max_tokens` to the context left, then sends; the body is read by the caller. */
+/**
+ * Clamps `max_tokens` to the context left, then sends; the body is read by the caller. A
+ * stream's `message_start` goes out before the upstream reports usage, so for a stream the
+ * prompt is counted first by the upstream's own template and tokenizer (count_tokens' way;
+ * the model is ready, its lease held): `input_tokens` is then exact, and the estimate is left
+ * for an upstream that cannot count.
+ */
 async function open(x: Exchange<Translated>, call: Call): Promise<Response> {
-  const { oai, profile, prompt } = x.parsed;
+  const { oai, profile, prompt, shape } = x.parsed;
   const { timers } = x.parsed.ctx.opts;
-  const cap = await answerCap(x.model, profile, prompt, oai.max_tokens, call.signal, timers);
+  const counted = oai.stream
+    ? await countPromptTokens(x.model, profile, prompt, call.signal, timers).catch(() => null)
+    : undefined;
+  if (typeof counted === "number") shape.inputTokens = counted;
+  const cap = await answerCap(
+    x.model,
+    profile,
+    prompt,
+    oai.max_tokens,
+    call.signal,
+    timers,
+    counted,
+  );
   const payload = filtered(
     x.model,
     cap === null ? oai : { ...oai, max_tokens: Math.min(oai.max_tokens, cap) },

@@ -198,10 +198,13 @@ export async function answerCap(
   maxTokens: number,
   signal: AbortSignal,
   timers: Timers = realTimers,
+  /** The prompt's exact count when the caller has it already (`undefined`: count if need be). */
+  known?: number | null,
 ): Promise<number | null> {
   const ctx = await contextSize(model, signal, timers);
   if (ctx === null || promptUpperBound(prompt) + maxTokens <= ctx) return null;
-  const counted = await countPromptTokens(model, profile, prompt, signal, timers);
+  const counted =
+    known === undefined ? await countPromptTokens(model, profile, prompt, signal, timers) : known;
   if (counted === null) {
     // Only an estimate: clamp by it, but leave a refusal to the upstream, which can count.
     const est = estimatePrompt(prompt);

@@ -11,13 +11,16 @@
  * costed by character class: an ASCII word a token per 5 letters, letters against digits (ids,
  * hashes) a token per 2, every digit a token (Qwen and Gemma split digits one by one), ASCII
  * symbols a token per 2, a line break a token (half after a symbol, which Llama and Qwen join),
- * a CJK character a token, other letters half a token, emoji and other symbols a token per 2
- * UTF-8 bytes. Images count a flat 768 tokens (a typical vision-encoder tile budget): what an
+ * a CJK character a token, a Hangul syllable one and a half, accented Latin and Cyrillic letters
+ * half a token, other letters (Greek, Hebrew, Arabic, Devanagari, Thai, …) a token and a word
+ * of them one more (Phi-3's SentencePiece splits its leading space off), emoji,
+ * combining marks and other symbols a token per 2 UTF-8 bytes. Images count a flat 768 tokens (a typical vision-encoder tile budget): what an
  * image really costs depends on the projector, which no counted prompt shows.
  *
  * Calibrated on `tests/api/anthropic/fixtures/token-counts.json`: the requests of
- * `scripts/llama/corpus.ts` (plain, system, 1–6 tools with schemas, multi-turn, tool turns,
- * thinking, images, code, JSON, logs, digits, CJK, Cyrillic, emoji) counted by a real
+ * `scripts/llama/corpus.ts` (plain, system, 1–6 tools with schemas, Codex CLI's tools,
+ * multi-turn, tool turns, thinking, images, code, JSON, logs, digits, CJK, Cyrillic, Hangul,
+ * Greek, Hebrew, Arabic, Devanagari, Thai, emoji) counted by a real
  * llama-server through qm's exact path, with the Llama 3.1 template + llama-3 BPE vocab and the
  * Qwen3 template + Qwen2 vocab, and checked on Gemma 4 and Phi-3.5 (template + vocab) too.
  * `estimate.test.ts` holds it to `exact ≤ estimate` for all four and `estimate ≤ 1.5 × exact`
@@ -48,7 +51,10 @@ const ASCII_LETTERS = 5;
 /** ASCII symbols a token in a run (`");`, `": "`, `},` are often one). */
 const ASCII_SYMBOLS = 2;
 
-const CJK = /[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\p{Script=Hangul}]/u;
+const CJK = /[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}]/u;
+const HANGUL = /\p{Script=Hangul}/u;
+/** Scripts every vocabulary here covers well: about two letters a token. */
+const COMMON = /[\p{Script=Latin}\p{Script=Cyrillic}]/u;
 /** Letter runs, single digits, whitespace runs, ASCII symbol runs, other symbol runs. */
 const PIECES = /\p{L}+|\p{N}|\s+|[!-/:-@[-`{-~]+|[^\p{L}\p{N}\s\x21-\x7e]+/gu;
 const LETTER = /\p{L}/u;
@@ -60,11 +66,23 @@ const JOINS = /[\p{L}!-/:-@[-`{-~]/u;
 function letters(run: string): number {
   let ascii = 0;
   let other = 0;
+  let rare = false;
   for (const ch of run) {
     if (ch.charCodeAt(0) < 128) ascii++;
-    else other += CJK.test(ch) ? 1 : 0.5;
+    else if (CJK.test(ch)) other += 1;
+    // Phi-3's 32k SentencePiece vocabulary falls back to bytes for much of Hangul.
+    else if (HANGUL.test(ch)) {
+      other += 1.5;
+      rare = true;
+    } else if (COMMON.test(ch)) other += 0.5;
+    // Greek, Hebrew, Arabic, Devanagari, Thai, …: a token a letter in Phi-3, half in the others.
+    else {
+      other += 1;
+      rare = true;
+    }
   }
-  return Math.ceil(ascii / ASCII_LETTERS) + Math.ceil(other);
+  // In a SentencePiece vocabulary the word's leading space ("▁") is a token of its own there.
+  return Math.ceil(ascii / ASCII_LETTERS) + Math.ceil(other) + (rare ? 1 : 0);
 }
 
 function whitespace(run: string, prev: string | undefined, next: string | undefined): number {

@@ -42,8 +42,12 @@ export interface StreamOptions {
   /** The model name the client asked for (echoed back). */
   model: string;
   stopSequences: readonly string[];
-  /** Prompt tokens to report until (or unless) the server reports its own. */
-  inputEstimate: number;
+  /**
+   * Prompt tokens to report until (or unless) the server reports its own: read when
+   * `message_start` goes out, by then the upstream's exact count when it could give one (the
+   * caller counts before it sends), else the estimate.
+   */
+  inputTokens: number;
   onToolInput?: (name: string, how: ToolInput["how"]) => void;
 }
 
@@ -124,7 +128,7 @@ export class StreamTranslator implements ChatTranslator {
         stop_reason: null,
         stop_sequence: null,
         usage: {
-          input_tokens: typeof prompt === "number" ? prompt : this.opts.inputEstimate,
+          input_tokens: typeof prompt === "number" ? prompt : this.opts.inputTokens,
           output_tokens: 0,
           cache_creation_input_tokens: 0,
           cache_read_input_tokens: 0,
@@ -265,7 +269,7 @@ export class StreamTranslator implements ChatTranslator {
         : ending(this.finish, this.upstreamStop, this.opts.stopSequences, hasTools);
     this.stopReason = end.stop_reason;
     const usage = anthropicUsage(this.usage, this.cacheN, {
-      input: this.opts.inputEstimate,
+      input: this.opts.inputTokens,
       output: estimateOutput(this.chars),
     });
     out += sse("message_delta", { delta: end, usage });

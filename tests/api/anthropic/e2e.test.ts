@@ -248,3 +248,26 @@ test("the OpenAI routes are an untouched passthrough", async () => {
     await read("/upstream/thinker/v1/chat/completions"),
   );
 });
+
+test("message_start's input_tokens is the count count_tokens gives (the demo's template + tokenizer)", async () => {
+  const ask = {
+    model: "claude-local",
+    max_tokens: 16,
+    system: "be brief",
+    tools: [weatherTool],
+    messages: [{ role: "user", content: "What is the weather in Kraków? Ответь кратко." }],
+  };
+  const post = (path: string, body: unknown) =>
+    fetch(`${qm.url}${path}`, {
+      method: "POST",
+      headers: { "content-type": "application/json", authorization: `Bearer ${KEY}` },
+      body: JSON.stringify(body),
+    });
+  const counted = await post("/v1/messages/count_tokens", ask);
+  expect(counted.headers.get("x-qm-token-count")).toBe("upstream");
+  const { input_tokens } = (await counted.json()) as { input_tokens: number };
+  const text = await (await post("/v1/messages", { ...ask, stream: true })).text();
+  const start = text.split("\n").find((l) => l.startsWith("data:") && l.includes("message_start"));
+  const message = JSON.parse(start!.slice(5)).message;
+  expect(message.usage.input_tokens).toBe(input_tokens);
+});

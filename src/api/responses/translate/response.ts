@@ -4,8 +4,9 @@
  * order a model produces them (reasoning, the message, function calls), `status` completed or
  * incomplete (`max_output_tokens` on a `length` finish), usage in the Responses names.
  */
-import { estimateText } from "../../anthropic/translate/estimate.ts";
+
 import { contentText, finishReason, reasoningText } from "../../chat/chunk.ts";
+import { estimateText } from "../../chat/estimate-text.ts";
 import type { OaiUsage } from "../../chat/wire.ts";
 import { itemId } from "./ids.ts";
 

@@ -184,6 +184,45 @@ async function vllmCount(
 }
 
 /**
+ * Tokens of a text (an answer, not a prompt: no template, no special tokens) as the upstream's
+ * tokenizer makes them, or null. Asked only of a server whose way of counting is known to work.
+ */
+export async function countTextTokens(
+  model: ModelConfig,
+  profile: Profile,
+  text: string,
+  signal: AbortSignal,
+  timers: Timers = realTimers,
+): Promise<number | null> {
+  if (model.peer) return null;
+  const known = countWays.get(keyOf(model));
+  if (known === "none") return null;
+  const order: ("llama" | "vllm")[] = known
+    ? [known]
+    : profile === "vllm"
+      ? ["vllm", "llama"]
+      : ["llama", "vllm"];
+  try {
+    for (const way of order) {
+      const res =
+        way === "llama"
+          ? await call(model, "/tokenize", signal, timers, { content: text })
+          : await call(model, "/tokenize", signal, timers, {
+              model: model.useModelName || model.id,
+              prompt: text,
+              add_special_tokens: false,
+            });
+      const tokens = res.json?.tokens;
+      const n = way === "llama" && Array.isArray(tokens) ? tokens.length : res.json?.count;
+      if (res.status === 200 && typeof n === "number") return n;
+    }
+  } catch {
+    // unreachable or too slow: the caller estimates
+  }
+  return null;
+}
+
+/**
  * The most `max_tokens` the upstream's context leaves for the answer, or null for "send as
  * asked". Claude Code asks for 20–32k tokens whatever the model; vLLM refuses prompt +
  * max_tokens > max_model_len. Counting costs two small calls, so it is skipped when even an

@@ -25,7 +25,7 @@ beforeAll(async () => {
   // The shared helper writes [server]; the keys go into that table.
   const path = writeConfig(`
 [groups.all]
-members = ["alpha", "thinker", "cold", "crashy", "prefill"]
+members = ["alpha", "thinker", "cold", "crashy", "prefill", "stopper"]
 swap = false
 exclusive = false
 
@@ -41,6 +41,9 @@ cmd = "\${demo} --token-ms 0 --tokens 6 --crash-after-tokens 2"
 
 [models.prefill]
 cmd = "\${demo} --token-ms 0 --tokens 3 --first-token-ms 12000"
+
+[models.stopper]
+cmd = "\${demo} --token-ms 0 --tokens 12"
 
 [models.cold]
 cmd = "\${demo} --load-delay-ms 400 --token-ms 0 --tokens 4"
@@ -116,6 +119,22 @@ describe.each(SDKS)("%s against dist/qm", (_name, Sdk) => {
       type: "text",
       text: "Done. The tool said: 12C and sunny",
     } as never);
+  });
+
+  test("stop_sequences: the same usage streamed and not, counting what was delivered", async () => {
+    const c = client(Sdk);
+    const ask = { ...hi, model: "stopper", stop_sequences: ["demo"] };
+    const made = await c.messages.create(ask);
+    const streamed = await c.messages.stream(ask).finalMessage();
+    expect(made.stop_reason).toBe("stop_sequence");
+    expect(streamed.stop_reason).toBe("stop_sequence");
+    expect(streamed.content as unknown[]).toEqual(made.content);
+    expect(streamed.usage).toEqual(made.usage);
+    const { input_tokens } = await c.messages.countTokens(ask);
+    expect(made.usage.input_tokens).toBe(input_tokens);
+    // Less than the 12 tokens the demo generates unstreamed: the text up to the stop.
+    expect(made.usage.output_tokens).toBeGreaterThan(0);
+    expect(made.usage.output_tokens).toBeLessThan(12);
   });
 
   test("countTokens is the upstream's own count", async () => {

@@ -102,6 +102,15 @@ export async function contextSize(
   return size;
 }
 
+/** How to ask a model to count, in order: the way that worked, else both by its dialect. */
+function waysToTry(model: ModelConfig, profile: Profile): ("llama" | "vllm")[] {
+  if (model.peer) return [];
+  const known = countWays.get(keyOf(model));
+  if (known === "none") return [];
+  if (known) return [known];
+  return profile === "vllm" ? ["vllm", "llama"] : ["llama", "vllm"];
+}
+
 /**
  * Exact prompt tokens as the upstream's own template and tokenizer see them, or null. The way
  * that worked is remembered per model; a server with neither way is not asked again.
@@ -113,15 +122,10 @@ export async function countPromptTokens(
   signal: AbortSignal,
   timers: Timers = realTimers,
 ): Promise<number | null> {
-  if (model.peer) return null;
   const key = keyOf(model);
   const known = countWays.get(key);
-  if (known === "none") return null;
-  const order: ("llama" | "vllm")[] = known
-    ? [known]
-    : profile === "vllm"
-      ? ["vllm", "llama"]
-      : ["llama", "vllm"];
+  const order = waysToTry(model, profile);
+  if (order.length === 0) return null;
   let missing = 0;
   try {
     for (const way of order) {
@@ -185,7 +189,7 @@ async function vllmCount(
 
 /**
  * Tokens of a text (an answer, not a prompt: no template, no special tokens) as the upstream's
- * tokenizer makes them, or null. Asked only of a server whose way of counting is known to work.
+ * tokenizer makes them, or null.
  */
 export async function countTextTokens(
   model: ModelConfig,
@@ -194,16 +198,8 @@ export async function countTextTokens(
   signal: AbortSignal,
   timers: Timers = realTimers,
 ): Promise<number | null> {
-  if (model.peer) return null;
-  const known = countWays.get(keyOf(model));
-  if (known === "none") return null;
-  const order: ("llama" | "vllm")[] = known
-    ? [known]
-    : profile === "vllm"
-      ? ["vllm", "llama"]
-      : ["llama", "vllm"];
   try {
-    for (const way of order) {
+    for (const way of waysToTry(model, profile)) {
       const res =
         way === "llama"
           ? await call(model, "/tokenize", signal, timers, { content: text })

@@ -80,6 +80,21 @@ const RUSSIAN =
   "Объясни, пожалуйста, как работает вытеснение моделей из памяти и что такое аренда модели.";
 const EMOJI =
   "Ship it 🚀🚀 — tests green ✅, bench flat 📉, docs done 📝🎉 ¿Listo? Ça marche! naïve café";
+/** Scripts a Latin-centred vocabulary splits finely (Llama 3, Phi-3's byte fallback). */
+const HINDI =
+  "यह गेटवे कई स्थानीय मॉडलों को एक ही एपीआई के पीछे चलाता है। कृपया बताइए कि मेमोरी कम होने पर कौन सा मॉडल पहले बंद होता है।";
+const THAI =
+  "เกตเวย์นี้เริ่มเซิร์ฟเวอร์โมเดลเมื่อมีการใช้งานครั้งแรก และหยุดเมื่อไม่มีการใช้งานเป็นเวลานาน โปรดอธิบายวิธีตั้งค่า";
+const ARABIC =
+  "تقوم البوابة بتشغيل خادم النموذج عند أول طلب، وتوقفه بعد فترة من الخمول. كيف أضبط مهلة التفريغ؟";
+const KOREAN =
+  "이 게이트웨이는 여러 로컬 모델을 하나의 API로 제공합니다. 메모리가 부족하면 어떤 모델이 먼저 내려가나요?";
+const GREEK_HEBREW =
+  "Η πύλη ξεκινά κάθε μοντέλο κατά την πρώτη χρήση. השער מפעיל כל מודל בשימוש הראשון ועוצר אותו אחר כך.";
+const NON_LATIN = [HINDI, THAI, ARABIC, KOREAN, GREEK_HEBREW, CHINESE, JAPANESE, RUSSIAN].join(
+  "\n",
+);
+
 const PNG_1PX =
   "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==";
 
@@ -204,6 +219,95 @@ const WEATHER = {
   },
 };
 const ALL_TOOLS = [BASH, READ, EDIT, GREP, TODO, WEATHER];
+
+/** Codex CLI-like tools: long descriptions, nested objects, arrays of objects, enums. */
+const CODEX_TOOLS = [
+  {
+    name: "exec_command",
+    description:
+      "Runs a command in a PTY, returning output or a session ID for ongoing interaction. " +
+      "Use it for builds, tests and searches; prefer `rg` over `grep`. Commands run in the " +
+      "workspace sandbox unless escalated permissions are requested with a justification.",
+    input_schema: {
+      type: "object",
+      properties: {
+        cmd: { type: "string", description: "Shell command to execute." },
+        workdir: { type: "string", description: "Working directory; defaults to the turn cwd." },
+        yield_time_ms: {
+          type: "number",
+          description: "How long to wait (in milliseconds) for output before yielding.",
+        },
+        max_output_tokens: { type: "number", description: "Maximum number of tokens to return." },
+        sandbox_permissions: {
+          type: "string",
+          enum: ["use_default", "require_escalated"],
+          description: "Sandbox permissions for the command.",
+        },
+        justification: {
+          type: "string",
+          description: "Only set if sandbox_permissions is require_escalated: why it is needed.",
+        },
+      },
+      required: ["cmd"],
+      additionalProperties: false,
+    },
+  },
+  {
+    name: "update_plan",
+    description:
+      "Updates the task plan. Provide an optional explanation and a list of plan items, each " +
+      "with a step and status. At most one step can be in_progress at a time.",
+    input_schema: {
+      type: "object",
+      properties: {
+        explanation: { type: "string" },
+        plan: {
+          type: "array",
+          description: "The list of steps",
+          items: {
+            type: "object",
+            properties: {
+              step: { type: "string" },
+              status: {
+                type: "string",
+                description: "One of: pending, in_progress, completed",
+                enum: ["pending", "in_progress", "completed"],
+              },
+            },
+            required: ["step", "status"],
+            additionalProperties: false,
+          },
+        },
+      },
+      required: ["plan"],
+      additionalProperties: false,
+    },
+  },
+  {
+    name: "apply_patch",
+    description:
+      "Use the `apply_patch` tool to edit files. The patch language is a stripped-down, " +
+      "file-oriented diff format: *** Begin Patch, then one or more *** Add File, *** Update " +
+      "File or *** Delete File sections, each with @@ hunks of context, - and + lines, then " +
+      "*** End Patch. File paths must be relative, never absolute.",
+    input_schema: {
+      type: "object",
+      properties: { input: { type: "string", description: "The entire contents of the patch." } },
+      required: ["input"],
+      additionalProperties: false,
+    },
+  },
+  {
+    name: "view_image",
+    description: "Attach a local image (by filesystem path) to the conversation context.",
+    input_schema: {
+      type: "object",
+      properties: { path: { type: "string", description: "Local filesystem path to an image." } },
+      required: ["path"],
+      additionalProperties: false,
+    },
+  },
+];
 
 const SYSTEM_CC = [
   { type: "text", text: "x-anthropic-billing-header: cc_version=2.1.197; cc_entrypoint=cli" },
@@ -463,6 +567,26 @@ export const corpus: CorpusEntry[] = [
           },
           { type: "image", source: { type: "url", url: "https://example.com/b.png" } },
         ]),
+      ],
+    },
+  },
+  { name: "non-latin", request: { model: M, messages: [user(NON_LATIN)] } },
+  { name: "hindi-thai", request: { model: M, system: HINDI, messages: [user(THAI)] } },
+  {
+    name: "tools-codex",
+    request: { model: M, tools: CODEX_TOOLS, messages: [user("Run the tests and fix them.")] },
+  },
+  {
+    name: "tools-codex-non-latin-result",
+    request: {
+      model: M,
+      tools: CODEX_TOOLS,
+      messages: [
+        user(KOREAN),
+        assistant([
+          { type: "tool_use", id: "toolu_K", name: "exec_command", input: { cmd: "cat 설명.txt" } },
+        ]),
+        user([{ type: "tool_result", tool_use_id: "toolu_K", content: `${ARABIC}\n${HINDI}` }]),
       ],
     },
   },

@@ -287,6 +287,17 @@ export const CONFIG_DOCS: Record<DocumentedSection, SectionDoc> = {
       },
     },
   },
+  ollama: {
+    heading: "[ollama]",
+    about: "How qm presents itself on Ollama's API (`/api/…`).",
+    keys: {
+      version: {
+        meaning:
+          'What `GET /api/version` answers. Ollama clients check it before they use a server (Codex CLI\'s `--oss` refuses anything below `0.13.4`); the default is the Ollama release whose API qm implements. A version such as `"0.13.5"`.',
+        example: "0.13.5",
+      },
+    },
+  },
   groups: {
     heading: "[groups.NAME]",
     about:
@@ -445,6 +456,11 @@ export const CONFIG_DOCS: Record<DocumentedSection, SectionDoc> = {
       preload: {
         meaning:
           "Load this model at startup (after `server.preload`, in file order), if it fits; see `server.preload`.",
+      },
+      capabilities: {
+        meaning:
+          'What the model can do, as Ollama\'s `POST /api/show` reports it (clients such as Open WebUI and llm-ollama decide from it whether to chat, embed or think with a model): any of `completion`, `tools`, `embedding`, `thinking`, `vision`, `insert`; an embedding model cannot also claim `completion`. `[]`: read from the running server (llama-server `GET /props`, vLLM `GET /v1/models`), else from the model\'s GGUF file named in `cmd`, else `["completion"]` (docs/api.md, "Capabilities").',
+        example: ["completion", "tools", "thinking"],
       },
       gpus: {
         meaning:

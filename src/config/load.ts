@@ -8,7 +8,8 @@ import { readFileSync } from "node:fs";
 import { parse, TomlError } from "smol-toml";
 import { platform, type UnifiedGpuBudget } from "../platform/index.ts";
 import { buildAliases } from "./aliases.ts";
-import { buildModels, buildPeers, fileOrder } from "./build-models.ts";
+import { buildModels, fileOrder } from "./build-models.ts";
+import { buildPeers } from "./build-peers.ts";
 import { buildGroups, buildMatrix, checkServer } from "./checks.ts";
 import { applyEnvOverrides } from "./env-overrides.ts";
 import { ConfigError } from "./errors.ts";
@@ -19,7 +20,7 @@ import { render, resolveMacros } from "./macros.ts";
 import { namedNodeModels, nodeModel } from "./node-models.ts";
 import { checkModelPorts } from "./port-clashes.ts";
 import { isPortFreeOnLoopback, PortAllocator } from "./ports.ts";
-import type { ConfigFile } from "./schema.ts";
+import { type ConfigFile, OLLAMA_VERSION_FORMAT } from "./schema.ts";
 import { buildPreload, checkGpus } from "./startup.ts";
 import { syntaxIssue } from "./toml-syntax.ts";
 import type { Config, ModelConfig, PeerConfig } from "./types.ts";
@@ -99,6 +100,12 @@ export function loadConfigText(text: string, opts: LoadOptions): Config {
   const preload = buildPreload(file, map, issues);
   const gpus = checkGpus(file, issues);
   const keys = buildKeys(file, issues);
+  if (!issues.within(["ollama", "version"]) && !OLLAMA_VERSION_FORMAT.test(file.ollama.version)) {
+    issues.at(
+      ["ollama", "version"],
+      `expected a version such as "0.13.5", got ${JSON.stringify(file.ollama.version)}`,
+    );
+  }
   issues.throwIfAny();
 
   const { server, scheduler, resources } = file;
@@ -162,6 +169,7 @@ export function loadConfigText(text: string, opts: LoadOptions): Config {
       ...(gpus.length > 0 ? { gpus } : {}),
     },
     router: { policy: file.router.policy },
+    ollama: { version: file.ollama.version },
     groups,
     matrix,
     models,

@@ -180,6 +180,32 @@ export const ResourcesSchema = Type.Object(
   closed,
 );
 
+/** What a model can do, as Ollama's `/api/show` `capabilities` names it. */
+export const CAPABILITIES = [
+  "completion",
+  "tools",
+  "embedding",
+  "thinking",
+  "vision",
+  "insert",
+] as const;
+
+/**
+ * The Ollama version `GET /api/version` answers. Clients gate on it (Codex CLI refuses below
+ * 0.13.4); docs/api.md says why the default is what it is.
+ */
+export const DEFAULT_OLLAMA_VERSION = "0.13.5";
+/** `MAJOR.MINOR.PATCH`, with an optional pre-release (`0.14.0-rc1`), as Ollama numbers releases. */
+export const OLLAMA_VERSION_FORMAT = /^\d{1,6}\.\d{1,6}\.\d{1,6}(-[0-9A-Za-z.-]{1,32})?$/;
+
+export const OllamaSchema = Type.Object(
+  {
+    /** Checked against `OLLAMA_VERSION_FORMAT` by the loader (Draft 4 editors know no pattern). */
+    version: Type.String({ default: DEFAULT_OLLAMA_VERSION }),
+  },
+  closed,
+);
+
 export const RouterSchema = Type.Object({ policy: oneOf(["group", "matrix"], "group") }, closed);
 
 export const GroupSchema = Type.Object(
@@ -242,6 +268,10 @@ export const ModelSchema = Type.Object(
     ctx_step: Type.Integer({ minimum: 1, maximum: 1_000_000, default: 4096 }),
     /** Loaded at startup (after `server.preload`, in file order). */
     preload: Type.Boolean({ default: false }),
+    /** What the model can do (Ollama's `/api/show`); []: asked of its server, or its file. */
+    capabilities: Type.Array(Type.Union(CAPABILITIES.map((c) => Type.Literal(c))), {
+      default: [],
+    }),
     /** How many GPUs it needs (default 1 with several cards), or the fixed cards it runs on. */
     gpus: Type.Union(
       [
@@ -295,6 +325,7 @@ export const ConfigFileSchema = Type.Object(
     store: StoreSchema,
     resources: ResourcesSchema,
     router: RouterSchema,
+    ollama: OllamaSchema,
     groups: tableOf(GroupSchema),
     matrix: MatrixSchema,
     models: tableOf(ModelSchema),

@@ -155,6 +155,11 @@ export interface ModelConfig {
   group: string;
   /** `keep_kv = true` (llama-server): where and how its slots are saved across a stop; else null. */
   keepKv: KeepKv | null;
+  /**
+   * `capabilities` as written (Ollama's `/api/show`), in the order given; absent: found from
+   * the running server, else the model file, else a default (src/api/ollama/capabilities.ts).
+   */
+  capabilities?: Capability[];
   /** `ctx_step`: a `?ctx=N` request is rounded up to a multiple of this (src/runtime/design.md). */
   ctxStep: number;
   /**
@@ -283,6 +288,15 @@ export interface StoreConfig {
   maxBytes: number;
 }
 
+/** What a model can do, in Ollama's words (`/api/show` `capabilities`). */
+export type Capability = "completion" | "tools" | "embedding" | "thinking" | "vision" | "insert";
+
+/** `[ollama]`: how qm presents itself on Ollama's API. */
+export interface OllamaConfig {
+  /** What `GET /api/version` answers. */
+  version: string;
+}
+
 export interface ActivityConfig {
   /** Off: no log and no `request` events. */
   enabled: boolean;
@@ -310,6 +324,7 @@ export interface Config {
   store: StoreConfig;
   resources: ResourcesConfig;
   router: { policy: "group" | "matrix" };
+  ollama: OllamaConfig;
   /** Every group, the implicit default group (`DEFAULT_GROUP`) included when it has members. */
   groups: Record<string, GroupConfig>;
   matrix: MatrixConfig;

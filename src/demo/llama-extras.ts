@@ -59,7 +59,18 @@ export function props(options: DemoOptions): Response {
     total_slots: 1,
     model_alias: options.name,
     model_path: options.modelPath ?? null,
+    // As llama-server describes its model: what its template renders (tools with
+    // --tool-calls, thinking with --reasoning) and what it takes in besides text (nothing).
+    chat_template: demoTemplate(options),
+    modalities: { vision: false, audio: false },
   });
+}
+
+/** A ChatML-like template that mentions what the demo does, as real templates do. */
+function demoTemplate(options: DemoOptions): string {
+  const tools = options.toolCalls ? "{%- if tools %}# Tools\n{{ tools | tojson }}{%- endif %}" : "";
+  const think = options.reasoningTokens ? "{{- '<think>' }}" : "";
+  return `${tools}{%- for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{%- endfor %}<|im_start|>assistant\n${think}`;
 }
 
 /**

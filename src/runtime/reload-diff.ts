@@ -55,6 +55,7 @@ const LIVE_KEYS: [string, (m: ModelConfig) => unknown][] = [
   ["stall_timeout_s", (m) => m.stallTimeoutMs],
   ["scrape_upstream_metrics", (m) => m.scrapeUpstreamMetrics],
   ["ctx_step", (m) => m.ctxStep],
+  ["capabilities", (m) => m.capabilities],
   ["group", (m) => m.group],
 ];
 
@@ -64,6 +65,7 @@ const LIVE_SETTINGS: [string, (c: Config) => unknown][] = [
   ["groups", (c) => c.groups],
   ["router", (c) => c.router],
   ["matrix", (c) => c.matrix],
+  ["ollama", (c) => c.ollama],
   ["resources.vram_budget_gb", (c) => [c.resources.vramBudgetGb, c.resources.vramBudgetAuto]],
   ["resources.ram_budget_gb", (c) => c.resources.ramBudgetGb],
   ["resources.oom_guard_reserve_gb", (c) => c.resources.oomGuardReserveGb],

@@ -193,6 +193,7 @@ export class ConfigReloads {
     live.groups = next.groups;
     live.router = next.router;
     live.matrix = next.matrix;
+    live.ollama = next.ollama;
     live.aliases = next.aliases;
     live.aliasPatterns = next.aliasPatterns;
     live.macros = next.macros;

@@ -43,6 +43,8 @@ export interface FakeGw extends Gateway {
   /** Every lease granted, in order. */
   leases: FakeLease[];
   states: Record<string, ModelState>;
+  /** The pid `status()` reports for a model (null when absent). */
+  pids: Record<string, number>;
   acquired: number;
   /** The hooks of each acquire, in order (hold, patience and keep-alive included). */
   hooks: (AcquireHooks | undefined)[];
@@ -97,7 +99,7 @@ function statusOf(cfg: Config, gw: FakeGw): StatusJson {
     held_until_ms: null,
     est_vram_gb: m.estVramGb,
     est_ram_gb: m.estRamGb,
-    pid: null,
+    pid: gw.pids[m.id] ?? null,
     port: m.port,
     aliases: m.aliases,
     group: m.group,
@@ -181,6 +183,7 @@ export function fakeGateway(toml: string, timers?: Timers): FakeGw {
     releases: [],
     leases: [],
     states: {},
+    pids: {},
     acquired: 0,
     hooks: [],
     gate: null,

@@ -30,10 +30,11 @@ import { messageId, requestId } from "./ids.ts";
 import { nativeExchange } from "./native.ts";
 import { type ParsedRequest, readRequest } from "./request-body.ts";
 import { estimatePrompt } from "./translate/estimate.ts";
+import { estimateOutput } from "./translate/finish.ts";
 import { type Prompt, toOpenAI, translatePrompt } from "./translate/request.ts";
-import { fromOpenAI, type ResponseOptions } from "./translate/response.ts";
-import { StreamTranslator } from "./translate/stream.ts";
-import { answerCap } from "./upstream.ts";
+import { fromOpenAI } from "./translate/response.ts";
+import { type StreamOptions, StreamTranslator } from "./translate/stream.ts";
+import { answerCap, countPromptTokens, countTextTokens } from "./upstream.ts";
 import { type MessagesRequest, MessagesRequestSchema } from "./wire.ts";
 
 interface Translated {
@@ -41,7 +42,7 @@ interface Translated {
   oai: OaiChatRequest;
   profile: Profile;
   prompt: Prompt;
-  shape: ResponseOptions;
+  shape: StreamOptions;
 }
 
 export async function handleMessages(ctx: AnthropicRequest): Promise<Response> {
@@ -64,11 +65,11 @@ export async function handleMessages(ctx: AnthropicRequest): Promise<Response> {
     return anthropicError(asQmError(err), headers);
   }
   const { model, body } = parsed;
-  const shape: ResponseOptions = {
+  const shape: StreamOptions = {
     id: messageId(),
     model: body.model,
     stopSequences: body.stop_sequences ?? [],
-    inputEstimate: estimatePrompt(prompt),
+    inputTokens: estimatePrompt(prompt),
     onToolInput: (name: string, how: ToolInput["how"]) =>
       opts.log.warn(
         `anthropic: model "${model.id}" called tool "${name}" with invalid JSON arguments ` +
@@ -92,11 +93,29 @@ export async function handleMessages(ctx: AnthropicRequest): Promise<Response> {
   });
 }
 
-/** Clamps `max_tokens` to the context left, then sends; the body is read by the caller. */
+/**
+ * Clamps `max_tokens` to the context left, then sends; the body is read by the caller. A
+ * stream's `message_start` goes out before the upstream reports usage, so for a stream the
+ * prompt is counted first by the upstream's own template and tokenizer (count_tokens' way;
+ * the model is ready, its lease held): `input_tokens` is then exact, and the estimate is left
+ * for an upstream that cannot count.
+ */
 async function open(x: Exchange<Translated>, call: Call): Promise<Response> {
-  const { oai, profile, prompt } = x.parsed;
+  const { oai, profile, prompt, shape } = x.parsed;
   const { timers } = x.parsed.ctx.opts;
-  const cap = await answerCap(x.model, profile, prompt, oai.max_tokens, call.signal, timers);
+  const counted = oai.stream
+    ? await countPromptTokens(x.model, profile, prompt, call.signal, timers).catch(() => null)
+    : undefined;
+  if (typeof counted === "number") shape.inputTokens = counted;
+  const cap = await answerCap(
+    x.model,
+    profile,
+    prompt,
+    oai.max_tokens,
+    call.signal,
+    timers,
+    counted,
+  );
   const payload = filtered(
     x.model,
     cap === null ? oai : { ...oai, max_tokens: Math.min(oai.max_tokens, cap) },
@@ -109,13 +128,30 @@ function sendTranslated(x: Exchange<Translated>, call: Call): Promise<Response> 
   return x.parsed.oai.stream ? sendStream(x, call) : sendWhole(x, call);
 }
 
+/** The tokens of an answer's delivered text, by the upstream's tokenizer (null: it cannot). */
+function outputCounter(x: Exchange<Translated>, call: Call) {
+  return (delivered: string) =>
+    delivered === ""
+      ? Promise.resolve(0)
+      : countTextTokens(
+          x.model,
+          x.parsed.profile,
+          delivered,
+          call.signal,
+          x.parsed.ctx.opts.timers,
+        );
+}
+
 function sendStream(x: Exchange<Translated>, call: Call): Promise<Response> {
   const { opts } = x.parsed.ctx;
   const pace = { pingMs: opts.pingMs, timers: opts.timers };
+  // The same object `open` writes the prompt's count into, before message_start goes out.
+  const shape = x.parsed.shape;
+  shape.countOutput = outputCounter(x, call);
   return earlyStream(x, call, {
     open: () => open(x, call),
     ...pace,
-    body: (upstream) => streamFor(call, new StreamTranslator(x.parsed.shape), upstream, pace),
+    body: (upstream) => streamFor(call, new StreamTranslator(shape), upstream, pace),
     refusal: (res, text, headers) =>
       anthropicError(
         fromUpstream(readRefusal(res.status, text, res.headers.get("retry-after")), x.model.id),
@@ -136,6 +172,15 @@ async function sendWhole(x: Exchange<Translated>, call: Call): Promise<Response>
   const json = call.parseAnswer(text);
   call.observer.usage.readAnswer(json);
   const message = fromOpenAI(json, x.parsed.shape);
+  if (message.stop_reason === "stop_sequence") {
+    // The upstream generated past the stop sequence; what the client gets ends before it. Both
+    // ways, usage counts what was delivered (translate/stream.ts does the same).
+    const delivered = message.content
+      .map((b) => (b.type === "thinking" ? b.thinking : b.type === "text" ? b.text : ""))
+      .join("");
+    const n = await outputCounter(x, call)(delivered);
+    message.usage.output_tokens = n ?? estimateOutput(delivered.length);
+  }
   call.observer?.ended(message.stop_reason === "tool_use");
   call.finish(true);
   headersOf(x).set("content-type", "application/json");

@@ -102,6 +102,15 @@ export async function contextSize(
   return size;
 }
 
+/** How to ask a model to count, in order: the way that worked, else both by its dialect. */
+function waysToTry(model: ModelConfig, profile: Profile): ("llama" | "vllm")[] {
+  if (model.peer) return [];
+  const known = countWays.get(keyOf(model));
+  if (known === "none") return [];
+  if (known) return [known];
+  return profile === "vllm" ? ["vllm", "llama"] : ["llama", "vllm"];
+}
+
 /**
  * Exact prompt tokens as the upstream's own template and tokenizer see them, or null. The way
  * that worked is remembered per model; a server with neither way is not asked again.
@@ -113,15 +122,10 @@ export async function countPromptTokens(
   signal: AbortSignal,
   timers: Timers = realTimers,
 ): Promise<number | null> {
-  if (model.peer) return null;
   const key = keyOf(model);
   const known = countWays.get(key);
-  if (known === "none") return null;
-  const order: ("llama" | "vllm")[] = known
-    ? [known]
-    : profile === "vllm"
-      ? ["vllm", "llama"]
-      : ["llama", "vllm"];
+  const order = waysToTry(model, profile);
+  if (order.length === 0) return null;
   let missing = 0;
   try {
     for (const way of order) {
@@ -184,6 +188,37 @@ async function vllmCount(
 }
 
 /**
+ * Tokens of a text (an answer, not a prompt: no template, no special tokens) as the upstream's
+ * tokenizer makes them, or null.
+ */
+export async function countTextTokens(
+  model: ModelConfig,
+  profile: Profile,
+  text: string,
+  signal: AbortSignal,
+  timers: Timers = realTimers,
+): Promise<number | null> {
+  try {
+    for (const way of waysToTry(model, profile)) {
+      const res =
+        way === "llama"
+          ? await call(model, "/tokenize", signal, timers, { content: text })
+          : await call(model, "/tokenize", signal, timers, {
+              model: model.useModelName || model.id,
+              prompt: text,
+              add_special_tokens: false,
+            });
+      const tokens = res.json?.tokens;
+      const n = way === "llama" && Array.isArray(tokens) ? tokens.length : res.json?.count;
+      if (res.status === 200 && typeof n === "number") return n;
+    }
+  } catch {
+    // unreachable or too slow: the caller estimates
+  }
+  return null;
+}
+
+/**
  * The most `max_tokens` the upstream's context leaves for the answer, or null for "send as
  * asked". Claude Code asks for 20–32k tokens whatever the model; vLLM refuses prompt +
  * max_tokens > max_model_len. Counting costs two small calls, so it is skipped when even an
@@ -198,10 +233,13 @@ export async function answerCap(
   maxTokens: number,
   signal: AbortSignal,
   timers: Timers = realTimers,
+  /** The prompt's exact count when the caller has it already (`undefined`: count if need be). */
+  known?: number | null,
 ): Promise<number | null> {
   const ctx = await contextSize(model, signal, timers);
   if (ctx === null || promptUpperBound(prompt) + maxTokens <= ctx) return null;
-  const counted = await countPromptTokens(model, profile, prompt, signal, timers);
+  const counted =
+    known === undefined ? await countPromptTokens(model, profile, prompt, signal, timers) : known;
   if (counted === null) {
     // Only an estimate: clamp by it, but leave a refusal to the upstream, which can count.
     const est = estimatePrompt(prompt);

@@ -132,6 +132,12 @@ export function translatedStream(o: TranslatedStreamOptions): ReadableStream<Uin
       }
       if (read.kind === "done") return;
     }
+    const tail = ended ? null : (t.settle?.() ?? null);
+    if (tail) {
+      // The answer is over: the upstream is stopped before the last I/O, not after it.
+      void reader.cancel().catch(() => {});
+      await write(await tail);
+    }
   }
 
   const direct: Bun.DirectUnderlyingSource<Uint8Array> = {

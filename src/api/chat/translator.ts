@@ -37,6 +37,12 @@ export interface ChatTranslator {
   end(): string;
   /** Nothing more goes out (the answer ended, or failed). */
   readonly finished: boolean;
+  /**
+   * Once `finished`, what still has to go out after some I/O (the Anthropic stream's end after a
+   * stop sequence, whose usage counts the delivered text with the upstream's tokenizer); null
+   * when nothing. The body stops reading the upstream first, then writes what it gives.
+   */
+  settle?(): Promise<string> | null;
   /** The answer ended in tool calls (the agent-loop hold). */
   readonly toolCalls: boolean;
   /** The answer completed as the model meant it to (not failed, not cut). */

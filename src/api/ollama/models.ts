@@ -1,10 +1,14 @@
 /**
  * What Ollama's model-listing routes say about qm's configured models: `/api/tags`, `/api/ps`
  * and `/api/show`. qm has no model files of its own, so the details are best effort, read
- * from the model's id and command (a `.gguf` path, a quantization tag, a parameter size).
+ * from the model's id and the name of the file its command loads (a `.gguf` name, a
+ * quantization tag, a parameter size). Nothing else of the command or the env is shown, nor
+ * anything a secret in them could be read back from: a command may carry `--api-key`.
  */
-import { createHash } from "node:crypto";
-import type { ModelConfig } from "../../config/types.ts";
+import { createHash, randomBytes } from "node:crypto";
+import { basename } from "node:path";
+import type { Capability, ModelConfig } from "../../config/types.ts";
+import { modelPath } from "../../config/variant.ts";
 import type { ModelStatusJson } from "../status-json.ts";
 
 const GIB = 1024 ** 3;
@@ -20,14 +24,20 @@ export interface Details {
   quantization_level: string;
 }
 
+/** The model's id and the name of the file it loads: all that details are read from. */
+function shownName(m: ModelConfig): string {
+  const file = m.peer ? null : modelPath(m.argv);
+  return file === null ? m.id : `${m.id} ${basename(file)}`;
+}
+
 export function details(m: ModelConfig): Details {
-  const text = `${m.id} ${m.cmd}`;
+  const text = shownName(m);
   const params = /(?:^|[^a-z0-9.])(\d+(?:\.\d+)?)[bB](?![a-z])/i.exec(text)?.[1];
   const quant = /\b(I?Q\d(?:_[A-Z0-9]+)*|BF16|F16|F32)\b/i.exec(text)?.[1];
   const family = /^[a-z]+/i.exec(m.id.split("/").at(-1) ?? "")?.[0]?.toLowerCase() ?? "";
   return {
     parent_model: "",
-    format: /\.gguf\b/i.test(m.cmd) ? "gguf" : "",
+    format: /\.gguf\b/i.test(text) ? "gguf" : "",
     family,
     families: family ? [family] : [],
     parameter_size: params ? `${params}B` : "",
@@ -35,8 +45,13 @@ export function details(m: ModelConfig): Details {
   };
 }
 
+/**
+ * A digest changes with the command, as Ollama's changes with the model. Salted per process: a
+ * plain hash of a command whose only unknown is a short `--api-key` could be searched offline.
+ */
+const SALT = randomBytes(16);
 const digest = (m: ModelConfig) =>
-  createHash("sha256").update(`${m.id}\u0000${m.cmd}`).digest("hex");
+  createHash("sha256").update(SALT).update(`${m.id}\u0000${m.cmd}`).digest("hex");
 
 export function tagEntry(m: ModelConfig, modifiedAt: string) {
   return {
@@ -80,19 +95,22 @@ export function peerPsEntry(m: ModelConfig, modifiedAt: string) {
   return { ...tag, expires_at: NEVER, size_vram: 0 };
 }
 
-/** `/api/show`: a peer's model says which peer serves it and by what name, nothing more. */
-export function showEntry(m: ModelConfig, modifiedAt: string) {
+/**
+ * `/api/show`. The modelfile is a comment naming the model (and, for a peer's model, the peer
+ * and the name it is sent as): never the command, which may carry secrets.
+ */
+export function showEntry(m: ModelConfig, modifiedAt: string, capabilities: Capability[]) {
   const d = details(m);
   const origin = m.peer
     ? `# served by peer "${m.peer.peer}" as "${m.peer.remote}"\n`
-    : `# cmd: ${m.cmd}\n`;
+    : `# model "${m.id}", configured in qm's config\n`;
   return {
     modelfile: `# served by quartermaster\n${origin}`,
     parameters: "",
     template: "",
     details: d,
     model_info: { "general.architecture": d.family, "general.basename": m.id },
-    capabilities: ["completion", "tools"],
+    capabilities,
     modified_at: modifiedAt,
   };
 }

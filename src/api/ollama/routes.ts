@@ -5,6 +5,7 @@
  * which qm refuses: it serves the models in its config. They share `/api/` with qm's control routes, which keep theirs.
  */
 import { Elysia } from "elysia";
+import { readGgufFile } from "../../gpu/gguf/index.ts";
 import type { ApiKey } from "../../keys/api-key.ts";
 import { QmError } from "../../shared/errors.ts";
 import { createLogger, type Logger } from "../../shared/log.ts";
@@ -12,13 +13,11 @@ import { keyOf } from "../edge/caller.ts";
 import { visible } from "../edge/visible.ts";
 import type { Gateway } from "../gateway.ts";
 import { parseJsonObject, readBody } from "../request/body.ts";
+import { Capabilities, type CapabilityDeps } from "./capabilities.ts";
 import { handleGenerate } from "./chat.ts";
 import { handleEmbed } from "./embed.ts";
 import { ollamaError } from "./errors.ts";
 import { isResident, peerPsEntry, psEntry, showEntry, tagEntry } from "./models.ts";
-
-/** The Ollama API level qm answers as (clients gate features on it). */
-export const OLLAMA_VERSION = "0.9.0";
 
 const GETS = ["/api/version", "/api/tags", "/api/ps"];
 const MANAGE = ["/api/pull", "/api/push", "/api/create", "/api/copy", "/api/delete"];
@@ -42,14 +41,23 @@ export function ollamaRoutes(
   gw: Gateway,
   clock: () => number = Date.now,
   log: Logger = createLogger("error", () => {}),
+  capabilityDeps: CapabilityDeps = { fetch: gw.fetch, readGguf: readGgufFile },
 ) {
   const modifiedAt = new Date(clock()).toISOString();
+  const capabilities = new Capabilities(capabilityDeps);
+  /** The running process of a model, by its pid (its `/props` are asked once per process). */
+  const pidOf = (id: string) => {
+    const s = gw.status().models.find((m) => m.id === id);
+    // A ready model without a pid (not started by qm) is one process for as long as it lives.
+    return s?.state === "ready" ? (s.pid ?? 0) : null;
+  };
   const listed = (key: ApiKey) =>
     Object.values(gw.config.models).filter((m) => !m.unlisted && visible(gw, key, m));
   const peerModels = (key: ApiKey) =>
     (gw.peers?.models() ?? []).filter((r) => visible(gw, key, r.model));
   const answers: Record<string, (key: ApiKey) => unknown> = {
-    "/api/version": () => ({ version: OLLAMA_VERSION }),
+    // Clients gate on it (Codex CLI refuses below 0.13.4): `[ollama] version`.
+    "/api/version": () => ({ version: gw.config.ollama.version }),
     // A peer's models are listed by their `PEER/MODEL` names (src/peers).
     "/api/tags": (key) => ({
       models: [...listed(key), ...peerModels(key).map((r) => r.model)].map((m) =>
@@ -136,7 +144,8 @@ export function ollamaRoutes(
         };
         const model = byName(name) ?? byName(name.replace(/:latest$/, ""));
         if (!model) throw new QmError("model_not_found", `model "${name}" not found`);
-        return Response.json(showEntry(model, modifiedAt));
+        const pid = model.peer ? null : pidOf(model.id);
+        return Response.json(showEntry(model, modifiedAt, await capabilities.of(model, pid)));
       } catch (err) {
         return ollamaError(err instanceof QmError ? err : new QmError("internal", String(err)));
       }

@@ -10,7 +10,7 @@ import { DEADLINE_MS } from "../../../src/api/anthropic/upstream.ts";
 import { fakeGateway, modelToml } from "../../support/fake-gateway.ts";
 import { FakeTimers } from "../../support/fake-timers.ts";
 import { bodyOf, post, quietLog } from "../../support/in-process.ts";
-import { appFor, basic, FakeUpstream } from "./support.ts";
+import { appFor, basic, FakeUpstream, readEvents, textStream } from "./support.ts";
 
 const up = new FakeUpstream();
 afterAll(() => up.stop());
@@ -224,5 +224,46 @@ describe("max_tokens against the context", () => {
     llamaHelpers(null);
     await post(plain.app, "/v1/messages", { ...basic, model: "k4", max_tokens: 32000 });
     expect(up.last().body.max_tokens).toBe(32000);
+  });
+});
+
+describe("message_start's input_tokens", () => {
+  /** llama-server's helpers counting `n`, and a streamed answer whose usage comes at the end. */
+  function countingStream(n: number | null) {
+    up.handle = (r) => {
+      if (r.path === "/v1/chat/completions") return textStream();
+      if (n !== null && r.path === "/apply-template") return Response.json({ prompt: "p" });
+      if (n !== null && r.path === "/tokenize")
+        return Response.json({ tokens: Array.from({ length: n }, (_, i) => i) });
+      return new Response("not found", { status: 404 });
+    };
+  }
+  const started = async (res: Response) => {
+    const events = await readEvents(res);
+    return (events[0]!.data as { message: { usage: { input_tokens: number } } }).message.usage
+      .input_tokens;
+  };
+
+  test("is the upstream's exact count, the one count_tokens gives, counted before the request", async () => {
+    const { app } = setup("s1");
+    countingStream(29);
+    const body = { ...basic, model: "s1", stream: true, system: "be brief" };
+    const counted = await bodyOf(await post(app, "/v1/messages/count_tokens", body));
+    expect(counted).toEqual({ input_tokens: 29 });
+    up.requests.length = 0;
+    expect(await started(await post(app, "/v1/messages", body))).toBe(29);
+    const paths = up.requests.map((r) => r.path);
+    expect(paths.slice(0, 2)).toEqual(["/apply-template", "/tokenize"]);
+    expect(paths.at(-1)).toBe("/v1/chat/completions");
+  });
+
+  test("is the estimate, as count_tokens', when the upstream cannot count", async () => {
+    const { app } = setup("s2");
+    countingStream(null);
+    const body = { ...basic, model: "s2", stream: true, system: "be brief" };
+    const res = await post(app, "/v1/messages/count_tokens", body);
+    expect(res.headers.get("x-qm-token-count")).toBe("estimate");
+    const estimate = (await bodyOf(res)).input_tokens;
+    expect(await started(await post(app, "/v1/messages", body))).toBe(estimate);
   });
 });

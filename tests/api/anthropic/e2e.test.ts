@@ -25,7 +25,7 @@ beforeAll(async () => {
   // The shared helper writes [server]; the keys go into that table.
   const path = writeConfig(`
 [groups.all]
-members = ["alpha", "thinker", "cold", "crashy", "prefill"]
+members = ["alpha", "thinker", "cold", "crashy", "prefill", "stopper"]
 swap = false
 exclusive = false
 
@@ -41,6 +41,9 @@ cmd = "\${demo} --token-ms 0 --tokens 6 --crash-after-tokens 2"
 
 [models.prefill]
 cmd = "\${demo} --token-ms 0 --tokens 3 --first-token-ms 12000"
+
+[models.stopper]
+cmd = "\${demo} --token-ms 0 --tokens 12"
 
 [models.cold]
 cmd = "\${demo} --load-delay-ms 400 --token-ms 0 --tokens 4"
@@ -116,6 +119,22 @@ describe.each(SDKS)("%s against dist/qm", (_name, Sdk) => {
       type: "text",
       text: "Done. The tool said: 12C and sunny",
     } as never);
+  });
+
+  test("stop_sequences: the same usage streamed and not, counting what was delivered", async () => {
+    const c = client(Sdk);
+    const ask = { ...hi, model: "stopper", stop_sequences: ["demo"] };
+    const made = await c.messages.create(ask);
+    const streamed = await c.messages.stream(ask).finalMessage();
+    expect(made.stop_reason).toBe("stop_sequence");
+    expect(streamed.stop_reason).toBe("stop_sequence");
+    expect(streamed.content as unknown[]).toEqual(made.content);
+    expect(streamed.usage).toEqual(made.usage);
+    const { input_tokens } = await c.messages.countTokens(ask);
+    expect(made.usage.input_tokens).toBe(input_tokens);
+    // Less than the 12 tokens the demo generates unstreamed: the text up to the stop.
+    expect(made.usage.output_tokens).toBeGreaterThan(0);
+    expect(made.usage.output_tokens).toBeLessThan(12);
   });
 
   test("countTokens is the upstream's own count", async () => {
@@ -247,4 +266,27 @@ test("the OpenAI routes are an untouched passthrough", async () => {
   expect(await read("/v1/chat/completions")).toBe(
     await read("/upstream/thinker/v1/chat/completions"),
   );
+});
+
+test("message_start's input_tokens is the count count_tokens gives (the demo's template + tokenizer)", async () => {
+  const ask = {
+    model: "claude-local",
+    max_tokens: 16,
+    system: "be brief",
+    tools: [weatherTool],
+    messages: [{ role: "user", content: "What is the weather in Kraków? Ответь кратко." }],
+  };
+  const post = (path: string, body: unknown) =>
+    fetch(`${qm.url}${path}`, {
+      method: "POST",
+      headers: { "content-type": "application/json", authorization: `Bearer ${KEY}` },
+      body: JSON.stringify(body),
+    });
+  const counted = await post("/v1/messages/count_tokens", ask);
+  expect(counted.headers.get("x-qm-token-count")).toBe("upstream");
+  const { input_tokens } = (await counted.json()) as { input_tokens: number };
+  const text = await (await post("/v1/messages", { ...ask, stream: true })).text();
+  const start = text.split("\n").find((l) => l.startsWith("data:") && l.includes("message_start"));
+  const message = JSON.parse(start!.slice(5)).message;
+  expect(message.usage.input_tokens).toBe(input_tokens);
 });

@@ -46,6 +46,20 @@ describe("estimatePrompt on real llama-server counts", () => {
     expect(has((r) => JSON.stringify(r.request).includes('"tool_result"'))).toBe(true);
     expect(has((r) => (r.images ?? 0) > 0)).toBe(true);
     expect(has((r) => r.request.thinking !== undefined)).toBe(true);
+    // Scripts a Latin-centred vocabulary splits finely: Devanagari, Thai, Arabic, Hangul.
+    for (const script of [
+      /\p{Script=Devanagari}/u,
+      /\p{Script=Thai}/u,
+      /\p{Script=Arabic}/u,
+      /\p{Script=Hangul}/u,
+    ]) {
+      expect({
+        script: String(script),
+        has: has((r) => script.test(JSON.stringify(r.request))),
+      }).toEqual({ script: String(script), has: true });
+    }
+    // Codex CLI's tools (nested objects, arrays of objects, enums) with a tool result.
+    expect(has((r) => JSON.stringify(r.request).includes('"update_plan"'))).toBe(true);
   });
 
   for (const r of records) {

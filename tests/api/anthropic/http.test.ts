@@ -91,6 +91,8 @@ describe("HTTP surface", () => {
       aborted = r;
     });
     up.handle = (r) => {
+      // The prompt is counted first (llama-server's /apply-template): this server cannot.
+      if (r.path !== "/v1/chat/completions") return new Response("", { status: 404 });
       r.signal.addEventListener("abort", () => aborted());
       return sseResponse(
         new ReadableStream({

@@ -17,7 +17,7 @@ export const OPTS: StreamOptions = {
   id: "msg_1",
   model: "claude-local",
   stopSequences: [],
-  inputEstimate: 3,
+  inputTokens: 3,
 };
 
 export function bodyOf(parts: Uint8Array[], fail?: Error): ReadableStream<Uint8Array> {

@@ -8,7 +8,7 @@ const opts = (extra: Partial<ResponseOptions> = {}): ResponseOptions => ({
   id: "msg_test",
   model: "claude-local",
   stopSequences: [],
-  inputEstimate: 7,
+  inputTokens: 7,
   ...extra,
 });
 

@@ -15,7 +15,7 @@ export const APIS: Api[] = ["anthropic", "responses", "ollama"];
 
 export function translator(api: Api): ChatTranslator {
   if (api === "anthropic") {
-    return new StreamTranslator({ id: "msg_1", model: "m", stopSequences: [], inputEstimate: 3 });
+    return new StreamTranslator({ id: "msg_1", model: "m", stopSequences: [], inputTokens: 3 });
   }
   if (api === "responses") {
     let n = 0;

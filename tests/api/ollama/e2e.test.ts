@@ -25,6 +25,11 @@ ttl_s = 600
 
 [models.embed]
 cmd = "\${demo}"
+capabilities = ["embedding"]
+
+[models.thinker]
+cmd = "\${demo} --ctx-size 4096 --reasoning 3 --tool-calls --slots --slot-save-path /tmp/qm-sekrit123"
+env = { HF_TOKEN = "hf_envsecret" }
 `);
   ollama = new Ollama({ host: qm.url });
 });
@@ -36,6 +41,20 @@ afterAll(async () => {
 const stateOf = async (id: string) => (await status(qm.url)).models.find((m) => m.id === id)?.state;
 
 describe("ollama client against qm serve", () => {
+  test("version, capabilities (config, then the running server's /props) and no command shown", async () => {
+    expect(await ollama.version()).toEqual({ version: "0.13.5" });
+    expect((await ollama.show({ model: "embed" })).capabilities).toEqual(["embedding"]);
+    // Not running: the command says nothing of tools being off.
+    expect((await ollama.show({ model: "thinker" })).capabilities).toEqual(["completion", "tools"]);
+    await ollama.generate({ model: "thinker", prompt: "" });
+    const shown = await ollama.show({ model: "thinker" });
+    expect(shown.capabilities).toEqual(["completion", "tools", "thinking"]);
+    const text = JSON.stringify(shown);
+    for (const secret of ["sekrit123", "hf_envsecret", "demo-upstream", "--ctx-size"]) {
+      expect({ secret, shown: text.includes(secret) }).toEqual({ secret, shown: false });
+    }
+  });
+
   test("a streamed chat; keep_alive sets /api/ps expires_at; keep_alive 0 unloads after the answer", async () => {
     let text = "";
     let done = false;

@@ -34,6 +34,11 @@ assert chat_model in names and embed_model in names, names
 resident = [m.model for m in client.ps().models]
 assert embed_model in resident, resident
 
+# What the client is told of each model: an embedding model does not chat.
+assert client.show(embed_model).capabilities == ["embedding"], client.show(embed_model)
+assert "completion" in client.show(chat_model).capabilities, client.show(chat_model)
+assert "cmd" not in (client.show(chat_model).modelfile or ""), client.show(chat_model)
+
 try:
     client.chat(model="no-such-model", messages=[{"role": "user", "content": "x"}])
     raise AssertionError("an unknown model must fail")

@@ -37,6 +37,7 @@ cmd = "\${demo} --token-ms 1 --tokens 5"
 
 [models.embed]
 cmd = "\${demo}"
+capabilities = ["embedding"]
 `);
   });
 
@@ -44,7 +45,7 @@ cmd = "\${demo}"
     expect(await qm.stop()).toBe(0);
   });
 
-  test("chat, stream, generate, embed, list, ps and a 404", async () => {
+  test("chat, stream, generate, embed, list, ps, show and a 404", async () => {
     const proc = Bun.spawn([PYTHON, SCRIPT, qm.url, "chat", "embed"], {
       stdout: "pipe",
       stderr: "pipe",

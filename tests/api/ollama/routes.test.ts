@@ -20,7 +20,7 @@ unlisted = true
 describe("ollama model routes", () => {
   test("version and tags list the configured, listed models with best-effort details", async () => {
     const app = appOf(fakeGateway(TOML));
-    expect(await bodyOf(await call(app, "GET", "/api/version"))).toEqual({ version: "0.9.0" });
+    expect(await bodyOf(await call(app, "GET", "/api/version"))).toEqual({ version: "0.13.5" });
     const tags = await bodyOf(await call(app, "GET", "/api/tags"));
     expect(tags.models).toHaveLength(1);
     const m = tags.models[0];
@@ -33,6 +33,16 @@ describe("ollama model routes", () => {
       quantization_level: "Q4_K_M",
     });
     expect(Number.isNaN(Date.parse(m.modified_at))).toBe(false);
+  });
+
+  test("version is [ollama] version; a malformed one is refused where it is written", async () => {
+    const app = appOf(fakeGateway(`[ollama]\nversion = "0.14.0-rc2"\n${TOML}`));
+    expect(await bodyOf(await call(app, "GET", "/api/version"))).toEqual({ version: "0.14.0-rc2" });
+    for (const bad of ['"latest"', '"0.13"', "13", '"0.13.5 "']) {
+      expect(() => fakeGateway(`[ollama]\nversion = ${bad}\n${TOML}`)).toThrow(
+        /2:\d+: ollama\.version: expected/,
+      );
+    }
   });
 
   test("ps lists resident models with size_vram and expires_at from the ttl", async () => {

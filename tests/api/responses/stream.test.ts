@@ -327,3 +327,124 @@ describe("endings that are not answers", () => {
     expect(s.t.finished).toBe(true);
   });
 });
+
+describe("what a response reports of its output", () => {
+  const line = (delta: object, finish: string | null = null, extra: object = {}) =>
+    `data: ${JSON.stringify({ choices: [{ index: 0, delta, finish_reason: finish }], ...extra })}\n\n`;
+  const thinking = ["Let", " me", " think", " about", " it"].map((t) =>
+    line({ reasoning_content: t }),
+  );
+
+  test("reasoning_tokens: the upstream's when it gives them, else its reasoning chunks", () => {
+    const usage = { prompt_tokens: 9, completion_tokens: 5 };
+    // llama.cpp: a whole answer of reasoning, usage without details.
+    const llama = run([
+      encoder.encode(
+        `${thinking.join("")}${line({}, "stop")}${line({}, null, { usage })}data: [DONE]\n\n`,
+      ),
+    ]);
+    expect((final(llama.events).usage as Record<string, unknown>).output_tokens_details).toEqual({
+      reasoning_tokens: 5,
+    });
+    const vllmUsage = { ...usage, completion_tokens_details: { reasoning_tokens: 4 } };
+    const vllm = run([
+      encoder.encode(
+        `${thinking.join("")}${line({}, "stop")}${line({}, null, { usage: vllmUsage })}data: [DONE]\n\n`,
+      ),
+    ]);
+    expect((final(vllm.events).usage as Record<string, unknown>).output_tokens_details).toEqual({
+      reasoning_tokens: 4,
+    });
+  });
+
+  test("a whole answer's reasoning is estimated from its text, never above its output", () => {
+    const answer = (completion_tokens: number) =>
+      fromChat(
+        {
+          choices: [
+            {
+              message: { reasoning_content: "Let me think about it carefully", content: "Hi" },
+              finish_reason: "stop",
+            },
+          ],
+          usage: { prompt_tokens: 9, completion_tokens },
+        },
+        shape(),
+      ).usage as { output_tokens_details: { reasoning_tokens: number } };
+    const reasoning = answer(40).output_tokens_details.reasoning_tokens;
+    expect(reasoning).toBeGreaterThanOrEqual(6);
+    expect(reasoning).toBeLessThan(40);
+    expect(answer(3).output_tokens_details.reasoning_tokens).toBe(3);
+  });
+
+  test("an upstream that dies mid-answer: response.failed carries the items and usage so far", () => {
+    const s = feeder(shape());
+    const call = (args: string, first = false) =>
+      line({
+        tool_calls: [
+          {
+            index: 0,
+            ...(first ? { id: "call_x", type: "function" } : {}),
+            function: { ...(first ? { name: "exec_command" } : {}), arguments: args },
+          },
+        ],
+      });
+    const events = [
+      ...s.chunk(
+        encoder.encode(
+          `${thinking.join("")}${line({ content: "I will" })}${line({ content: " run it" })}` +
+            `${call('{"cmd":', true)}${call('"ls')}`,
+        ),
+      ),
+      ...s.end(),
+    ];
+    expect(events.at(-1)?.type).toBe("response.failed");
+    const r = final(events);
+    expect(r.status).toBe("failed");
+    expect(r.output).toEqual([
+      {
+        type: "reasoning",
+        id: "rs_0",
+        summary: [{ type: "summary_text", text: "Let me think about it" }],
+      },
+      {
+        type: "message",
+        id: "msg_1",
+        status: "completed",
+        role: "assistant",
+        content: [{ type: "output_text", text: "I will run it", annotations: [], logprobs: [] }],
+      },
+      {
+        type: "function_call",
+        id: "fc_2",
+        status: "incomplete",
+        call_id: "call_x",
+        name: "exec_command",
+        arguments: '{"cmd":"ls',
+      },
+    ]);
+    expect(r.usage).toMatchObject({
+      output_tokens: 9,
+      output_tokens_details: { reasoning_tokens: 5 },
+    });
+  });
+
+  test("cut inside the text: the open message keeps its text, incomplete", () => {
+    const s = feeder(shape());
+    const events = [
+      ...s.chunk(encoder.encode(`${line({ content: "Hello" })}${line({ content: " wor" })}`)),
+      ...s.end(),
+    ];
+    const r = final(events);
+    expect(r.output).toEqual([
+      {
+        type: "message",
+        id: "msg_0",
+        status: "incomplete",
+        role: "assistant",
+        content: [{ type: "output_text", text: "Hello wor", annotations: [], logprobs: [] }],
+      },
+    ]);
+    expect((r.usage as Record<string, unknown>).output_tokens).toBe(2);
+  });
+});

@@ -11,21 +11,27 @@
  * costed by character class: an ASCII word a token per 5 letters, letters against digits (ids,
  * hashes) a token per 2, every digit a token (Qwen and Gemma split digits one by one), ASCII
  * symbols a token per 2, a line break a token (half after a symbol, which Llama and Qwen join),
- * a CJK character a token, other letters half a token, emoji and other symbols a token per 2
- * UTF-8 bytes. Images count a flat 768 tokens (a typical vision-encoder tile budget): what an
+ * a CJK character a token, a Hangul syllable one and a half, accented Latin and Cyrillic letters
+ * half a token, other letters (Greek, Hebrew, Arabic, Devanagari, Thai, …) a token and a word
+ * of them one more (Phi-3's SentencePiece splits its leading space off), emoji,
+ * combining marks and other symbols a token per 2 UTF-8 bytes. Images count a flat 768 tokens (a typical vision-encoder tile budget): what an
  * image really costs depends on the projector, which no counted prompt shows.
  *
  * Calibrated on `tests/api/anthropic/fixtures/token-counts.json`: the requests of
- * `scripts/llama/corpus.ts` (plain, system, 1–6 tools with schemas, multi-turn, tool turns,
- * thinking, images, code, JSON, logs, digits, CJK, Cyrillic, emoji) counted by a real
+ * `scripts/llama/corpus.ts` (plain, system, 1–6 tools with schemas, Codex CLI's tools,
+ * multi-turn, tool turns, thinking, images, code, JSON, logs, digits, CJK, Cyrillic, Hangul,
+ * Greek, Hebrew, Arabic, Devanagari, Thai, emoji) counted by a real
  * llama-server through qm's exact path, with the Llama 3.1 template + llama-3 BPE vocab and the
  * Qwen3 template + Qwen2 vocab, and checked on Gemma 4 and Phi-3.5 (template + vocab) too.
  * `estimate.test.ts` holds it to `exact ≤ estimate` for all four and `estimate ≤ 1.5 × exact`
  * of the largest. One family-blind estimate cannot be within 1.5× of every family on short
  * prompts: Llama 3's template alone costs ~30 tokens, Qwen's ~3, Phi's ~2.
  */
+import { estimateText } from "../../chat/estimate-text.ts";
 import type { OaiMessage, OaiTool } from "../../chat/wire.ts";
 import type { Prompt } from "./request.ts";
+
+export { estimateText };
 
 const encoder = new TextEncoder();
 export const IMAGE_TOKENS = 768;
@@ -43,61 +49,6 @@ const TOOL_PREAMBLE = 100;
 const PER_TOOL = 4;
 /** An assistant turn's reasoning: `<think>` tags. */
 const PER_REASONING = 6;
-/** ASCII letters a token in a word ("configuration" is 1–3 tokens). */
-const ASCII_LETTERS = 5;
-/** ASCII symbols a token in a run (`");`, `": "`, `},` are often one). */
-const ASCII_SYMBOLS = 2;
-
-const CJK = /[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\p{Script=Hangul}]/u;
-/** Letter runs, single digits, whitespace runs, ASCII symbol runs, other symbol runs. */
-const PIECES = /\p{L}+|\p{N}|\s+|[!-/:-@[-`{-~]+|[^\p{L}\p{N}\s\x21-\x7e]+/gu;
-const LETTER = /\p{L}/u;
-const DIGIT = /\p{N}/u;
-/** What a preceding space joins in a BPE pre-tokenizer: a word or a symbol run. */
-const SYMBOL = /[!-/:-@[-`{-~]/;
-const JOINS = /[\p{L}!-/:-@[-`{-~]/u;
-
-function letters(run: string): number {
-  let ascii = 0;
-  let other = 0;
-  for (const ch of run) {
-    if (ch.charCodeAt(0) < 128) ascii++;
-    else other += CJK.test(ch) ? 1 : 0.5;
-  }
-  return Math.ceil(ascii / ASCII_LETTERS) + Math.ceil(other);
-}
-
-function whitespace(run: string, prev: string | undefined, next: string | undefined): number {
-  // A line break is a token, unless it ends a symbol run (`",\n` is one); of the indentation
-  // after it, the last space joins the next word or symbol, the rest is one token.
-  const nl = run.lastIndexOf("\n");
-  const spaces = run.length - nl - 1;
-  let n = nl < 0 ? 0 : run[0] === "\n" && prev !== undefined && SYMBOL.test(prev) ? 0.5 : 1;
-  if (spaces >= 2) n++;
-  if (spaces >= 1 && (next === undefined || !JOINS.test(next))) n++;
-  return n;
-}
-
-/** Tokens of a text as a BPE vocabulary of the Llama 3 / Qwen kind would make them, or more. */
-export function estimateText(text: string): number {
-  let n = 0;
-  for (const m of text.matchAll(PIECES)) {
-    const piece = m[0];
-    const first = piece[0] ?? "";
-    const prev = text[m.index - 1];
-    const next = text[m.index + piece.length];
-    if (/\s/.test(first)) n += whitespace(piece, prev, next);
-    else if (LETTER.test(first)) {
-      // Letters against digits are ids, hashes, base64: they split into short pieces.
-      const id = DIGIT.test(prev ?? "") || DIGIT.test(next ?? "");
-      n += id ? Math.ceil(piece.length / 2) : letters(piece);
-    } else if (DIGIT.test(first)) n++;
-    else if (SYMBOL.test(first)) n += Math.ceil(piece.length / ASCII_SYMBOLS);
-    else n += Math.ceil(encoder.encode(piece).byteLength / 2);
-  }
-  return Math.ceil(n);
-}
-
 function contentTokens(content: OaiMessage["content"]): number {
   if (typeof content === "string") return estimateText(content);
   let n = 0;

@@ -21,7 +21,8 @@ export interface ResponseOptions {
   model: string;
   stopSequences: readonly string[];
   /** Prompt tokens to report when the server sent no usage. */
-  inputEstimate: number;
+  /** Prompt tokens when the answer has no usage: the upstream's count, else the estimate. */
+  inputTokens: number;
   /** Told about tool arguments that had to be repaired or replaced (for the log). */
   onToolInput?: (name: string, how: ToolInput["how"]) => void;
 }
@@ -91,7 +92,7 @@ export function fromOpenAI(body: unknown, opts: ResponseOptions): ResponseMessag
     content,
     ...end,
     usage: anthropicUsage(completion.usage, completion.timings?.cache_n, {
-      input: opts.inputEstimate,
+      input: opts.inputTokens,
       output: estimateOutput(chars),
     }),
   };

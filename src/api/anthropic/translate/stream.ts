@@ -42,9 +42,20 @@ export interface StreamOptions {
   /** The model name the client asked for (echoed back). */
   model: string;
   stopSequences: readonly string[];
-  /** Prompt tokens to report until (or unless) the server reports its own. */
-  inputEstimate: number;
+  /**
+   * Prompt tokens to report until (or unless) the server reports its own: read when
+   * `message_start` goes out, by then the upstream's exact count when it could give one (the
+   * caller counts before it sends), else the estimate.
+   */
+  inputTokens: number;
   onToolInput?: (name: string, how: ToolInput["how"]) => void;
+  /**
+   * Counts the tokens of the answer delivered when a stop sequence ended it (its thinking and
+   * text up to the stop) with the upstream's tokenizer; null: it cannot. Absent: estimated.
+   * The unstreamed answer counts the same text the same way (`messages.ts`), so both report
+   * the same `output_tokens`.
+   */
+  countOutput?: (delivered: string) => Promise<number | null>;
 }
 
 type Rec = Record<string, unknown>;
@@ -89,6 +100,10 @@ export class StreamTranslator implements ChatTranslator {
   readonly relaysStatus = true;
   /** The request's stop sequences, applied to the text here (`stop-match.ts`). */
   private readonly stops: StopMatcher | null;
+  /** With stop sequences: the thinking and text that went out, for `countOutput`. */
+  private delivered = "";
+  /** The end still to write after a stop sequence, once its output is counted. */
+  private pendingEnd: Promise<string> | null = null;
 
   constructor(private readonly opts: StreamOptions) {
     this.stops = opts.stopSequences.some((s) => s !== "")
@@ -124,7 +139,7 @@ export class StreamTranslator implements ChatTranslator {
         stop_reason: null,
         stop_sequence: null,
         usage: {
-          input_tokens: typeof prompt === "number" ? prompt : this.opts.inputEstimate,
+          input_tokens: typeof prompt === "number" ? prompt : this.opts.inputTokens,
           output_tokens: 0,
           cache_creation_input_tokens: 0,
           cache_read_input_tokens: 0,
@@ -153,14 +168,18 @@ export class StreamTranslator implements ChatTranslator {
     if (s.timings !== null) this.cacheN = s.timings.cache_n;
     let out = this.begin();
     // Native block order within one chunk: thinking → text → tool_use (LiteLLM does the same).
-    if (s.reasoning !== "") out += this.blockDelta("thinking", s.reasoning, s.literal);
+    if (s.reasoning !== "") {
+      out += this.blockDelta("thinking", s.reasoning, s.literal);
+      if (this.stops) this.delivered += s.reasoning;
+    }
     if (s.text !== "") {
       if (this.stops) {
         const pass = this.stops.push(s.text);
         if (pass !== "") out += this.blockDelta("text", pass, null);
+        this.delivered += pass;
         // The text reached a stop sequence: the message ends here (the wrapper then stops
         // the upstream, which is still generating).
-        if (this.stops.matched !== null) return out + this.complete();
+        if (this.stops.matched !== null) return out + this.stopHere();
       } else {
         out += this.blockDelta("text", s.text, s.literal);
       }
@@ -225,6 +244,30 @@ export class StreamTranslator implements ChatTranslator {
     return out + sse("content_block_stop", { index: open.index });
   }
 
+  /**
+   * A stop sequence ended the answer: the blocks close now and the upstream is read no more;
+   * `message_delta` follows once the delivered text is counted (`settle`). Its usage is that of
+   * what was delivered — the upstream was stopped before it could report its own.
+   */
+  private stopHere(): string {
+    const count = this.opts.countOutput;
+    if (!count) return this.complete();
+    const out = this.begin() + this.closeOpen();
+    this.finished = true;
+    const matched = this.stops?.matched ?? null;
+    this.pendingEnd = count(this.delivered).then(
+      (n) => this.endMessage({ stop_reason: "stop_sequence", stop_sequence: matched }, n),
+      () => this.endMessage({ stop_reason: "stop_sequence", stop_sequence: matched }, null),
+    );
+    return out;
+  }
+
+  settle(): Promise<string> | null {
+    const pending = this.pendingEnd;
+    this.pendingEnd = null;
+    return pending;
+  }
+
   /** The text the stop sequences held back, now that no more follows. */
   private heldText(): string {
     const rest = this.stops?.flush() ?? "";
@@ -263,14 +306,25 @@ export class StreamTranslator implements ChatTranslator {
       matched !== null
         ? { stop_reason: "stop_sequence" as const, stop_sequence: matched }
         : ending(this.finish, this.upstreamStop, this.opts.stopSequences, hasTools);
+    this.finished = true;
+    return out + this.endMessage(end, matched === null ? undefined : null);
+  }
+
+  /**
+   * `message_delta` and `message_stop`. `delivered`: after a stop sequence, the count of what
+   * was delivered (null: not known, estimated) — the upstream's own usage, if any came, covers
+   * more than that; otherwise (`undefined`) the upstream's usage.
+   */
+  private endMessage(
+    end: { stop_reason: StopReason; stop_sequence: string | null },
+    delivered?: number | null,
+  ): string {
     this.stopReason = end.stop_reason;
     const usage = anthropicUsage(this.usage, this.cacheN, {
-      input: this.opts.inputEstimate,
+      input: this.opts.inputTokens,
       output: estimateOutput(this.chars),
     });
-    out += sse("message_delta", { delta: end, usage });
-    out += sse("message_stop", {});
-    this.finished = true;
-    return out;
+    if (delivered !== undefined) usage.output_tokens = delivered ?? estimateOutput(this.chars);
+    return sse("message_delta", { delta: end, usage }) + sse("message_stop", {});
   }
 }

@@ -4,7 +4,9 @@
  * order a model produces them (reasoning, the message, function calls), `status` completed or
  * incomplete (`max_output_tokens` on a `length` finish), usage in the Responses names.
  */
+
 import { contentText, finishReason, reasoningText } from "../../chat/chunk.ts";
+import { estimateText } from "../../chat/estimate-text.ts";
 import type { OaiUsage } from "../../chat/wire.ts";
 import { itemId } from "./ids.ts";
 
@@ -61,16 +63,33 @@ export function reasoningItem(text: string, id = itemId("rs")): OutputItem {
 const count = (v: unknown) =>
   typeof v === "number" && Number.isFinite(v) && v >= 0 ? Math.round(v) : 0;
 
-/** Usage in the Responses shape; `reasoning_tokens` from the chat details when given. */
-export function usageOf(u: (OaiUsage & Obj) | null | undefined): Obj {
+/** Output tokens qm counted itself, for when the upstream reports none. */
+export interface OutputCount {
+  output: number;
+  reasoning: number;
+}
+
+const NONE: OutputCount = { output: 0, reasoning: 0 };
+const given = (v: unknown) => typeof v === "number" && Number.isFinite(v) && v >= 0;
+
+/**
+ * Usage in the Responses shape. What the upstream reports wins; what it leaves out comes from
+ * `counted`: the output tokens of an answer cut before its usage, and `reasoning_tokens`, which
+ * llama.cpp never reports (vLLM and OpenAI do, in `completion_tokens_details`). Reasoning is
+ * part of the output, so it is never counted above it.
+ */
+export function usageOf(u: (OaiUsage & Obj) | null | undefined, counted = NONE): Obj {
   const input = count(u?.prompt_tokens);
-  const output = count(u?.completion_tokens);
+  const output = given(u?.completion_tokens) ? count(u?.completion_tokens) : counted.output;
   const details = isObj(u?.completion_tokens_details) ? u.completion_tokens_details : {};
+  const reasoning = given(details.reasoning_tokens)
+    ? count(details.reasoning_tokens)
+    : Math.min(counted.reasoning, output);
   return {
     input_tokens: input,
     input_tokens_details: { cached_tokens: count(u?.prompt_tokens_details?.cached_tokens) },
     output_tokens: output,
-    output_tokens_details: { reasoning_tokens: count(details.reasoning_tokens) },
+    output_tokens_details: { reasoning_tokens: reasoning },
     total_tokens: input + output,
   };
 }
@@ -127,6 +146,11 @@ export function fromChat(json: unknown, shape: Shape): Obj {
     });
   }
   const finish = isObj(choice) ? finishReason(choice) : null;
-  const usage = usageOf(isObj(json) ? (json.usage as OaiUsage & Obj) : null);
+  // A whole answer has no deltas to count: its reasoning is estimated from its text.
+  const reasoning = thought === "" ? 0 : estimateText(thought);
+  const usage = usageOf(isObj(json) ? (json.usage as OaiUsage & Obj) : null, {
+    output: reasoning + (text === "" ? 0 : estimateText(text)),
+    reasoning,
+  });
   return responseObject(shape, finish === "length" ? "incomplete" : "completed", output, usage);
 }

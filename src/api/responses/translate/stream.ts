@@ -79,6 +79,12 @@ export class ResponsesStream implements ChatTranslator {
   private readonly items = new Map<ToolCall, CallItem>();
   private finish: string | null = null;
   private usage: (OaiUsage & Obj) | null = null;
+  /**
+   * Output chunks seen, and those that carried reasoning: llama-server, vLLM and OpenAI send a
+   * token a chunk, so these are the counts when the upstream reports none (a cut answer; and
+   * llama.cpp's reasoning, which its usage never splits out).
+   */
+  private readonly counted = { output: 0, reasoning: 0 };
   /** How the response ended; null while it runs. */
   ending: Ending | null = null;
   /** The response ended (`ending` is set): nothing more goes out. */
@@ -141,6 +147,8 @@ export class ResponsesStream implements ChatTranslator {
 
   private delta(s: ChatDelta): void {
     if (s.usage !== null) this.usage = s.usage as OaiUsage & Obj;
+    if (s.reasoning !== "") this.counted.reasoning++;
+    if (s.reasoning !== "" || s.text !== "" || s.tools !== null) this.counted.output++;
     if (s.reasoning !== "") this.text("reasoning", s.reasoning);
     if (s.text !== "") this.text("text", s.text);
     if (s.tools !== null) for (const d of s.tools) this.toolDelta(this.tools.add(d));
@@ -318,7 +326,12 @@ export class ResponsesStream implements ChatTranslator {
     const ending = this.finish === "length" ? "incomplete" : "completed";
     this.ending = ending;
     this.finished = true;
-    this.final = responseObject(this.shape, ending, [...this.output], usageOf(this.usage));
+    this.final = responseObject(
+      this.shape,
+      ending,
+      [...this.output],
+      usageOf(this.usage, this.counted),
+    );
     this.emit(`response.${ending}`, { response: this.final });
   }
 
@@ -326,10 +339,33 @@ export class ResponsesStream implements ChatTranslator {
     this.begin();
     this.ending = "failed";
     this.finished = true;
-    this.final = responseObject(this.shape, "failed", [...this.output], usageOf(this.usage), {
-      error: { code, message },
-    });
+    // What was produced before the failure stays: the items as they stood (the open one with
+    // its text so far, `incomplete`), and the usage so far.
+    this.final = responseObject(
+      this.shape,
+      "failed",
+      this.soFar(),
+      usageOf(this.usage, this.counted),
+      { error: { code, message } },
+    );
     this.emit("response.failed", { response: this.final });
+  }
+
+  /** The output items as they stand: an item still open carries what it has, `incomplete`. */
+  private soFar(): OutputItem[] {
+    const out = [...this.output];
+    const o = this.open;
+    if (o) {
+      out[o.index] =
+        o.kind === "text" ? messageItem(o.text, "incomplete", o.id) : reasoningItem(o.text, o.id);
+    }
+    for (const { call, index, id, callId } of this.items.values()) {
+      if (index < 0 || out[index]?.status !== "in_progress") continue;
+      const name = call.name ?? "";
+      const ns = this.shape.namespaces?.get(name);
+      out[index] = callItem(callId, name, call.args, "incomplete", id, ns);
+    }
+    return out;
   }
 }
 

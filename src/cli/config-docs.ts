@@ -368,6 +368,11 @@ export const CONFIG_DOCS: Record<DocumentedSection, SectionDoc> = {
         meaning:
           "Load this model at startup (after `server.preload`, in file order), if it fits; see `server.preload`.",
       },
+      prefetch: {
+        meaning:
+          "While the model waits to load (its request queued behind a busy or held model, its swap stopping others, the next preload), read its GGUF files into the OS page cache, so that the load reads from memory rather than disk. The files are the one after `-m`/`--model` in `cmd` (every part of a split model); a `cmd` without a `.gguf` file prefetches nothing. Bounded by the memory the system has available (`MemAvailable` less a reserve, Linux only); stopped when the model starts loading or is no longer next. `GET /api/status` shows `prefetched` (0 to 1). See docs/prefetch.md.",
+        example: false,
+      },
       gpus: {
         meaning:
           'Several GPUs: how many cards the model needs (its `est_vram_gb` is split evenly over them), or the fixed list of cards it runs on. Default: one card. The chosen cards are its `CUDA_VISIBLE_DEVICES`, and `${GPU_IDS}` in its `cmd` or `env` (e.g. `--tensor-parallel-size`, `--tensor-split`) reads them as a comma list (`"0"` without cards). Chosen when it starts, kept while it runs. Ignored on a box with one budget.',

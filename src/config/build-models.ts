@@ -142,6 +142,7 @@ function buildModel(ctx: BuildContext, id: string, m: ModelFile, ports: PortAllo
       : { gpus: typeof m.gpus === "number" ? m.gpus : [...new Set(m.gpus)].sort((a, b) => a - b) }),
     group: "", // set once groups are known
     keepKv,
+    prefetch: m.prefetch,
     template: {
       cmd: raw(fields.cmd),
       proxy: raw(fields.proxy),

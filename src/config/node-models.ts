@@ -56,6 +56,8 @@ export function remoteModel(o: {
     stallTimeoutMs: 0,
     scrapeUpstreamMetrics: false,
     keepKv: null,
+    // Its files, if any, are on the other box.
+    prefetch: false,
     group: DEFAULT_GROUP,
     template: {
       cmd: "",

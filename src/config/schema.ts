@@ -177,6 +177,8 @@ export const ModelSchema = Type.Object(
     keep_kv_timeout_s: Type.Number({ minimum: 0.1, maximum: 3600, default: 20 }),
     /** Loaded at startup (after `server.preload`, in file order). */
     preload: Type.Boolean({ default: false }),
+    /** Read its GGUF files into the page cache while it waits to load (src/runtime/design.md). */
+    prefetch: Type.Boolean({ default: true }),
     /** How many GPUs it needs (default 1 with several cards), or the fixed cards it runs on. */
     gpus: Type.Union(
       [

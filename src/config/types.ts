@@ -144,6 +144,11 @@ export interface ModelConfig {
   /** `keep_kv = true` (llama-server): where and how its slots are saved across a stop; else null. */
   keepKv: KeepKv | null;
   /**
+   * `prefetch`: while it waits to load, its GGUF files (`-m` in `cmd`, every part of a split
+   * model) are read into the OS page cache (src/runtime/design.md, "Prefetch").
+   */
+  prefetch: boolean;
+  /**
    * The model's strings with every macro resolved except `${PORT}`, `${MODEL_ID}` (and
    * `${PID}`): what a `model?ctx=N` variant is minted from, with a port of its own.
    */

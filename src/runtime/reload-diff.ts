@@ -54,6 +54,7 @@ const LIVE_KEYS: [string, (m: ModelConfig) => unknown][] = [
   ["first_byte_timeout_s", (m) => m.firstByteTimeoutMs],
   ["stall_timeout_s", (m) => m.stallTimeoutMs],
   ["scrape_upstream_metrics", (m) => m.scrapeUpstreamMetrics],
+  ["prefetch", (m) => m.prefetch],
   ["group", (m) => m.group],
 ];
 

@@ -81,6 +81,7 @@ describe("defaults", () => {
       stallTimeoutMs: 120_000,
       scrapeUpstreamMetrics: false,
       keepKv: null,
+      prefetch: true,
       group: DEFAULT_GROUP,
       template: {
         cmd: "server",
@@ -186,6 +187,7 @@ strip_params = ["top_k"]
 set_params = { temperature = 0.6, chat_template_kwargs = { enable_thinking = false } }
 anthropic_native = true
 stop_timeout_s = 2
+prefetch = false
 
 [models.embed]
 cmd = "embedder"
@@ -281,6 +283,7 @@ models_dir = "/models"
       stallTimeoutMs: 120_000,
       scrapeUpstreamMetrics: false,
       keepKv: null,
+      prefetch: false,
       group: "gpu",
       template: {
         cmd: "llama-server --port ${PORT} -m /models/qwen.gguf",

@@ -222,10 +222,15 @@ async function alone(name: (typeof ALONE)[number]): Promise<void> {
     const s = await streams1000(dir);
     report = { machine: machine(null), streams_1000: s, targets: streams1000Targets(s) };
   } else if (name === "prefetch") {
-    const { summary } = await prefetchRuns({ dir, rounds: 3, holdS: 20, model: DEFAULT_MODEL });
+    const { summary, runs } = await prefetchRuns({
+      dir,
+      rounds: 3,
+      holdS: 20,
+      model: DEFAULT_MODEL,
+    });
     report = {
       machine: machine(null),
-      prefetch: summary,
+      prefetch: { ...summary, runs },
       targets: { prefetch_vs_warm: target(summary.prefetch_vs_warm, "<=", 1.1) },
     };
   } else if (name === "placement") {

@@ -20,8 +20,9 @@
  *               released `--hold-s` later, the file read into memory by qm meanwhile;
  * - `warm`:     `prefetch = false`; the whole file is read (cached) just before the release.
  * The cache is emptied with `sync; echo 3 > /proc/sys/vm/drop_caches` (root), else with
- * `dd oflag=nocache` on the file (posix_fadvise DONTNEED); each line says which. One JSON line
- * per run on stdout, then a summary line (medians, and prefetch ÷ warm against 1.10).
+ * `dd oflag=nocache` on the file (posix_fadvise DONTNEED); each run says which. The script
+ * prints one JSON line per run on stdout, then a summary line (medians, and prefetch ÷ warm
+ * against 1.10); `--section prefetch` prints the bench's one report with both.
  */
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { homedir, tmpdir } from "node:os";
@@ -42,6 +43,8 @@ export interface PrefetchOptions {
   rounds: number;
   holdS: number;
   model: string;
+  /** Hears each run as it ends (the script prints it as a JSON line). */
+  onRun?(run: PrefetchRun): void;
 }
 
 export interface PrefetchRun {
@@ -206,7 +209,7 @@ export async function prefetchRuns(o: PrefetchOptions) {
     for (const s of SCENARIOS) {
       log(`round ${r}: ${s}`);
       const run = await runOnce(o, s, r, fileGb);
-      process.stdout.write(`${JSON.stringify(run)}\n`);
+      o.onRun?.(run);
       runs.push(run);
     }
   }
@@ -255,6 +258,7 @@ if (import.meta.main) {
         rounds: Number(values.rounds),
         holdS: Number(values["hold-s"]),
         model: values.model!,
+        onRun: (run) => process.stdout.write(`${JSON.stringify(run)}\n`),
       });
       process.stdout.write(`${JSON.stringify(summary)}\n`);
     },

@@ -20,7 +20,6 @@ import importlib.util
 import os
 from pathlib import Path
 
-import gguf
 import numpy as np
 
 N_EMBD = 2048
@@ -77,27 +76,12 @@ def main() -> None:
     out: Path = args.out or cache / "models" / f"big-{args.gb:g}g.gguf"
     out.parent.mkdir(parents=True, exist_ok=True)
 
-    vocab_name, template_name = tiny.FAMILIES["phi3"]
-    reader = gguf.GGUFReader(args.src / "models" / vocab_name)
-    template = (args.src / "models" / "templates" / template_name).read_text(encoding="utf-8")
     per_layer = 4 * N_EMBD * N_EMBD * 2 + 3 * N_EMBD * N_FF * 2
     n_layer = max(1, round(args.gb * (1 << 30) / per_layer))
 
     tmp = out.with_suffix(".tmp")
-    writer = gguf.GGUFWriter(tmp, "llama")
-    writer.add_name(f"qm-big-{args.gb:g}g")
-    writer.add_context_length(N_CTX)
-    writer.add_embedding_length(N_EMBD)
-    writer.add_block_count(n_layer)
-    writer.add_feed_forward_length(N_FF)
-    writer.add_head_count(N_HEAD)
-    writer.add_head_count_kv(N_HEAD)
-    writer.add_layer_norm_rms_eps(1e-5)
-    writer.add_rope_dimension_count(N_EMBD // N_HEAD)
-    writer.add_file_type(gguf.LlamaFileType.MOSTLY_F16)
-    n_vocab = tiny.copy_tokenizer(reader, writer)
-    writer.add_vocab_size(n_vocab)
-    writer.add_chat_template(template)
+    dims = (N_CTX, N_EMBD, N_HEAD, N_FF, n_layer)
+    writer, n_vocab = tiny.llama_writer(tmp, f"qm-big-{args.gb:g}g", "phi3", args.src, dims)
 
     # numpy shape (rows, cols) is ggml's ne = [cols, rows]; the output layer is tied to token_embd.
     tensors = [("token_embd.weight", (n_vocab, N_EMBD), np.float16)]

@@ -35,8 +35,12 @@
  * (n) The placement decision across several GPUs: 8 cards × 64 models, µs per decision
  *     (scripts/bench/placement.ts).
  *
+ * (o) Prefetch: a multi-GB GGUF's load through qm with a cold page cache, prefetched while a
+ *     lease held the other model, and fully cached; a real llama-server
+ *     (scripts/bench/prefetch.ts; `--section prefetch` only).
+ *
  * `bun run bench --section NAME` runs one of (j) `observability`, (l) `peer-hop`, (m)
- * `peer-known` or (n) `placement` alone (with the machine figures and its targets): the sections that start
+ * `peer-known`, (n) `placement` or (o) `prefetch` alone (with the machine figures and its targets): the sections that start
  * their own qm processes and need no other.
  *
  * qm runs as the compiled binary (`dist/qm serve`, rebuilt when older than src/) with a
@@ -56,6 +60,7 @@ import { peerHopRuns } from "./bench/peer-hop.ts";
 import { peerKnownRuns } from "./bench/peer-known.ts";
 import { peerRoute } from "./bench/peer-route.ts";
 import { placement } from "./bench/placement.ts";
+import { DEFAULT_MODEL, prefetchRuns } from "./bench/prefetch.ts";
 import { startListening, withCleanup } from "./bench/procs.ts";
 import { ensureBuilt, load, MODELS, QM_BIN, revision, startQm } from "./bench/qm.ts";
 import { readinessRuns } from "./bench/readiness.ts";
@@ -106,7 +111,14 @@ function bareForwarder(name: string, upstream: string, script = BARE) {
 }
 
 /** The sections `--section NAME` can run alone. */
-const ALONE = ["observability", "peer-hop", "peer-known", "placement", "streams-1000"] as const;
+const ALONE = [
+  "observability",
+  "peer-hop",
+  "peer-known",
+  "placement",
+  "streams-1000",
+  "prefetch",
+] as const;
 
 function sectionArg(): (typeof ALONE)[number] | null {
   const at = process.argv.indexOf("--section");
@@ -209,6 +221,18 @@ async function alone(name: (typeof ALONE)[number]): Promise<void> {
   } else if (name === "streams-1000") {
     const s = await streams1000(dir);
     report = { machine: machine(null), streams_1000: s, targets: streams1000Targets(s) };
+  } else if (name === "prefetch") {
+    const { summary, runs } = await prefetchRuns({
+      dir,
+      rounds: 3,
+      holdS: 20,
+      model: DEFAULT_MODEL,
+    });
+    report = {
+      machine: machine(null),
+      prefetch: { ...summary, runs },
+      targets: { prefetch_vs_warm: target(summary.prefetch_vs_warm, "<=", 1.1) },
+    };
   } else if (name === "placement") {
     const n = placement();
     report = { machine: machine(null), placement: n, targets: placementTargets(n) };

@@ -54,26 +54,37 @@ def copy_tokenizer(reader: gguf.GGUFReader, writer: gguf.GGUFWriter) -> int:
     return n_vocab
 
 
-def make(family: str, src: Path, out: Path) -> None:
+def llama_writer(
+    out: Path, name: str, family: str, src: Path, dims: tuple[int, int, int, int, int]
+) -> tuple[gguf.GGUFWriter, int]:
+    """A writer (to `out`) with a llama-architecture header of `dims` (n_ctx, n_embd, n_head,
+    n_ff, n_layer) and `family`'s tokenizer and chat template; returns it and the vocab size."""
+    n_ctx, n_embd, n_head, n_ff, n_layer = dims
     vocab_name, template_name = FAMILIES[family]
     reader = gguf.GGUFReader(src / "models" / vocab_name)
     template = (src / "models" / "templates" / template_name).read_text(encoding="utf-8")
-
-    tmp = out.with_suffix(".tmp")
-    writer = gguf.GGUFWriter(tmp, "llama")
-    writer.add_name(f"qm-tiny-{family}")
-    writer.add_context_length(N_CTX)
-    writer.add_embedding_length(N_EMBD)
-    writer.add_block_count(N_LAYER)
-    writer.add_feed_forward_length(N_FF)
-    writer.add_head_count(N_HEAD)
-    writer.add_head_count_kv(N_HEAD)
+    writer = gguf.GGUFWriter(out, "llama")
+    writer.add_name(name)
+    writer.add_context_length(n_ctx)
+    writer.add_embedding_length(n_embd)
+    writer.add_block_count(n_layer)
+    writer.add_feed_forward_length(n_ff)
+    writer.add_head_count(n_head)
+    writer.add_head_count_kv(n_head)
     writer.add_layer_norm_rms_eps(1e-5)
-    writer.add_rope_dimension_count(N_EMBD // N_HEAD)
+    writer.add_rope_dimension_count(n_embd // n_head)
     writer.add_file_type(gguf.LlamaFileType.MOSTLY_F16)
     n_vocab = copy_tokenizer(reader, writer)
     writer.add_vocab_size(n_vocab)
     writer.add_chat_template(template)
+    return writer, n_vocab
+
+
+def make(family: str, src: Path, out: Path) -> None:
+    vocab_name, template_name = FAMILIES[family]
+    tmp = out.with_suffix(".tmp")
+    dims = (N_CTX, N_EMBD, N_HEAD, N_FF, N_LAYER)
+    writer, n_vocab = llama_writer(tmp, f"qm-tiny-{family}", family, src, dims)
 
     rng = np.random.default_rng(0)
 

@@ -60,6 +60,12 @@ export interface ModelStatusJson {
   } | null;
   /** How long the model's last load took, in ms; null if it never loaded. */
   last_load_ms: number | null;
+  /**
+   * While the model waits to load and qm reads its GGUF files into the OS page cache
+   * (`prefetch`): the fraction of their bytes read so far, 0 to 1 (1: all of them). Null when
+   * no prefetch is planned for it — in particular once it starts loading (`load` then).
+   */
+  prefetched: number | null;
   /** A config reload changed its process settings: they apply on its next start. */
   restart_pending?: boolean;
   /** The cards it runs on (several GPUs), while it holds memory; absent otherwise. */

@@ -459,8 +459,13 @@ export const CONFIG_DOCS: Record<DocumentedSection, SectionDoc> = {
       },
       capabilities: {
         meaning:
-          'What the model can do, as Ollama\'s `POST /api/show` reports it (clients such as Open WebUI and llm-ollama decide from it whether to chat, embed or think with a model): any of `completion`, `tools`, `embedding`, `thinking`, `vision`, `insert`; an embedding model cannot also claim `completion`. `[]`: read from the running server (llama-server `GET /props`, vLLM `GET /v1/models`), else from the model\'s GGUF file named in `cmd`, else `["completion"]` (docs/api.md, "Capabilities").',
+          'What the model can do, as Ollama\'s `POST /api/show` reports it (clients such as Open WebUI and llm-ollama decide from it whether to chat, embed or think with a model): any of `completion`, `tools`, `embedding`, `thinking`, `vision`, `insert`; an embedding model cannot also claim `completion`. `[]`: read from the running server (llama-server `GET /props`; for vLLM, its command\'s flags), else from the model\'s GGUF file named in `cmd`, else from the command (`["completion", "tools"]`, less `tools` for llama-server `--no-jinja`; docs/api.md, "Capabilities").',
         example: ["completion", "tools", "thinking"],
+      },
+      prefetch: {
+        meaning:
+          "While the model waits to load (its request queued behind a busy or held model, its swap stopping others, the next preload), read its GGUF files into the OS page cache, so that the load reads from memory rather than disk. The files are the one after `-m`/`--model` in `cmd` (every part of a split model); a `cmd` without a `.gguf` file prefetches nothing. Bounded by the memory the system has available (`MemAvailable` less a reserve, Linux only); stopped when the model starts loading or is no longer next. `GET /api/status` shows `prefetched` (0 to 1). See docs/prefetch.md.",
+        example: false,
       },
       gpus: {
         meaning:

@@ -1,9 +1,14 @@
 import type { StatusJson } from "../api/status-json.ts";
 
-/** The state, with a load's progress (`starting 42%`, or seconds so far before a first load). */
+/**
+ * The state, with a load's progress (`starting 42%`, or seconds so far before a first load), or
+ * while it waits to load, how much of its files qm has read ahead (`stopped prefetched 63%`).
+ */
 function loadCell(m: StatusJson["models"][number]): string {
   const load = m.load;
-  if (!load) return m.state;
+  // A peer running an older qm sends no `prefetched`.
+  const ahead = m.prefetched ?? null;
+  if (!load) return ahead === null ? m.state : `${m.state} prefetched ${Math.floor(ahead * 100)}%`;
   return load.progress === null
     ? `${m.state} ${Math.round(load.elapsed_ms / 1000)}s`
     : `${m.state} ${Math.floor(load.progress * 100)}%`;

@@ -167,6 +167,7 @@ function buildModel(ctx: BuildContext, id: string, m: ModelFile, ports: PortAllo
     keepKv,
     ctxStep: m.ctx_step,
     ...(caps.length > 0 ? { capabilities: [...caps] } : {}),
+    prefetch: m.prefetch,
     template: {
       cmd: raw(fields.cmd),
       proxy: raw(fields.proxy),

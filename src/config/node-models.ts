@@ -57,6 +57,8 @@ export function remoteModel(o: {
     scrapeUpstreamMetrics: false,
     keepKv: null,
     ctxStep: 1,
+    // Its files, if any, are on the other box.
+    prefetch: false,
     group: DEFAULT_GROUP,
     template: {
       cmd: "",

@@ -272,6 +272,8 @@ export const ModelSchema = Type.Object(
     capabilities: Type.Array(Type.Union(CAPABILITIES.map((c) => Type.Literal(c))), {
       default: [],
     }),
+    /** Read its GGUF files into the page cache while it waits to load (src/runtime/design.md). */
+    prefetch: Type.Boolean({ default: true }),
     /** How many GPUs it needs (default 1 with several cards), or the fixed cards it runs on. */
     gpus: Type.Union(
       [

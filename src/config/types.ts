@@ -163,6 +163,11 @@ export interface ModelConfig {
   /** `ctx_step`: a `?ctx=N` request is rounded up to a multiple of this (src/runtime/design.md). */
   ctxStep: number;
   /**
+   * `prefetch`: while it waits to load, its GGUF files (`-m` in `cmd`, every part of a split
+   * model) are read into the OS page cache (src/runtime/design.md, "Prefetch").
+   */
+  prefetch: boolean;
+  /**
    * The model's strings with every macro resolved except `${PORT}`, `${MODEL_ID}` (and
    * `${PID}`): what a `model?ctx=N` variant is minted from, with a port of its own.
    */

@@ -11,6 +11,7 @@ import { GpuHistory } from "../gpu/history.ts";
 import { probeGpu } from "../gpu/index.ts";
 import { KeyTable } from "../keys/table.ts";
 import type { QmMetrics } from "../observe/prometheus.ts";
+import { type MemoryTotals, platform } from "../platform/index.ts";
 import type { NodeView } from "../policy/node.ts";
 import { AnswerNames } from "../proxy/answer-names.ts";
 import { Scheduler } from "../scheduler/scheduler.ts";
@@ -30,6 +31,9 @@ import { LogHub } from "./log-hub.ts";
 import { ManagedNodes } from "./nodes.ts";
 import { type GaugeInputs, gaugeReading, Observation } from "./observing.ts";
 import { managedLookup, PeerLinks } from "./peers.ts";
+import { Prefetcher, type PrefetchSource } from "./prefetch.ts";
+import { fileSource, weightFiles } from "./prefetch-files.ts";
+import { prefetchPlan } from "./prefetch-plan.ts";
 import { Preload } from "./preload.ts";
 import { ModelRegistry } from "./registry.ts";
 import { type ConfigLoader, ConfigReloads } from "./reload.ts";
@@ -58,6 +62,8 @@ export interface RuntimeOptions {
   runRestart?: (argv: string[]) => Promise<number>;
   /** The database (`[store]`), already open; default none: memory only. */
   db?: StateDb | null;
+  /** Prefetch's files and the box's memory; default the file system and the platform's figures. */
+  prefetch?: { source?: PrefetchSource; memory?: () => MemoryTotals | null };
 }
 
 /** What the parts need of the runtime that holds them. */
@@ -207,6 +213,7 @@ export function assemble(config: Config, opts: RuntimeOptions, face: RuntimeFace
     },
     gpu,
     counts: metrics,
+    onSwap: () => replanPrefetch(),
     makeProcess: withNodes(
       nodes,
       opts.makeProcess ?? modelProcesses(config, log, registry, modelLine),
@@ -227,6 +234,7 @@ export function assemble(config: Config, opts: RuntimeOptions, face: RuntimeFace
     events: scheduler,
     clock,
     current: (model) => registry.live(config.models[model.id] ?? model),
+    onQueue: () => replanPrefetch(),
   });
   const wake = new WakeTimer(timers, () => scheduler.wake());
   effects.drive({ waiters, runner, wake });
@@ -284,6 +292,33 @@ export function assemble(config: Config, opts: RuntimeOptions, face: RuntimeFace
     peerLinks.replace(cfg.peers, true);
     nodes.start();
   });
+  const prefetch = new Prefetcher({
+    source: opts.prefetch?.source ?? fileSource(),
+    memory: opts.prefetch?.memory ?? (() => platform.memory()),
+    clock,
+    log,
+  });
+  // What comes next, read again at most once per microtask however many changes raise it.
+  let planQueued = false;
+  const replanPrefetch = (): void => {
+    if (planQueued) return;
+    planQueued = true;
+    queueMicrotask(() => {
+      planQueued = false;
+      const p = preload.status();
+      prefetch.plan(
+        prefetchPlan({
+          models: config.models,
+          waitingTargets: runner.waitingTargets(),
+          queued: waiters.queuedModels(),
+          nextPreload: p.loading === null ? null : (p.pending[0] ?? null),
+          state: (id) => scheduler.state(id),
+          files: weightFiles,
+        }),
+      );
+    });
+  };
+  effects.onStateChange(replanPrefetch);
   const answerNames = new AnswerNames();
   // A start may bring a server that answers with another name: learnt again.
   effects.onStateChange((model, state) => {
@@ -332,5 +367,6 @@ export function assemble(config: Config, opts: RuntimeOptions, face: RuntimeFace
     variants,
     reloads,
     preload,
+    prefetch,
   };
 }

@@ -56,6 +56,7 @@ const LIVE_KEYS: [string, (m: ModelConfig) => unknown][] = [
   ["scrape_upstream_metrics", (m) => m.scrapeUpstreamMetrics],
   ["ctx_step", (m) => m.ctxStep],
   ["capabilities", (m) => m.capabilities],
+  ["prefetch", (m) => m.prefetch],
   ["group", (m) => m.group],
 ];
 

@@ -206,6 +206,7 @@ export class Runtime implements Gateway {
       attribution: this.gpu.attribution,
       foreignBaselineGb: this.gpu.foreignBaselineGb,
       loadTimes: this.loadTimes,
+      prefetched: (id) => this.parts.prefetch.progress(id),
       modelOf: (id) => this.liveModel(id),
       restartPending: (id) => this.reloads.restartPending(id),
     });
@@ -324,6 +325,7 @@ export class Runtime implements Gateway {
     this.nodes.stop();
     this.scheduler.shutdown();
     this.parts.wake.disarm();
+    this.parts.prefetch.stop();
   }
 
   /** Ends every request still running (shutdown past its deadline); clients get an error. */

@@ -42,6 +42,8 @@ export interface StatusInputs {
   attribution?: Attribution | null;
   foreignBaselineGb: number | null;
   loadTimes: LoadTimes;
+  /** The fraction of a model's files prefetched, while it is planned (./prefetch.ts); else null. */
+  prefetched?: (id: string) => number | null;
   /** A model's config, one removed by a reload but still running included; default `config.models`. */
   modelOf?: (id: string) => ModelConfig | undefined;
   /** A reload changed its process settings; they apply on its next start. */
@@ -113,6 +115,7 @@ export function buildStatus(inputs: StatusInputs): StatusJson {
       last_error: s.lastError,
       load: loadJson(inputs.loadTimes, s.id),
       last_load_ms: inputs.loadTimes.last(s.id),
+      prefetched: prefetchedJson(inputs.prefetched?.(s.id) ?? null),
       restart_pending: inputs.restartPending?.(s.id) ?? false,
       ...(s.gpus ? { gpus: [...s.gpus] } : {}),
       ...(m.node ? { node: m.node.node } : {}),
@@ -185,6 +188,12 @@ function readingJson(r: {
     ours_gb: round(r.oursGb),
     foreign_gb: round(r.foreignGb),
   };
+}
+
+/** Prefetch's fraction to the hundredth, never 1 before every byte is read. */
+function prefetchedJson(fraction: number | null): number | null {
+  if (fraction === null) return null;
+  return fraction >= 1 ? 1 : Math.min(0.99, Math.round(fraction * 100) / 100);
 }
 
 /** `gap 2.1 s expected, swap 6.3 s`: why a cost-policy hold stands. */

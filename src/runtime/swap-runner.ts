@@ -72,6 +72,8 @@ export interface SwapRunnerDeps {
   gpu: SpawnGate;
   makeProcess: ProcessFactory;
   counts?: SleepCounts;
+  /** A swap started, spawned its target or ended (prefetch's plan). */
+  onSwap?(): void;
 }
 
 /** A swap in progress. */
@@ -79,6 +81,8 @@ interface SwapRun {
   readonly target: string;
   /** Why it was aborted, or null: its target then must not start, or is stopped. */
   abortedFor: string | null;
+  /** Its target's start (or wake) has been called. */
+  spawned: boolean;
 }
 
 export class SwapRunner {
@@ -119,9 +123,17 @@ export class SwapRunner {
     } else {
       log.info(`swap: starting ${swap.target}${on}`);
     }
-    const run: SwapRun = { target: swap.target, abortedFor: null };
+    const run: SwapRun = { target: swap.target, abortedFor: null, spawned: false };
     this.swaps.set(swap.id, run);
+    this.deps.onSwap?.();
     void this.run(swap, run);
+  }
+
+  /** Targets of swaps in progress not started yet (evictions stopping, the spawn guard), oldest first. */
+  waitingTargets(): string[] {
+    const out: string[] = [];
+    for (const run of this.swaps.values()) if (!run.spawned) out.push(run.target);
+    return out;
   }
 
   /**
@@ -211,7 +223,6 @@ export class SwapRunner {
       }
       return null;
     };
-    let spawned = false;
     let result: SwapResult;
     const toSleep = new Set(swap.sleep ?? []);
     const asleep: string[] = [];
@@ -238,7 +249,8 @@ export class SwapRunner {
       // target from spawning at all; one after it stops what started.
       stop = blocked();
       if (stop) throw stop;
-      spawned = true;
+      run.spawned = true;
+      this.deps.onSwap?.();
       if (swap.wake) await this.wakeOrRestart(swap.target, target, run, swap.gpus);
       else await target.start(swap.gpus ? { gpus: swap.gpus } : {});
       result = { ok: true, asleep };
@@ -251,10 +263,11 @@ export class SwapRunner {
     if (run.abortedFor !== null) {
       // Whatever the start did, the report waits until the target is down (and always comes).
       await target.stop().catch((err) => log.error(`stopping ${swap.target}: ${String(err)}`));
-      if (spawned) gpu.noteReleased();
+      if (run.spawned) gpu.noteReleased();
       result = { ok: false, error: unloaded(swap.target), asleep };
     }
     this.swaps.delete(swap.id);
+    this.deps.onSwap?.();
     events.swapDone(swap.id, result);
   }
 

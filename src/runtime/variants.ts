@@ -7,7 +7,7 @@ import {
   modelPath,
 } from "../config/index.ts";
 import type { Config, ModelConfig } from "../config/types.ts";
-import { estimateVramGb, mergeSplit, parseSplitName, readGgufFile } from "../gpu/gguf/index.ts";
+import { estimateVramGb, mergeSplit, readGgufFile, splitParts } from "../gpu/gguf/index.ts";
 import type { ModelState } from "../scheduler/types.ts";
 import { QmError } from "../shared/errors.ts";
 import type { Logger } from "../shared/log.ts";
@@ -169,16 +169,7 @@ export class Variants {
   private async estimate(base: ModelConfig, ctx: number): Promise<number> {
     const path = modelPath(base.argv);
     if (!path) return 0;
-    const split = parseSplitName(path.split("/").pop()!);
-    const paths = split
-      ? Array.from({ length: split.count }, (_, i) =>
-          path.replace(
-            /-\d{5}-of-(\d{5})\.gguf$/i,
-            `-${String(i + 1).padStart(5, "0")}-of-$1.gguf`,
-          ),
-        )
-      : [path];
-    const reads = await Promise.all(paths.map((p) => readGgufFile(p)));
+    const reads = await Promise.all(splitParts(path).map((p) => readGgufFile(p)));
     const failed = reads.find((r) => !r.ok);
     if (failed && !failed.ok) {
       this.log.warn(`cannot size ${base.id}?ctx=${ctx} from ${path}: ${failed.reason}`);

@@ -29,6 +29,8 @@ export interface WaitersDeps {
   clock: Clock;
   /** The model as configured now: a start may have moved it to a free port. */
   current(model: ModelConfig): ModelConfig;
+  /** The waiting line changed: a place moved, or a request in it left (prefetch's plan). */
+  onQueue?(): void;
 }
 
 interface Pending {
@@ -116,6 +118,7 @@ export class Waiters {
           this.deps.events.cancel(id);
           this.ended(p);
         }
+        if (p.position > 0) this.deps.onQueue?.();
         reject(cancelled(model.id));
       };
       signal.addEventListener("abort", onAbort, { once: true });
@@ -163,6 +166,7 @@ export class Waiters {
     if (!p) return;
     p.position = position;
     p.hooks.onPosition?.(position);
+    this.deps.onQueue?.();
   }
 
   /** The places in the waiting line of the requests for `modelId`, front first (status). */
@@ -172,6 +176,12 @@ export class Waiters {
       if (p.position > 0 && p.model.id === modelId) at.push(p.position);
     }
     return at.sort((a, b) => a - b);
+  }
+
+  /** The model of each request in the waiting line, front first (prefetch's plan). */
+  queuedModels(): string[] {
+    const queued = [...this.pending.values()].filter((p) => p.position > 0);
+    return queued.sort((a, b) => a.position - b.position).map((p) => p.model.id);
   }
 
   /** `Effects.loading`: the swap this request waits for has started. */
@@ -285,6 +295,7 @@ export class Waiters {
     if (!p) return undefined;
     this.pending.delete(requestId);
     p.detach();
+    if (p.position > 0) this.deps.onQueue?.();
     return p;
   }
 }

@@ -18,7 +18,7 @@ function status(models: (Partial<ModelStatusJson> & { id: string })[]): StatusJs
 /** One model's entry (for `status`). */
 const model = (id: string, extra: Partial<ModelStatusJson> = {}) => ({ id, ...extra });
 
-test("the table shows a load's progress in the state column", () => {
+test("the table shows a load's progress, or what was prefetched, in the state column", () => {
   const text = renderStatus(
     status([
       model("a", {
@@ -30,16 +30,20 @@ test("the table shows a load's progress in the state column", () => {
         load: { elapsed_ms: 3400, expected_ms: null, progress: null, stage: null },
       }),
       model("c", { state: "ready" }),
+      model("d", { state: "stopped", prefetched: 0.634 }),
+      model("e", { state: "failed", prefetched: 1 }),
     ]),
   );
   const rows = text
     .split("\n")
-    .slice(1, 4)
+    .slice(1, 6)
     .map((l) => l.split(/\s{2,}/).slice(0, 2));
   expect(rows).toEqual([
     ["a", "starting 42%"],
     ["b", "starting 3s"],
     ["c", "ready"],
+    ["d", "stopped prefetched 63%"],
+    ["e", "failed prefetched 100%"],
   ]);
 });
 

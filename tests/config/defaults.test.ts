@@ -83,6 +83,7 @@ describe("defaults", () => {
       scrapeUpstreamMetrics: false,
       keepKv: null,
       ctxStep: 4096,
+      prefetch: true,
       group: DEFAULT_GROUP,
       template: {
         cmd: "server",
@@ -188,6 +189,7 @@ strip_params = ["top_k"]
 set_params = { temperature = 0.6, chat_template_kwargs = { enable_thinking = false } }
 anthropic_native = true
 stop_timeout_s = 2
+prefetch = false
 
 [models.embed]
 cmd = "embedder"
@@ -285,6 +287,7 @@ models_dir = "/models"
       scrapeUpstreamMetrics: false,
       keepKv: null,
       ctxStep: 4096,
+      prefetch: false,
       group: "gpu",
       template: {
         cmd: "llama-server --port ${PORT} -m /models/qwen.gguf",

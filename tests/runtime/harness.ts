@@ -3,6 +3,7 @@
  * wake timer, over fake model processes and fake timers. No process, no socket, no sleep.
  */
 import type { AcquireHooks, Lease, LeaseInfo, QmEvent } from "../../src/api/gateway.ts";
+import type { RuntimeOptions } from "../../src/runtime/assemble.ts";
 import { Runtime } from "../../src/runtime/runtime.ts";
 import { createLogger } from "../../src/shared/log.ts";
 import { config } from "../support/config.ts";
@@ -14,11 +15,20 @@ import { fakeServers, settle } from "./fake-server.ts";
 export const model = (id: string, ...keys: string[]) =>
   [`[models.${id}]`, `cmd = "run ${id}"`, `proxy = "http://127.0.0.1:9"`, ...keys, ""].join("\n");
 
+/** Prefetch that finds no file and no memory: it never reads. */
+const NO_PREFETCH: RuntimeOptions["prefetch"] = {
+  source: { size: () => null, open: () => Promise.reject(new Error("no files in tests")) },
+  memory: () => null,
+};
+
 /** No GPU probe: budgets are what the config says. */
 export const HEAD = `[resources]\ngpu_probe = "off"\n\n`;
 
-/** A runtime over the config `text`; a reload reads the text `reloadText` last gave. */
-export function runtimeHarness(text: string) {
+/**
+ * A runtime over the config `text`; a reload reads the text `reloadText` last gave. `prefetch`:
+ * its files and memory figures (default: no file is ever read).
+ */
+export function runtimeHarness(text: string, prefetch: RuntimeOptions["prefetch"] = NO_PREFETCH) {
   const cfg = config(text);
   const timers = new FakeTimers();
   const lines: string[] = [];
@@ -30,6 +40,7 @@ export function runtimeHarness(text: string) {
     log: createLogger("info", (l) => lines.push(l)),
     makeProcess: fakes.make,
     loadConfig: (isPortFree) => config(text, { isPortFree }),
+    prefetch,
   });
   rt.subscribe((e) => events.push(e));
   const modelOf = (id: string) => {

@@ -111,6 +111,7 @@ function statusOf(cfg: Config, gw: FakeGw): StatusJson {
     last_error: null,
     load: null,
     last_load_ms: null,
+    prefetched: null,
   }));
   return {
     version: "0.0.0-test",

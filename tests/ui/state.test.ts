@@ -220,12 +220,17 @@ describe("the dashboard's state", () => {
     expect(applyEvent(d, { ...ev("x", {}), id: "-3" }, 0).dash.lastEventId).toBe(0);
   });
 
-  test("busy while anything loads, stops, serves or waits", () => {
+  test("busy while anything loads, stops, serves, waits or is prefetched", () => {
     expect(busy(null)).toBe(false);
     expect(busy(status(model("a"), model("b", { state: "ready" })))).toBe(false);
     expect(busy(status(model("a", { state: "starting" })))).toBe(true);
     expect(busy(status(model("a", { state: "ready", inflight: 1 })))).toBe(true);
     expect(busy(status(model("a", { queued: 2 })))).toBe(true);
+    // Prefetch under way moves by itself; done (or none) does not.
+    expect(busy(status(model("a", { prefetched: 0.4 })))).toBe(true);
+    expect(busy(status(model("a", { prefetched: 1 }), model("b", { prefetched: null })))).toBe(
+      false,
+    );
   });
 });
 

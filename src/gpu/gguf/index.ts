@@ -13,5 +13,5 @@ export {
 export { GGML_TYPES, tensorSize } from "./ggml-types.ts";
 export { type GgufRead, readGgufFile, readGgufHeader } from "./read-header.ts";
 export { SCAN_HELP, type ScanIo, scanCommand } from "./scan.ts";
-export { mergeSplit, parseSplitName } from "./split.ts";
+export { mergeSplit, parseSplitName, splitParts } from "./split.ts";
 export type { GgufArray, GgufHeader, GgufModel, GgufValue, TensorInfo } from "./types.ts";

@@ -5,7 +5,7 @@
  * Exit 0, 1 when any file could not be used or no model was found, 2 on a usage error.
  */
 import { stat } from "node:fs/promises";
-import { basename, dirname, join, resolve } from "node:path";
+import { basename, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { which } from "../../config/programs.ts";
 import { type Candidate, findGgufFiles, groupCandidates } from "./discover.ts";
@@ -13,7 +13,7 @@ import { sizeModel } from "./estimate.ts";
 import { formatParams, parameterCount, quantLabel } from "./file-types.ts";
 import { metaString } from "./metadata.ts";
 import { readGgufFile } from "./read-header.ts";
-import { mergeSplit, parseSplitName } from "./split.ts";
+import { mergeSplit, splitParts } from "./split.ts";
 import { modelId, renderEntry, SERVER } from "./toml-entry.ts";
 import type { GgufHeader, GgufModel } from "./types.ts";
 
@@ -175,14 +175,7 @@ type Loaded = { ok: true; model: GgufModel } | { ok: false; path: string; reason
 export async function readModelFile(
   path: string,
 ): Promise<{ ok: true; model: GgufModel } | { ok: false; reason: string }> {
-  const split = parseSplitName(basename(path));
-  const pad = (n: number) => String(n).padStart(5, "0");
-  const parts = split
-    ? Array.from({ length: split.count }, (_, i) =>
-        join(dirname(path), `${split.base}-${pad(i + 1)}-of-${pad(split.count)}.gguf`),
-      )
-    : [path];
-  const loaded = await loadCandidate({ name: basename(path), path, parts });
+  const loaded = await loadCandidate({ name: basename(path), path, parts: splitParts(path) });
   if (loaded.ok) return loaded;
   return {
     ok: false,

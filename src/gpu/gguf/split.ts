@@ -26,6 +26,22 @@ export function parseSplitName(fileName: string): SplitName | null {
   return { base: m[1]!, part, count };
 }
 
+/**
+ * Every file of the model `path` names: parts 1..n of a split model (any part may be named:
+ * llama-server is given part 1 and finds the rest), else `path` alone.
+ */
+export function splitParts(path: string): string[] {
+  const slash = path.lastIndexOf("/");
+  const split = parseSplitName(path.slice(slash + 1));
+  if (!split) return [path];
+  const dir = path.slice(0, slash + 1);
+  const pad = (n: number) => String(n).padStart(5, "0");
+  return Array.from(
+    { length: split.count },
+    (_, i) => `${dir}${split.base}-${pad(i + 1)}-of-${pad(split.count)}.gguf`,
+  );
+}
+
 /** Joins the headers of parts 1..n (in order) into one model, or says why not. */
 export function mergeSplit(
   parts: readonly GgufHeader[],

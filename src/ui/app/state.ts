@@ -158,9 +158,14 @@ export function loadElapsed(d: Dash, m: ModelStatus, now: number): number | null
   return start === undefined ? m.load.elapsed_ms : Math.max(0, now - start);
 }
 
-/** Anything that changes by itself in the next seconds (loads, queues, holds, requests). */
+/** Anything that changes by itself in the next seconds (loads, queues, prefetch, requests). */
 export function busy(s: Status | null): boolean {
   return !!s?.models.some(
-    (m) => m.state === "starting" || m.state === "stopping" || m.inflight > 0 || m.queued > 0,
+    (m) =>
+      m.state === "starting" ||
+      m.state === "stopping" ||
+      m.inflight > 0 ||
+      m.queued > 0 ||
+      (m.prefetched ?? 1) < 1,
   );
 }

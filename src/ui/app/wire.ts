@@ -36,6 +36,11 @@ export interface ModelStatus {
     stage?: string | null;
   } | null;
   last_load_ms: number | null;
+  /**
+   * While it waits to load: the fraction of its GGUF files qm has read into memory ahead of
+   * the load (0 to 1); null otherwise. Absent from an older qm.
+   */
+  prefetched?: number | null;
   /** The cards it runs on (several GPUs), while it holds memory. */
   gpus?: number[];
   /** A managed node's model: the node it runs on (its memory is not this box's). */

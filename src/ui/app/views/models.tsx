@@ -185,6 +185,12 @@ function ModelRow(props: {
                   : undefined
             }
           />
+        ) : (m.prefetched ?? null) !== null ? (
+          <Progress
+            value={m.prefetched!}
+            label={`files of ${m.id} read ahead of its load`}
+            text={`prefetched ${percent(m.prefetched!)}`}
+          />
         ) : m.last_load_ms !== null ? (
           <span class="muted num">last {ms(m.last_load_ms)}</span>
         ) : (

@@ -61,7 +61,7 @@ export class Waiters {
         position: 0,
         resolve,
         reject,
-        detach: () => {},
+        detach: noDetach,
       };
       this.pending.set(id, pending);
       this.deps.events.request({
@@ -138,6 +138,9 @@ export class Waiters {
     return p;
   }
 }
+
+/** A waiter granted at once never listened for its client leaving. */
+function noDetach(): void {}
 
 export function cancelled(model: string): QmError {
   return new QmError("cancelled", `the client went away while waiting for model "${model}"`);

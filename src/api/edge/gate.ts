@@ -16,7 +16,7 @@ import { openaiError } from "../openai/errors.ts";
 import { tooLarge } from "../request/body.ts";
 import { checkOrigin, corsHeaders, preflight } from "./cors.ts";
 import { hostPolicy } from "./hosts.ts";
-import { type IdleServer, rememberOriginal } from "./idle.ts";
+import type { IdleServer } from "./idle.ts";
 import { parseTarget } from "./target.ts";
 
 export interface EdgeOptions {
@@ -25,8 +25,17 @@ export interface EdgeOptions {
   log: Logger;
 }
 
-/** Routes a request the edge let through; `path` is the one it authorized. */
-type Handler = (request: Request, path: string) => Response | Promise<Response>;
+/**
+ * Routes a request the edge let through; `path` is the one it authorized. `received` is the
+ * request Bun received (`request` may be it re-addressed) and `server` its listener (null
+ * without a socket): what the idle-timeout switch acts on (`idle.ts`).
+ */
+type Handler = (
+  request: Request,
+  path: string,
+  received: Request,
+  server: IdleServer | null,
+) => Response | Promise<Response>;
 
 /** Methods any route may use; TRACE, CONNECT and inventions get 405 here. */
 const METHODS = new Set(["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]);
@@ -57,6 +66,9 @@ export function createEdge(gw: Gateway, route: Handler, opts: EdgeOptions) {
   let keys = new Set(server.apiKeys);
   let keysOf = server.apiKeys;
   const hosts = hostPolicy(server.allowedHosts, opts.loopback);
+  // Clients send the same Host on every request: the last one's verdict is kept.
+  let lastHostname = "";
+  let lastAllowed = false;
   const origins = server.corsOrigins;
   const limit = server.maxBodyBytes;
 
@@ -65,24 +77,34 @@ export function createEdge(gw: Gateway, route: Handler, opts: EdgeOptions) {
     const target = parseTarget(url, request.headers.get("host"));
     if (target instanceof QmError) return envelopeFor(roughPath(url))(target);
     const { path } = target;
-    const render = envelopeFor(path);
     const method = request.method;
     if (!METHODS.has(method)) {
-      return render(new QmError("method_not_allowed", `${method} is not allowed on ${path}`), {
-        allow: [...METHODS].join(", "),
-      });
+      return refuse(
+        path,
+        new QmError("method_not_allowed", `${method} is not allowed on ${path}`),
+        {
+          allow: [...METHODS].join(", "),
+        },
+      );
     }
     if (path.includes("%") && !WELL_ENCODED.test(path)) {
-      return render(new QmError("bad_request", "the path has a malformed %-escape"));
+      return refuse(path, new QmError("bad_request", "the path has a malformed %-escape"));
     }
-    if (target.host !== "" && !hosts.allows(target.hostname)) {
-      return render(
-        new QmError(
-          "forbidden",
-          `Host "${target.host}" is not allowed on this listener (it answers to ${hosts.describe}); ` +
-            "add it to server.allowed_hosts",
-        ),
-      );
+    if (target.host !== "") {
+      if (target.hostname !== lastHostname) {
+        lastAllowed = hosts.allows(target.hostname);
+        lastHostname = target.hostname;
+      }
+      if (!lastAllowed) {
+        return refuse(
+          path,
+          new QmError(
+            "forbidden",
+            `Host "${target.host}" is not allowed on this listener (it answers to ${hosts.describe}); ` +
+              "add it to server.allowed_hosts",
+          ),
+        );
+      }
     }
     const origin = checkOrigin(
       request.headers.get("origin"),
@@ -91,7 +113,8 @@ export function createEdge(gw: Gateway, route: Handler, opts: EdgeOptions) {
       origins,
     );
     if (!origin.ok) {
-      return render(
+      return refuse(
+        path,
         new QmError(
           "forbidden",
           `requests from origin ${request.headers.get("origin") ?? "(cross-site)"} are not allowed; ` +
@@ -102,7 +125,7 @@ export function createEdge(gw: Gateway, route: Handler, opts: EdgeOptions) {
     if (method === "OPTIONS") return preflight(origin.allowOrigin, request);
     const declared = request.headers.get("content-length");
     if (declared !== null && Number(declared) > limit) {
-      return render(tooLarge(limit));
+      return refuse(path, tooLarge(limit));
     }
     if (keysOf !== server.apiKeys) {
       keysOf = server.apiKeys;
@@ -112,7 +135,8 @@ export function createEdge(gw: Gateway, route: Handler, opts: EdgeOptions) {
       const key = presentedKey(request.headers);
       if (!key || !keys.has(key)) {
         return withCors(
-          render(
+          refuse(
+            path,
             new QmError(
               "unauthorized",
               key
@@ -134,18 +158,18 @@ export function createEdge(gw: Gateway, route: Handler, opts: EdgeOptions) {
         method === "HEAD"
           ? new Request(at, { method: "GET", headers: request.headers, signal: request.signal })
           : new Request(at, request);
-      if (srv) rememberOriginal(routed, request, srv);
-    } else if (srv) {
-      rememberOriginal(request, request, srv);
     }
     let response: Response;
     try {
-      response = await route(routed, path);
+      response = await route(routed, path, request, srv);
     } catch (err) {
       opts.log.error(
         `${method} ${path}: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`,
       );
-      response = render(new QmError("internal", "qm failed to handle this request (see its log)"));
+      response = refuse(
+        path,
+        new QmError("internal", "qm failed to handle this request (see its log)"),
+      );
     }
     if (method === "HEAD" && response.body) {
       // HEAD is GET without the body (RFC 9110 §9.3.2); an endless stream (/api/events) must
@@ -155,6 +179,11 @@ export function createEdge(gw: Gateway, route: Handler, opts: EdgeOptions) {
     }
     return withCors(response, origin.allowOrigin);
   };
+}
+
+/** A refusal in the envelope of the API `path` belongs to (worked out only for a refusal). */
+function refuse(path: string, err: QmError, headers?: Record<string, string>): Response {
+  return envelopeFor(path)(err, headers);
 }
 
 function envelopeFor(path: string) {

@@ -159,11 +159,6 @@ export class Call implements UpstreamCall, DeadlineReport {
       id: 0,
       time: this.arrived,
       model: this.modelId,
-      ...(this.peer
-        ? { peer: this.peer.peer }
-        : this.model.node
-          ? { peer: this.model.node.node }
-          : {}),
       api: this.api,
       status: this.status,
       answered: this.answeredInFull,
@@ -179,6 +174,8 @@ export class Call implements UpstreamCall, DeadlineReport {
       cached_tokens: f.cached,
       finish_reason: f.finishReason,
     };
+    const peer = this.peer?.peer ?? this.model.node?.node;
+    if (peer !== undefined) record.peer = peer;
     try {
       this.gw.record(record, this.capture);
     } catch (error) {

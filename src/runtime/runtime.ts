@@ -15,6 +15,7 @@ import type { Scheduler } from "../scheduler/scheduler.ts";
 import type { ModelState } from "../scheduler/types.ts";
 import { QmError } from "../shared/errors.ts";
 import type { Fetch } from "../shared/fetch.ts";
+import { IdleMemory } from "../shared/idle-memory.ts";
 import { Sweep } from "../shared/sweep.ts";
 import { assemble, type RuntimeOptions, type RuntimeParts } from "./assemble.ts";
 import type { EventHub } from "./event-hub.ts";
@@ -44,6 +45,8 @@ export class Runtime implements Gateway {
   readonly loadTimes: LoadTimes;
   /** Every upstream call still live: shutdown cuts them when its grace runs out. */
   readonly calls = new Sweep<Deadline>();
+  /** Memory given back once the calls have gone quiet. */
+  private readonly idleMemory = new IdleMemory(this.calls);
   /** The name each model's server answers with; forgotten at each start (assemble.ts). */
   get answerNames(): AnswerNames {
     return this.parts.answerNames;
@@ -272,6 +275,7 @@ export class Runtime implements Gateway {
     this.gpu.start();
     this.parts.peerLinks.start();
     this.nodes.start();
+    this.idleMemory.start();
   }
 
   /**
@@ -289,6 +293,7 @@ export class Runtime implements Gateway {
     this.gpu.stop();
     this.parts.peerLinks.stop();
     this.nodes.stop();
+    this.idleMemory.stop();
     this.scheduler.shutdown();
     this.parts.wake.disarm();
   }

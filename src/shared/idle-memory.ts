@@ -7,8 +7,8 @@
  *
  * Doing that costs a full collection (milliseconds), so it is done once per quiet spell, never
  * under load: one coarse timer looks at the work every `QUIET_MS`; when some was started since
- * the last look, it only notes that memory is owed; when a whole period went by with nothing
- * new and nothing running, it gives the memory back, once. A qm that serves nothing pays one
+ * the last look, it only notes that memory is owed; at a look that finds nothing started
+ * since the last one and nothing running, it gives the memory back, once. A qm that serves nothing pays one
  * look every 10 s and one release after its start (the config load's garbage).
  */
 import { every, realTimers, type Timers } from "./timer.ts";

@@ -67,7 +67,7 @@ export function createEdge(gw: Gateway, route: Handler, opts: EdgeOptions) {
   let keysOf = server.apiKeys;
   const hosts = hostPolicy(server.allowedHosts, opts.loopback);
   // Clients send the same Host on every request: the last one's verdict is kept.
-  let lastHostname = "";
+  let lastHostname: string | null = null;
   let lastAllowed = false;
   const origins = server.corsOrigins;
   const limit = server.maxBodyBytes;

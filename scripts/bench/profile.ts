@@ -66,6 +66,7 @@ async function main(): Promise<void> {
       process.execPath,
       "--cpu-prof",
       "--cpu-prof-md",
+      "--cpu-prof-interval=250",
       `--cpu-prof-dir=${out}`,
       `--cpu-prof-name=${label}-${workload}`,
       join(root, "src/cli/main.ts"),

@@ -13,6 +13,7 @@ import {
 } from "./control/observe-routes.ts";
 import { controlMethods, controlRoutes } from "./control/routes.ts";
 import { createEdge } from "./edge/gate.ts";
+import { rememberOriginal } from "./edge/idle.ts";
 import type { Gateway } from "./gateway.ts";
 import { ollamaError } from "./ollama/errors.ts";
 import { isOllamaPath, ollamaRoutes } from "./ollama/routes.ts";
@@ -76,7 +77,17 @@ export function buildApp(gw: Gateway, opts: { loopback: boolean; log: Logger }) 
   );
   const edge = createEdge(
     gw,
-    (request, path) => direct.get(path)?.(request) ?? routes.handle(request),
+    (request, path, received, server) => {
+      const inference = direct.get(path);
+      if (inference === undefined) {
+        if (server) rememberOriginal(request, received, server);
+        return routes.handle(request);
+      }
+      // An inference request may wait minutes for its model: no idle timeout from the start
+      // (a body that stops arriving has its own limit, `BODY_STALL_MS`).
+      server?.timeout(received, 0);
+      return inference(request);
+    },
     opts,
   );
   return {

@@ -11,10 +11,20 @@ export class AnswerNames {
   /** Model id → the upstream's value, as JSON (quotes included). Bounded by the models qm has. */
   private readonly names = new Map<string, string>();
 
+  /** The last name asked about and its JSON: clients send the same few names again and again. */
+  private lastName = "";
+  private lastJson = '""';
+
   /** Whether `model`'s server is known to answer with `name` already. */
   answers(model: string, name: string): boolean {
     const known = this.names.get(model);
-    return known !== undefined && known === JSON.stringify(name);
+    // A JSON string is its text and two quotes at least: most other names fail on length.
+    if (known === undefined || known.length < name.length + 2) return false;
+    if (name !== this.lastName) {
+      this.lastJson = JSON.stringify(name);
+      this.lastName = name;
+    }
+    return known === this.lastJson;
   }
 
   /** What `model`'s server answered with (`value`: a JSON string, quotes included). */

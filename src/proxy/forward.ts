@@ -139,7 +139,10 @@ export async function forward(req: ForwardRequest): Promise<Response> {
     !names?.answers(call.modelId, req.answerModel)
       ? req.answerModel
       : undefined;
-  const learn = names ? (value: Buffer) => names.learn(call.modelId, value.toString()) : undefined;
+  const learn =
+    names && rename !== undefined
+      ? (value: Buffer) => names.learn(call.modelId, value.toString())
+      : undefined;
   if (!sse && WHOLE_JSON.test(type)) {
     // A JSON answer is only usable whole, so nothing is gained by relaying it piecemeal; taking
     // it whole is cheaper per request and tells us exactly when the exchange is over.

@@ -18,6 +18,7 @@ import type { Scheduler } from "../scheduler/scheduler.ts";
 import type { ModelState } from "../scheduler/types.ts";
 import { QmError } from "../shared/errors.ts";
 import type { Fetch } from "../shared/fetch.ts";
+import { IdleMemory } from "../shared/idle-memory.ts";
 import { Sweep } from "../shared/sweep.ts";
 import type { StateDb } from "../store/database.ts";
 import { assemble, type RuntimeOptions, type RuntimeParts } from "./assemble.ts";
@@ -48,6 +49,8 @@ export class Runtime implements Gateway {
   readonly loadTimes: LoadTimes;
   /** Every upstream call still live: shutdown cuts them when its grace runs out. */
   readonly calls = new Sweep<Deadline>();
+  /** Memory given back once the calls have gone quiet. */
+  private readonly idleMemory = new IdleMemory(this.calls);
   /** The name each model's server answers with; forgotten at each start (assemble.ts). */
   get answerNames(): AnswerNames {
     return this.parts.answerNames;
@@ -306,6 +309,7 @@ export class Runtime implements Gateway {
     this.gpu.start();
     this.parts.peerLinks.start();
     this.nodes.start();
+    this.idleMemory.start();
   }
 
   /**
@@ -323,6 +327,7 @@ export class Runtime implements Gateway {
     this.gpu.stop();
     this.parts.peerLinks.stop();
     this.nodes.stop();
+    this.idleMemory.stop();
     this.scheduler.shutdown();
     this.parts.wake.disarm();
     this.parts.prefetch.stop();

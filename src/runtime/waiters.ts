@@ -98,7 +98,7 @@ export class Waiters {
         held: false,
         resolve,
         reject,
-        detach: () => {},
+        detach: noDetach,
       };
       this.pending.set(id, pending);
       const load = key ? this.loadOf(key.name) : null;
@@ -299,6 +299,9 @@ export class Waiters {
     return p;
   }
 }
+
+/** A waiter granted at once never listened for its client leaving. */
+function noDetach(): void {}
 
 export function cancelled(model: string): QmError {
   return new QmError("cancelled", `the client went away while waiting for model "${model}"`);

@@ -19,6 +19,7 @@ export const SWEEP_PERIOD_MS = 100;
 export class Sweep<T extends Swept = Swept> {
   private readonly live = new Set<T>();
   private handle: unknown = null;
+  private count = 0;
 
   constructor(
     readonly timers: Timers = realTimers,
@@ -30,6 +31,7 @@ export class Sweep<T extends Swept = Swept> {
   }
 
   add(entry: T): void {
+    this.count++;
     this.live.add(entry);
     if (this.handle === null) this.handle = this.timers.set(this.tick, this.periodMs);
   }
@@ -41,6 +43,11 @@ export class Sweep<T extends Swept = Swept> {
 
   get size(): number {
     return this.live.size;
+  }
+
+  /** Entries ever added: work started, for a watch on whether any was (`IdleMemory`). */
+  get added(): number {
+    return this.count;
   }
 
   /** Each live entry, on a copy: `fn` may end them. */

@@ -20,7 +20,7 @@ import { isAdminRoute } from "./admin-routes.ts";
 import { rememberKey } from "./caller.ts";
 import { checkOrigin, corsHeaders, preflight } from "./cors.ts";
 import { hostPolicy } from "./hosts.ts";
-import { type IdleServer, rememberOriginal } from "./idle.ts";
+import type { IdleServer } from "./idle.ts";
 import { parseTarget } from "./target.ts";
 
 export interface EdgeOptions {
@@ -29,8 +29,17 @@ export interface EdgeOptions {
   log: Logger;
 }
 
-/** Routes a request the edge let through; `path` is the one it authorized. */
-type Handler = (request: Request, path: string) => Response | Promise<Response>;
+/**
+ * Routes a request the edge let through; `path` is the one it authorized. `received` is the
+ * request Bun received (`request` may be it re-addressed) and `server` its listener (null
+ * without a socket): what the idle-timeout switch acts on (`idle.ts`).
+ */
+type Handler = (
+  request: Request,
+  path: string,
+  received: Request,
+  server: IdleServer | null,
+) => Response | Promise<Response>;
 
 /** Methods any route may use; TRACE, CONNECT and inventions get 405 here. */
 const METHODS = new Set(["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]);
@@ -62,6 +71,9 @@ export function createEdge(gw: Gateway, route: Handler, opts: EdgeOptions) {
   // The keys are read per request: a config reload replaces them, and the table follows.
   const keys = KeyTable.of(gw.config);
   const hosts = hostPolicy(server.allowedHosts, opts.loopback);
+  // Clients send the same Host on every request: the last one's verdict is kept.
+  let lastHostname: string | null = null;
+  let lastAllowed = false;
   const origins = server.corsOrigins;
   const limit = server.maxBodyBytes;
   const openMetrics = server.metricsOnApi === "open";
@@ -71,24 +83,34 @@ export function createEdge(gw: Gateway, route: Handler, opts: EdgeOptions) {
     const target = parseTarget(url, request.headers.get("host"));
     if (target instanceof QmError) return envelopeFor(roughPath(url))(target);
     const { path } = target;
-    const render = envelopeFor(path);
     const method = request.method;
     if (!METHODS.has(method)) {
-      return render(new QmError("method_not_allowed", `${method} is not allowed on ${path}`), {
-        allow: [...METHODS].join(", "),
-      });
+      return refuse(
+        path,
+        new QmError("method_not_allowed", `${method} is not allowed on ${path}`),
+        {
+          allow: [...METHODS].join(", "),
+        },
+      );
     }
     if (path.includes("%") && !WELL_ENCODED.test(path)) {
-      return render(new QmError("bad_request", "the path has a malformed %-escape"));
+      return refuse(path, new QmError("bad_request", "the path has a malformed %-escape"));
     }
-    if (target.host !== "" && !hosts.allows(target.hostname)) {
-      return render(
-        new QmError(
-          "forbidden",
-          `Host "${target.host}" is not allowed on this listener (it answers to ${hosts.describe}); ` +
-            "add it to server.allowed_hosts",
-        ),
-      );
+    if (target.host !== "") {
+      if (target.hostname !== lastHostname) {
+        lastAllowed = hosts.allows(target.hostname);
+        lastHostname = target.hostname;
+      }
+      if (!lastAllowed) {
+        return refuse(
+          path,
+          new QmError(
+            "forbidden",
+            `Host "${target.host}" is not allowed on this listener (it answers to ${hosts.describe}); ` +
+              "add it to server.allowed_hosts",
+          ),
+        );
+      }
     }
     const origin = checkOrigin(
       request.headers.get("origin"),
@@ -97,7 +119,8 @@ export function createEdge(gw: Gateway, route: Handler, opts: EdgeOptions) {
       origins,
     );
     if (!origin.ok) {
-      return render(
+      return refuse(
+        path,
         new QmError(
           "forbidden",
           `requests from origin ${request.headers.get("origin") ?? "(cross-site)"} are not allowed; ` +
@@ -108,7 +131,7 @@ export function createEdge(gw: Gateway, route: Handler, opts: EdgeOptions) {
     if (method === "OPTIONS") return preflight(origin.allowOrigin, request);
     const declared = request.headers.get("content-length");
     if (declared !== null && Number(declared) > limit) {
-      return render(tooLarge(limit));
+      return refuse(path, tooLarge(limit));
     }
     let key: ApiKey = keys.anonymous;
     // An open path is open to every caller, an admin route among them (`/metrics` when open).
@@ -120,7 +143,8 @@ export function createEdge(gw: Gateway, route: Handler, opts: EdgeOptions) {
         const found = presented ? keys.lookup(presented) : null;
         if (!found) {
           return withCors(
-            render(
+            refuse(
+              path,
               new QmError(
                 "unauthorized",
                 presented
@@ -137,7 +161,8 @@ export function createEdge(gw: Gateway, route: Handler, opts: EdgeOptions) {
     if (!key.admin && !open && isAdminRoute(path)) {
       opts.log.debug(`${method} ${path}: refused to key ${key.name} (an admin route)`);
       return withCors(
-        render(
+        refuse(
+          path,
           new QmError(
             "forbidden",
             `key "${key.name}" may not ${method} ${path}: it is an admin route ([keys.${key.name}] admin = true)`,
@@ -156,19 +181,19 @@ export function createEdge(gw: Gateway, route: Handler, opts: EdgeOptions) {
         method === "HEAD"
           ? new Request(at, { method: "GET", headers: request.headers, signal: request.signal })
           : new Request(at, request);
-      if (srv) rememberOriginal(routed, request, srv);
-    } else if (srv) {
-      rememberOriginal(request, request, srv);
     }
     rememberKey(routed, key);
     let response: Response;
     try {
-      response = await route(routed, path);
+      response = await route(routed, path, request, srv);
     } catch (err) {
       opts.log.error(
         `${method} ${path} (key ${key.name}): ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`,
       );
-      response = render(new QmError("internal", "qm failed to handle this request (see its log)"));
+      response = refuse(
+        path,
+        new QmError("internal", "qm failed to handle this request (see its log)"),
+      );
     }
     if (method === "HEAD" && response.body) {
       // HEAD is GET without the body (RFC 9110 §9.3.2); an endless stream (/api/events) must
@@ -178,6 +203,11 @@ export function createEdge(gw: Gateway, route: Handler, opts: EdgeOptions) {
     }
     return withCors(response, origin.allowOrigin);
   };
+}
+
+/** A refusal in the envelope of the API `path` belongs to (worked out only for a refusal). */
+function refuse(path: string, err: QmError, headers?: Record<string, string>): Response {
+  return envelopeFor(path)(err, headers);
 }
 
 function envelopeFor(path: string) {

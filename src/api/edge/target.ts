@@ -27,10 +27,22 @@ const AUTHORITY = /^(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._~!$&'()*+=%-]+)(?::[0-9]{0
 /** Longest request-target accepted; longer ones get 414 (RFC 9112 §3 recommends ≥ 8000). */
 export const MAX_TARGET_LENGTH = 16 * 1024;
 
+/** The last valid Host header and its name: clients send the same one on every request. */
+let lastHost: string | null = null;
+let lastHostname = "";
+
 export function parseTarget(url: string, hostHeader: string | null): Target | QmError {
-  if (hostHeader !== null && !AUTHORITY.test(hostHeader)) {
-    // Two Host headers arrive joined ("a, b"): RFC 9112 §3.2 requires a 400 for that too.
-    return new QmError("bad_request", "the Host header is not a valid host[:port]");
+  let hostname = "";
+  if (hostHeader !== null) {
+    if (hostHeader === lastHost) hostname = lastHostname;
+    else if (!AUTHORITY.test(hostHeader)) {
+      // Two Host headers arrive joined ("a, b"): RFC 9112 §3.2 requires a 400 for that too.
+      return new QmError("bad_request", "the Host header is not a valid host[:port]");
+    } else {
+      hostname = hostnameOf(hostHeader);
+      lastHost = hostHeader;
+      lastHostname = hostname;
+    }
   }
   let pathAt: number;
   if (url.startsWith("http://") || url.startsWith("https://")) {
@@ -54,6 +66,5 @@ export function parseTarget(url: string, hostHeader: string | null): Target | Qm
   }
   const q = url.indexOf("?", pathAt);
   const path = q < 0 ? url.slice(pathAt) : url.slice(pathAt, q);
-  const host = hostHeader ?? "";
-  return { host, hostname: hostnameOf(host), path, pathAt };
+  return { host: hostHeader ?? "", hostname, path, pathAt };
 }

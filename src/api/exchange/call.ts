@@ -171,11 +171,6 @@ export class Call implements UpstreamCall, DeadlineReport {
       time: this.arrived,
       key: this.key.name,
       model: this.modelId,
-      ...(this.peer
-        ? { peer: this.peer.peer }
-        : this.model.node
-          ? { peer: this.model.node.node }
-          : {}),
       api: this.api,
       status: this.status,
       answered: this.answeredInFull,
@@ -191,6 +186,8 @@ export class Call implements UpstreamCall, DeadlineReport {
       cached_tokens: f.cached,
       finish_reason: f.finishReason,
     };
+    const peer = this.peer?.peer ?? this.model.node?.node;
+    if (peer !== undefined) record.peer = peer;
     try {
       this.gw.record(record, this.capture);
     } catch (error) {

@@ -20,8 +20,15 @@ import { AnswerUsage } from "../../observe/answer-usage.ts";
 import { type EndPattern, EndScan } from "../../proxy/end-scan.ts";
 import type { ChunkObserver } from "../../proxy/relay.ts";
 
-/** How much of an answer's end `tail` mode keeps to scan: its last events, with room to spare. */
-export const TAIL_BYTES = 16 * 1024;
+/**
+ * How much of a stream's end `tail` mode keeps to scan: its last events (the finish reason's,
+ * the usage's with llama.cpp's `timings`, `[DONE]`: well under 1 KiB), with room to spare. What
+ * is kept stays in memory until the stream ends: with 16 KiB kept per stream, qm's RSS right
+ * after 200 concurrent 200-token streams was 10 – 12 MB higher than with 4 KiB.
+ */
+export const TAIL_BYTES = 4 * 1024;
+/** The most of one whole body (a JSON answer) that is scanned: its end. */
+const WHOLE_BYTES = 64 * 1024;
 
 export class Observer implements ChunkObserver {
   private readonly scan: EndScan | null;
@@ -68,8 +75,8 @@ export class Observer implements ChunkObserver {
 
   /**
    * The answer is over: in `tail` mode, its kept end is scanned now (once). A single chunk
-   * larger than that (a whole JSON body) is scanned over its last `TAIL_BYTES` only when it is
-   * much larger: the usage of an OpenAI answer follows its content.
+   * larger than that (a whole JSON body) is scanned over its last `WHOLE_BYTES`: the usage of
+   * an OpenAI answer follows its content.
    */
   settle(): void {
     const last = this.last;
@@ -77,8 +84,7 @@ export class Observer implements ChunkObserver {
     this.last = null;
     if (last.length === 0 || (this.answer === null && this.scan === null)) return;
     let bytes = last.length === 1 ? (last[0] as Uint8Array) : Buffer.concat(last);
-    if (bytes.byteLength > 4 * TAIL_BYTES)
-      bytes = bytes.subarray(bytes.byteLength - 4 * TAIL_BYTES);
+    if (bytes.byteLength > WHOLE_BYTES) bytes = bytes.subarray(bytes.byteLength - WHOLE_BYTES);
     this.read(bytes);
   }
 

@@ -124,7 +124,7 @@ function usageAsk(model: ModelConfig, obj: Record<string, unknown>): "set" | "in
 const INCLUDE_USAGE = encoder.encode('"stream_options":{"include_usage":true},');
 
 /** A JSON object's bytes with `"stream_options"` as its first field (the body is an object). */
-function withIncludeUsage(bytes: Uint8Array): Uint8Array {
+export function withIncludeUsage(bytes: Uint8Array): Uint8Array {
   const open = bytes.indexOf(0x7b);
   let next = open + 1;
   while (next < bytes.length && isJsonSpace(bytes[next]!)) next++;

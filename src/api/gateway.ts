@@ -8,7 +8,7 @@ import type { Config, KeyPriority, ModelConfig } from "../config/types.ts";
 import type { HistoryJson } from "../gpu/history.ts";
 import type { ActivityLog } from "../observe/activity.ts";
 import type { Capture, CaptureStore } from "../observe/capture.ts";
-import type { QmMetrics } from "../observe/prometheus.ts";
+import type { Metrics } from "../observe/lazy-metrics.ts";
 import type { RequestRecord } from "../observe/record.ts";
 import type { UsageBook } from "../observe/usage.ts";
 import type { PeerTable } from "../peers/table.ts";
@@ -177,7 +177,7 @@ export interface ObserveGateway extends ModelLookup {
   /** The latest finished requests (`GET /api/requests`). */
   readonly activity: ActivityLog;
   /** qm's Prometheus metrics (`GET /metrics`). */
-  readonly metrics: QmMetrics;
+  readonly metrics: Metrics;
   /** Usage per key × model × hour (`GET /api/usage`); absent: not kept. */
   readonly usage?: UsageBook | undefined;
 }

@@ -10,7 +10,7 @@ import { GpuWatch } from "../gpu/gpu-watch.ts";
 import { GpuHistory } from "../gpu/history.ts";
 import { probeGpu } from "../gpu/index.ts";
 import { KeyTable } from "../keys/table.ts";
-import type { QmMetrics } from "../observe/prometheus.ts";
+import type { Metrics } from "../observe/lazy-metrics.ts";
 import { type MemoryTotals, platform } from "../platform/index.ts";
 import type { NodeView } from "../policy/node.ts";
 import { AnswerNames } from "../proxy/answer-names.ts";
@@ -123,7 +123,7 @@ export function assemble(config: Config, opts: RuntimeOptions, face: RuntimeFace
       }));
     },
   });
-  const metrics: QmMetrics = observation.metrics;
+  const metrics: Metrics = observation.metrics;
   /** What the GPU held, which models were resident, and the swaps: the last 30 minutes. */
   const gpuHistory = new GpuHistory();
   const effects: RuntimeEffects = new RuntimeEffects({

@@ -5,7 +5,7 @@
  * registered with `onStateChange`, in order. Invariants: ./design.md.
  */
 import { type GpuHistory, stopCause, swapCause } from "../gpu/history.ts";
-import type { QmMetrics } from "../observe/prometheus.ts";
+import type { Metrics } from "../observe/lazy-metrics.ts";
 import { type StopReason, type SwapAbortReason, stopReasonText } from "../scheduler/stop-reason.ts";
 import type { Effects, HoldChange, HoldWhy, ModelState, Swap } from "../scheduler/types.ts";
 import type { Clock } from "../shared/clock.ts";
@@ -20,7 +20,7 @@ export type StateListener = (model: string, state: ModelState, detail?: string) 
 
 export interface EffectsDeps {
   clock: Clock;
-  metrics: QmMetrics;
+  metrics: Metrics;
   events: EventHub;
   /** The scheduler's clock time as wall-clock epoch ms (events show those). */
   toEpoch(clockMs: number): number;

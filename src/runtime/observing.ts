@@ -9,7 +9,7 @@ import { ActivityLog } from "../observe/activity.ts";
 import { type Capture, CaptureStore, captureJson } from "../observe/capture.ts";
 import type { GaugeReading } from "../observe/gauges.ts";
 import type { KeyLoadReading } from "../observe/key-metrics.ts";
-import { QmMetrics } from "../observe/prometheus.ts";
+import { type Metrics, metricsFor } from "../observe/lazy-metrics.ts";
 import type { RequestRecord } from "../observe/record.ts";
 import type { UpstreamTarget } from "../observe/upstream.ts";
 import { UsageBook } from "../observe/usage.ts";
@@ -98,7 +98,8 @@ export interface ObservationDeps {
 
 export class Observation {
   readonly activity: ActivityLog;
-  readonly metrics: QmMetrics;
+  /** qm's metrics: prom-client is loaded only when a listener serves them (lazy-metrics.ts). */
+  readonly metrics: Metrics;
   /** Where requests and answers are captured (`[activity] capture`), or null. */
   readonly captures: CaptureStore | null;
   /** Usage per key × model × hour (`GET /api/usage`); null when no record is kept anywhere. */
@@ -131,7 +132,7 @@ export class Observation {
         : null;
     this.recording = act.enabled || this.metricsServed || this.usage !== null;
     if (db) this.restore(db, config);
-    this.metrics = new QmMetrics({
+    this.metrics = metricsFor(this.metricsServed, {
       gauges: deps.gauges,
       upstreams: deps.upstreams,
       keys: deps.keys,

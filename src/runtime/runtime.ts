@@ -8,7 +8,7 @@ import type { HistoryJson } from "../gpu/history.ts";
 import { KeyTable } from "../keys/table.ts";
 import type { ActivityLog } from "../observe/activity.ts";
 import type { Capture, CaptureStore } from "../observe/capture.ts";
-import type { QmMetrics } from "../observe/prometheus.ts";
+import type { Metrics } from "../observe/lazy-metrics.ts";
 import type { RequestRecord } from "../observe/record.ts";
 import type { UsageBook } from "../observe/usage.ts";
 import type { PeerTable } from "../peers/table.ts";
@@ -73,7 +73,7 @@ export class Runtime implements Gateway {
   readonly preload: Preload;
   /** The latest finished requests (`[activity]`). */
   readonly activity: ActivityLog;
-  readonly metrics: QmMetrics;
+  readonly metrics: Metrics;
   /** Where requests and answers are captured (`[activity] capture`), or null. */
   readonly captures: CaptureStore | null;
   /** Usage per key × model × hour (`GET /api/usage`), or undefined when no record is kept. */

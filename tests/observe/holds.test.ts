@@ -11,6 +11,9 @@ import { config } from "../support/config.ts";
 import { FakeTimers } from "../support/fake-timers.ts";
 import { track } from "../support/track.ts";
 
+/** Metrics are counted only while a listener serves them. */
+const SERVED = "[server]\nmetrics_on_api = true\n";
+
 const model = (id: string) =>
   [`[models.${id}]`, `cmd = "run ${id}"`, `proxy = "http://127.0.0.1:9"`, ""].join("\n");
 
@@ -22,7 +25,7 @@ const sample = (text: string, name: string, model: string) => {
 /** A runtime on fake timers and servers, models a and b, with its `hold` events collected. */
 function runtime(scheduler: string) {
   const cfg = config(
-    `[resources]\ngpu_probe = "off"\n[scheduler]\nhold_ms = 10000\n${scheduler}\n\n${model("a")}${model("b")}`,
+    `${SERVED}[resources]\ngpu_probe = "off"\n[scheduler]\nhold_ms = 10000\n${scheduler}\n\n${model("a")}${model("b")}`,
   );
   const timers = new FakeTimers();
   const fakes = fakeServers();

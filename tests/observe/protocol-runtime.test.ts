@@ -14,6 +14,9 @@ import { config } from "../support/config.ts";
 import { FakeTimers } from "../support/fake-timers.ts";
 import { track } from "../support/track.ts";
 
+/** Metrics are counted only while a listener serves them. */
+const SERVED = "[server]\nmetrics_on_api = true\n";
+
 const model = (id: string, extra = "") =>
   `[models.${id}]\ncmd = "run ${id}"\nproxy = "http://127.0.0.1:9"\nest_vram_gb = 10\n${extra}\n`;
 
@@ -29,7 +32,7 @@ async function protocol(rt: Runtime) {
 
 test("names, room and waiting requests, as the runtime holds them", async () => {
   const cfg = config(
-    `[resources]\ngpu_probe = "off"\nvram_budget_gb = 24\n\n` +
+    `${SERVED}[resources]\ngpu_probe = "off"\nvram_budget_gb = 24\n\n` +
       model("a", 'aliases = ["alpha", "claude-*"]') +
       model("b") +
       model("c") +

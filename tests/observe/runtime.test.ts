@@ -11,6 +11,9 @@ import { config } from "../support/config.ts";
 import { FakeTimers } from "../support/fake-timers.ts";
 import { track } from "../support/track.ts";
 
+/** Metrics are counted only while a listener serves them. */
+const SERVED = "[server]\nmetrics_on_api = true\n";
+
 const model = (id: string) =>
   [
     `[models.${id}]`,
@@ -22,7 +25,7 @@ const model = (id: string) =>
 
 test("swaps, their load time, failures and evictions; state and in-flight gauges", async () => {
   const cfg = config(
-    `[resources]\ngpu_probe = "off"\nvram_budget_gb = 12\n\n${model("a")}${model("b")}`,
+    `${SERVED}[resources]\ngpu_probe = "off"\nvram_budget_gb = 12\n\n${model("a")}${model("b")}`,
   );
   const timers = new FakeTimers();
   const fakes = fakeServers();
@@ -65,7 +68,7 @@ test("swaps, their load time, failures and evictions; state and in-flight gauges
 
 test("the gauges read the runtime's state, never a rendered status, and agree with status", async () => {
   const cfg = config(
-    `[resources]\ngpu_probe = "off"\nvram_budget_gb = 24\n\n${model("a")}${model("b")}`,
+    `${SERVED}[resources]\ngpu_probe = "off"\nvram_budget_gb = 24\n\n${model("a")}${model("b")}`,
   );
   const timers = new FakeTimers();
   const fakes = fakeServers();

@@ -55,13 +55,20 @@ function watch(url: string, extra = "") {
   return { timers, table, warnings, published, state };
 }
 
-/** A body that never ends: `piece` again and again, counting what was sent. */
-function endless(piece: string, sent: { bytes: number }): ReadableStream<Uint8Array> {
+/** A body that never ends: `piece` again and again, counting what was sent, and whether the
+ * reader let go of it (`cancelled`: qm stopped reading and closed the connection). */
+function endless(
+  piece: string,
+  sent: { bytes: number; cancelled?: boolean },
+): ReadableStream<Uint8Array> {
   const chunk = new TextEncoder().encode(piece.repeat(Math.ceil(65536 / piece.length)));
   return new ReadableStream({
     pull(c) {
       sent.bytes += chunk.length;
       c.enqueue(chunk);
+    },
+    cancel() {
+      sent.cancelled = true;
     },
   });
 }
@@ -71,7 +78,7 @@ const notFound = () => new Response("no", { status: 404 });
 
 describe("bounded reads", () => {
   test("an endless event line: marked down, last_error naming the bound; reading stops", async () => {
-    const sent = { bytes: 0 };
+    const sent: { bytes: number; cancelled?: boolean } = { bytes: 0 };
     const s = peer((req) =>
       new URL(req.url).pathname === "/api/events"
         ? new Response(endless("x", sent), { headers: { "content-type": "text/event-stream" } })
@@ -86,8 +93,11 @@ describe("bounded reads", () => {
       "its /api/events sent a line over 4 MiB (the bound on a peer's event)",
     );
     const atDown = sent.bytes;
-    await Bun.sleep(200);
     // The stream was cancelled: the peer was not read on (a little in flight at most).
+    await until(
+      async () => sent.cancelled === true,
+      (cancelled) => cancelled,
+    );
     expect(sent.bytes - atDown).toBeLessThan(8 * 2 ** 20);
   });
 
@@ -152,13 +162,16 @@ describe("model lists", () => {
                 : `../<b>${i}</b>`, // printable: taken, as a name
       );
     }
-    const body = JSON.stringify({
-      models: ids.slice(0, 8000).map((id) => ({ id, state: "stopped" })),
-    });
-    expect(body.length).toBeLessThan(MAX_PEER_ANSWER);
+    // Each poll's list starts five names later, so that the next poll's answer shows in status.
+    let polls = 0;
+    const body = (from: number) =>
+      JSON.stringify({
+        models: ids.slice(from, from + 8000).map((id) => ({ id, state: "stopped" })),
+      });
+    expect(body(0).length).toBeLessThan(MAX_PEER_ANSWER);
     const s = peer((req) =>
       new URL(req.url).pathname === "/api/status"
-        ? new Response(body, { headers: { "content-type": "application/json" } })
+        ? new Response(body(5 * polls++), { headers: { "content-type": "application/json" } })
         : notFound(),
     );
     const { table, warnings, timers, state } = watch(base(s));
@@ -175,9 +188,12 @@ describe("model lists", () => {
     expect(warnings[0]).toContain("peer b: names left out of its model list:");
     expect(warnings[0]).toContain("past the first 1000");
     expect(warnings[0]).toContain("invalid (the first:");
-    // The next poll says nothing new.
+    // The next poll, its answer applied, says nothing new.
     timers.advance(5000);
-    await Bun.sleep(100);
+    await until(
+      async () => state().models[0]?.id,
+      (first) => first === "m5",
+    );
     expect(warnings).toHaveLength(1);
   });
 

@@ -115,8 +115,12 @@ export async function runExchange<T>(x: Exchange<T>): Promise<Response> {
   call.loaded = gw.modelState(model.id) === "ready";
   if (x.offersTools !== false) {
     x.scheduling.conversation ??= conversationKey(x.request.headers, x.body);
+    x.scheduling.toolResult ??= carriesToolResult(x.body);
+  } else {
+    // Offering no tools, it is no agent's turn: its body is not searched (a plain chat pays
+    // nothing for the evidence of a loop).
+    x.scheduling.toolResult ??= false;
   }
-  x.scheduling.toolResult ??= carriesToolResult(x.body);
   if (x.placeholder && !call.loaded && model.sendLoadingState) {
     const placeholder = waitStatus(x, call);
     return call.capture ? call.capture.tee(placeholder) : placeholder;

@@ -18,6 +18,7 @@ const python = (body: unknown) =>
 
 const user = { role: "user", content: "run it" };
 const call = { id: "c1", type: "function", function: { name: "sh", arguments: "{}" } };
+const tools = [{ type: "function", function: { name: "sh", parameters: { type: "object" } } }];
 
 describe("carriesToolResult", () => {
   test.each([
@@ -86,13 +87,23 @@ describe("the scheduler hears it", () => {
 
   test("chat completions: false on the first turn, true once a tool result is in", async () => {
     up.answer = () => completion({ content: "ok" }, "stop");
-    await post(app, "/v1/chat/completions", { model: "m", messages: [user] });
+    await post(app, "/v1/chat/completions", { model: "m", tools, messages: [user] });
     const next = [user, { role: "assistant", content: null, tool_calls: [call] }];
     await post(app, "/v1/chat/completions", {
       model: "m",
+      tools,
       messages: [...next, { role: "tool", tool_call_id: "c1", content: "done" }],
     });
     expect(gw.hooks.map((a) => a?.toolResult)).toEqual([false, true]);
+  });
+
+  test("chat completions offering no tools: false, and the body is not searched", async () => {
+    up.answer = () => completion({ content: "ok" }, "stop");
+    await post(app, "/v1/chat/completions", {
+      model: "m",
+      messages: [user, { role: "tool", tool_call_id: "c1", content: "done" }],
+    });
+    expect(gw.hooks.map((a) => a?.toolResult)).toEqual([false]);
   });
 
   test("Anthropic messages: a tool_result block", async () => {

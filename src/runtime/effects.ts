@@ -69,8 +69,14 @@ export class RuntimeEffects implements Effects {
   }
 
   loading(requestId: number, _model: string): void {
-    this.waiters.loading(requestId);
+    if (this.waiters.loading(requestId)) this.clientTold = true;
   }
+
+  /**
+   * A client was told of a load since the last swap began (`loading` comes right before the
+   * `startSwap` it announces): that swap lets the placeholder's bytes go out before its spawn.
+   */
+  private clientTold = false;
 
   startSwap(swap: Swap): void {
     const { metrics, clock } = this.deps;
@@ -81,7 +87,8 @@ export class RuntimeEffects implements Effects {
       swapCause(swap.evict, swap.budget ?? []),
     );
     metrics.swapStarted(swap.id, swap.target, swap.evict, swap.budget ?? [], clock.now());
-    this.runner.startSwap(swap);
+    this.runner.startSwap(swap, this.clientTold);
+    this.clientTold = false;
   }
 
   abortSwap(swapId: number, reason: SwapAbortReason): void {

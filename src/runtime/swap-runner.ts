@@ -114,8 +114,13 @@ export class SwapRunner {
     return this.processes;
   }
 
-  /** `Effects.startSwap`: reports back with exactly one `swapDone(swap.id, …)`. */
-  startSwap(swap: Swap): void {
+  /**
+   * `Effects.startSwap`: reports back with exactly one `swapDone(swap.id, …)`. `clientTold`: a
+   * client waits for the bytes that announced this swap (a cold stream's placeholder); the
+   * swap's synchronous work — the stops, the spawn, milliseconds of it — waits for the event
+   * loop's next turn, so those bytes go out first.
+   */
+  startSwap(swap: Swap, clientTold = false): void {
     const { log } = this.deps;
     const on = swap.gpus ? ` on GPU ${swap.gpus.join(",")}` : "";
     if (swap.evict.length > 0) {
@@ -126,7 +131,7 @@ export class SwapRunner {
     const run: SwapRun = { target: swap.target, abortedFor: null, spawned: false };
     this.swaps.set(swap.id, run);
     this.deps.onSwap?.();
-    void this.run(swap, run);
+    void this.run(swap, run, clientTold);
   }
 
   /** Targets of swaps in progress not started yet (evictions stopping, the spawn guard), oldest first. */
@@ -209,7 +214,7 @@ export class SwapRunner {
     await Promise.all([...this.processes.values()].map((p) => p.stop({ save: false })));
   }
 
-  private async run(swap: Swap, run: SwapRun): Promise<void> {
+  private async run(swap: Swap, run: SwapRun, clientTold: boolean): Promise<void> {
     const { gpu, log, events } = this.deps;
     const target = this.processes.get(swap.target)!;
     /** Why the target must not start now, or null. */
@@ -227,6 +232,7 @@ export class SwapRunner {
     const toSleep = new Set(swap.sleep ?? []);
     const asleep: string[] = [];
     try {
+      if (clientTold) await nextTurn();
       await Promise.all(
         swap.evict.map(async (id) => {
           if (!toSleep.has(id)) return this.processes.get(id)!.stop();
@@ -309,4 +315,9 @@ function errorText(err: unknown): string {
 
 function unloaded(model: string): QmError {
   return new QmError("model_unloaded", `model "${model}" was unloaded while it was loading`);
+}
+
+/** Resolves in the event loop's next turn, after what this turn wrote has gone out. */
+function nextTurn(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
 }

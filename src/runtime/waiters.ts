@@ -184,9 +184,14 @@ export class Waiters {
     return queued.sort((a, b) => a.position - b.position).map((p) => p.model.id);
   }
 
-  /** `Effects.loading`: the swap this request waits for has started. */
-  loading(requestId: number): void {
-    this.pending.get(requestId)?.hooks.onLoading?.();
+  /**
+   * `Effects.loading`: the swap this request waits for has started. True when that was said
+   * to a client (a cold stream's placeholder), which then has bytes to send.
+   */
+  loading(requestId: number): boolean {
+    const told = this.pending.get(requestId)?.hooks.onLoading;
+    told?.();
+    return told !== undefined;
   }
 
   /**

@@ -12,6 +12,11 @@ import { HEAD, model, runtimeHarness } from "./harness.ts";
 
 const setup = (...models: string[]) => runtimeHarness(HEAD + models.join("\n"));
 
+/** Runs the microtasks queued now (and those they queue), within this turn of the event loop. */
+async function microtasks(): Promise<void> {
+  for (let i = 0; i < 50; i++) await Promise.resolve();
+}
+
 function thrown(fn: () => unknown): QmError {
   try {
     fn();
@@ -42,6 +47,23 @@ describe("requests", () => {
     await settle();
     expect(again.value?.waitedMs).toBe(0); // ready: served at once
     expect(t.fakes.of("a").starts).toBe(1);
+  });
+
+  test("a cold stream's announcement goes out before the spawn; a request told nothing starts at once", async () => {
+    const t = setup(model("a"));
+    const heard: string[] = [];
+    t.acquire("a", { onLoading: () => heard.push("loading") });
+    await microtasks();
+    // Told, and not started: the spawn waits for the event loop's next turn, after the
+    // placeholder's bytes have been written.
+    expect(heard).toEqual(["loading"]);
+    expect(t.fakes.of("a").starts).toBe(0);
+    await settle();
+    expect(t.fakes.of("a").starts).toBe(1);
+    const quiet = setup(model("a"));
+    quiet.acquire("a");
+    await microtasks();
+    expect(quiet.fakes.of("a").starts).toBe(1);
   });
 
   test("queued callers hear their positions; each released slot serves the next", async () => {

@@ -96,17 +96,18 @@ export async function handleMessages(ctx: AnthropicRequest): Promise<Response> {
 /**
  * Clamps `max_tokens` to the context left, then sends; the body is read by the caller. A
  * stream's `message_start` goes out before the upstream reports usage, so for a stream the
- * prompt is counted first by the upstream's own template and tokenizer (count_tokens' way;
- * the model is ready, its lease held): `input_tokens` is then exact, and the estimate is left
- * for an upstream that cannot count.
+ * prompt is also counted by the upstream's own template and tokenizer (count_tokens' way; the
+ * model is ready, its lease held): `input_tokens` is then exact, and the estimate is left for
+ * an upstream that cannot count. The count runs beside the chat request, not before it — the
+ * first token waits for neither — unless the cap needs it (a prompt whose upper bound does
+ * not fit beside `max_tokens`).
  */
 async function open(x: Exchange<Translated>, call: Call): Promise<Response> {
   const { oai, profile, prompt, shape } = x.parsed;
   const { timers } = x.parsed.ctx.opts;
-  const counted = oai.stream
-    ? await countPromptTokens(x.model, profile, prompt, call.signal, timers).catch(() => null)
+  const counting = oai.stream
+    ? countPromptTokens(x.model, profile, prompt, call.signal, timers).catch(() => null)
     : undefined;
-  if (typeof counted === "number") shape.inputTokens = counted;
   const cap = await answerCap(
     x.model,
     profile,
@@ -114,13 +115,17 @@ async function open(x: Exchange<Translated>, call: Call): Promise<Response> {
     oai.max_tokens,
     call.signal,
     timers,
-    counted,
+    counting,
   );
   const payload = filtered(
     x.model,
     cap === null ? oai : { ...oai, max_tokens: Math.min(oai.max_tokens, cap) },
   );
-  return sendChat(call, "/v1/chat/completions", payload, oai.stream);
+  const sent = sendChat(call, "/v1/chat/completions", payload, oai.stream);
+  if (counting === undefined) return sent;
+  const [res, counted] = await Promise.all([sent, counting]);
+  if (typeof counted === "number") shape.inputTokens = counted;
+  return res;
 }
 
 function sendTranslated(x: Exchange<Translated>, call: Call): Promise<Response> {

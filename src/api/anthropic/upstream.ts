@@ -233,13 +233,17 @@ export async function answerCap(
   maxTokens: number,
   signal: AbortSignal,
   timers: Timers = realTimers,
-  /** The prompt's exact count when the caller has it already (`undefined`: count if need be). */
-  known?: number | null,
+  /**
+   * The prompt's exact count when the caller is counting it already (`undefined`: count if need
+   * be); read only when the prompt's upper bound does not fit.
+   */
+  known?: Promise<number | null> | number | null,
 ): Promise<number | null> {
   const ctx = await contextSize(model, signal, timers);
   if (ctx === null || promptUpperBound(prompt) + maxTokens <= ctx) return null;
-  const counted =
-    known === undefined ? await countPromptTokens(model, profile, prompt, signal, timers) : known;
+  const counted = await (known === undefined
+    ? countPromptTokens(model, profile, prompt, signal, timers)
+    : known);
   if (counted === null) {
     // Only an estimate: clamp by it, but leave a refusal to the upstream, which can count.
     const est = estimatePrompt(prompt);

@@ -87,7 +87,9 @@ export async function handleMessages(ctx: AnthropicRequest): Promise<Response> {
     placeholder: oai.stream === true,
     // The translator parses the answer anyway: it tells the observer how it ended.
     observer: new Observer(null),
+    offersTools: (body.tools?.length ?? 0) > 0,
     body: parsed.bytes,
+    json: body as unknown as Record<string, unknown>,
     parsed: { ctx, oai, profile: profileOf(model), prompt, shape },
     send: sendTranslated,
   });

@@ -19,7 +19,7 @@ import { schedulingHeaders } from "../request/scheduling.ts";
 import { Call } from "./call.ts";
 import { conversationKey } from "./conversation.ts";
 import type { Observer } from "./observer.ts";
-import { carriesToolResult } from "./tool-result.ts";
+import { carriesToolResult, toolResultIn } from "./tool-result.ts";
 
 /**
  * What one request asks of the scheduler besides its model: its hold (`X-QM-Hold-Ms`), its
@@ -67,6 +67,11 @@ export interface Exchange<T> {
   offersTools?: boolean | undefined;
   /** What the API parsed from the request. */
   parsed: T;
+  /**
+   * The request's JSON body as the API parsed it: whether it carries a tool result is read
+   * from it (`toolResultIn`) rather than searched for in the bytes. Absent: the bytes are.
+   */
+  json?: Readonly<Record<string, unknown>> | undefined;
   /** The request body as the client sent it, for a capture (`[activity] capture`). */
   body?: Uint8Array | null | undefined;
   /**
@@ -115,7 +120,7 @@ export async function runExchange<T>(x: Exchange<T>): Promise<Response> {
   call.loaded = gw.modelState(model.id) === "ready";
   if (x.offersTools !== false) {
     x.scheduling.conversation ??= conversationKey(x.request.headers, x.body);
-    x.scheduling.toolResult ??= carriesToolResult(x.body);
+    x.scheduling.toolResult ??= x.json ? toolResultIn(x.json) : carriesToolResult(x.body);
   } else {
     // Offering no tools, it is no agent's turn: its body is not searched (a plain chat pays
     // nothing for the evidence of a loop).

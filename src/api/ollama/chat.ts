@@ -102,10 +102,12 @@ export async function handleGenerate(
   let req: OllamaRequest;
   let model: ModelConfig;
   let bytes: Uint8Array;
+  let json: Record<string, unknown>;
   try {
     scheduling = admit(gw, request);
     bytes = await readBody(request, gw.config.server.maxBodyBytes);
     const body = parseJsonObject(bytes);
+    json = body;
     const base = await ollamaModel(gw, modelName(body), request);
     const profile = profileOf(base);
     const upstreamModel = base.useModelName || base.id;
@@ -124,7 +126,9 @@ export async function handleGenerate(
     log,
     // The translator parses the answer anyway: it tells the observer how it ended.
     observer: new Observer(null),
+    offersTools: req.offersTools,
     body: bytes,
+    json,
     parsed: { kind, req, clock, timing: { start, granted: start, sent: start } },
     send: req.loadOnly ? loaded : send,
   });

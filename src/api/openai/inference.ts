@@ -67,7 +67,12 @@ async function parse(
   request: Request,
   pathAndQuery: string,
   route: string,
-): Promise<{ model: ModelConfig; parsed: Parsed; bytes: Uint8Array }> {
+): Promise<{
+  model: ModelConfig;
+  parsed: Parsed;
+  bytes: Uint8Array;
+  json?: Record<string, unknown>;
+}> {
   const bytes = await readBody(request, gw.config.server.maxBodyBytes);
   const type = request.headers.get("content-type") ?? "";
   if (type.startsWith("multipart/form-data")) {
@@ -97,7 +102,7 @@ async function parse(
     pathAndQuery,
     stripUsage: usage !== "as-is",
   };
-  return { model, parsed, bytes };
+  return { model, parsed, bytes, json: obj };
 }
 
 /**
@@ -220,9 +225,10 @@ export async function handleInference(req: InferenceRequest): Promise<Response> 
   let model: ModelConfig;
   let parsed: Parsed;
   let bytes: Uint8Array;
+  let json: Record<string, unknown> | undefined;
   try {
     scheduling = admit(gw, request);
-    ({ model, parsed, bytes } = await parse(gw, request, req.pathAndQuery, req.route));
+    ({ model, parsed, bytes, json } = await parse(gw, request, req.pathAndQuery, req.route));
   } catch (err) {
     return openaiError(asQmError(err));
   }
@@ -243,6 +249,7 @@ export async function handleInference(req: InferenceRequest): Promise<Response> 
     observer: new Observer(watch ? OPENAI_TOOL_CALLS : null, { tail: true }),
     offersTools: parsed.offersTools,
     body: bytes,
+    json,
     parsed,
     send,
   });

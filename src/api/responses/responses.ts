@@ -119,10 +119,12 @@ export async function handleResponses(
   let parsed: Parsed;
   let model: Awaited<ReturnType<typeof resolveModel>>;
   let bytes: Uint8Array;
+  let json: Record<string, unknown>;
   try {
     scheduling = admit(gw, request);
     bytes = await readBody(request, gw.config.server.maxBodyBytes);
     const body = parseJsonObject(bytes);
+    json = body;
     model = await resolveModel(gw, body.model, request);
     if (model.responsesNative) {
       return runExchange(nativeExchange(request, gw, model, scheduling, log, bytes, body));
@@ -175,7 +177,9 @@ export async function handleResponses(
     placeholder: parsed.chat.stream === true,
     // The translator parses the answer anyway: it tells the observer how it ended.
     observer: new Observer(null),
+    offersTools: Array.isArray(json.tools) && json.tools.length > 0,
     body: bytes,
+    json,
     parsed,
     send,
   });

@@ -4,7 +4,7 @@
  */
 import { beforeEach, describe, expect, test } from "bun:test";
 import fc from "fast-check";
-import { carriesToolResult } from "../../../src/api/exchange/tool-result.ts";
+import { carriesToolResult, toolResultIn } from "../../../src/api/exchange/tool-result.ts";
 import { useFakeFetch } from "../../support/fake-fetch.ts";
 import { type FakeGw, fakeGateway, modelToml } from "../../support/fake-gateway.ts";
 import { type App, appOf, post } from "../../support/in-process.ts";
@@ -46,16 +46,35 @@ describe("carriesToolResult", () => {
     ],
   ])("%s", (_name, body) => {
     for (const write of [bytes, pretty, python]) expect(carriesToolResult(write(body))).toBe(true);
+    expect(toolResultIn(body)).toBe(true);
+    // Wherever it is among the messages (or items): first, in the middle, last.
+    const list = "messages" in body ? body.messages : body.input;
+    const other = "messages" in body ? user : { type: "message", role: "user", content: "x" };
+    const result = list.at(-1)!;
+    const key = "messages" in body ? "messages" : "input";
+    expect(toolResultIn({ [key]: [result, other, other] })).toBe(true);
+    expect(toolResultIn({ [key]: [other, result, other] })).toBe(true);
   });
 
   test("none: a first turn, tools offered, a tool call not yet answered, no body", () => {
     const tools = [{ type: "function", function: { name: "sh", parameters: {} } }];
-    expect(carriesToolResult(bytes({ messages: [user], tools }))).toBe(false);
-    expect(
-      carriesToolResult(bytes({ messages: [user, { role: "assistant", tool_calls: [call] }] })),
-    ).toBe(false);
+    const answered = { messages: [user, { role: "assistant", tool_calls: [call] }] };
+    const anthropicCall = {
+      messages: [user, { role: "assistant", content: [{ type: "tool_use", id: "t", input: {} }] }],
+    };
+    const responsesCall = { input: [{ type: "function_call", call_id: "c", arguments: "{}" }] };
+    for (const body of [{ messages: [user], tools }, answered, anthropicCall, responsesCall]) {
+      expect(carriesToolResult(bytes(body))).toBe(false);
+      expect(toolResultIn(body)).toBe(false);
+    }
     expect(carriesToolResult(new Uint8Array())).toBe(false);
     expect(carriesToolResult(undefined)).toBe(false);
+    expect(toolResultIn({})).toBe(false);
+    // Shapes no client sends are no tool result either.
+    expect(toolResultIn({ messages: "tool", input: {} })).toBe(false);
+    expect(toolResultIn({ messages: [null, 3, "x", { role: "user", content: [null, 1] }] })).toBe(
+      false,
+    );
   });
 
   test("property: text that only mentions a tool result is not one", () => {
@@ -66,9 +85,9 @@ describe("carriesToolResult", () => {
         ),
         (parts) => {
           const text = parts.join("");
-          expect(carriesToolResult(bytes({ messages: [{ role: "user", content: text }] }))).toBe(
-            false,
-          );
+          const body = { messages: [{ role: "user", content: text }] };
+          expect(carriesToolResult(bytes(body))).toBe(false);
+          expect(toolResultIn(body)).toBe(false);
         },
       ),
     );
@@ -106,17 +125,38 @@ describe("the scheduler hears it", () => {
     expect(gw.hooks.map((a) => a?.toolResult)).toEqual([false]);
   });
 
-  test("Anthropic messages: a tool_result block", async () => {
+  test("Anthropic messages: a tool_result block; no tools offered, false", async () => {
     up.answer = () => completion({ content: "ok" }, "stop");
-    await post(app, "/v1/messages", {
-      model: "m",
-      max_tokens: 10,
-      messages: [
-        user,
-        { role: "assistant", content: [{ type: "tool_use", id: "t1", name: "sh", input: {} }] },
-        { role: "user", content: [{ type: "tool_result", tool_use_id: "t1", content: "done" }] },
-      ],
-    });
-    expect(gw.hooks.at(-1)?.toolResult).toBe(true);
+    const messages = [
+      user,
+      { role: "assistant", content: [{ type: "tool_use", id: "t1", name: "sh", input: {} }] },
+      { role: "user", content: [{ type: "tool_result", tool_use_id: "t1", content: "done" }] },
+    ];
+    const sh = { name: "sh", input_schema: { type: "object" } };
+    await post(app, "/v1/messages", { model: "m", max_tokens: 10, tools: [sh], messages: [user] });
+    await post(app, "/v1/messages", { model: "m", max_tokens: 10, tools: [sh], messages });
+    await post(app, "/v1/messages", { model: "m", max_tokens: 10, messages });
+    expect(gw.hooks.map((a) => a?.toolResult)).toEqual([false, true, false]);
+  });
+
+  test("Responses: a function_call_output item; no tools offered, false", async () => {
+    up.answer = () => completion({ content: "ok" }, "stop");
+    const sh = { type: "function", name: "sh", parameters: { type: "object" } };
+    const output = { type: "function_call_output", call_id: "c1", output: "done" };
+    const called = { type: "function_call", call_id: "c1", name: "sh", arguments: "{}" };
+    await post(app, "/v1/responses", { model: "m", tools: [sh], input: "run it" });
+    await post(app, "/v1/responses", { model: "m", tools: [sh], input: [called, output] });
+    await post(app, "/v1/responses", { model: "m", input: [called, output] });
+    expect(gw.hooks.map((a) => a?.toolResult)).toEqual([false, true, false]);
+  });
+
+  test("Ollama chat: a tool message; no tools offered, false", async () => {
+    up.answer = () => completion({ content: "ok" }, "stop");
+    const sh = { type: "function", function: { name: "sh", parameters: { type: "object" } } };
+    const messages = [user, { role: "tool", content: "done" }];
+    await post(app, "/api/chat", { model: "m", stream: false, tools: [sh], messages: [user] });
+    await post(app, "/api/chat", { model: "m", stream: false, tools: [sh], messages });
+    await post(app, "/api/chat", { model: "m", stream: false, messages });
+    expect(gw.hooks.map((a) => a?.toolResult)).toEqual([false, true, false]);
   });
 });

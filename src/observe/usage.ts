@@ -31,6 +31,8 @@ export interface UsageRow {
 export class UsageBook {
   private readonly rows = new Map<string, UsageRow>();
   private oldestHour = Number.POSITIVE_INFINITY;
+  /** The row the last record went to: the next one from the same key and model usually goes there too. */
+  private last: UsageRow | null = null;
 
   constructor(
     /** Rows older than this are let go. */
@@ -55,6 +57,7 @@ export class UsageBook {
 
   /** Rows a database kept (at start): each replaces what the book held for its hour. */
   load(rows: Iterable<UsageRow>): void {
+    this.last = null;
     for (const r of rows) {
       this.rows.set(idOf(r.hour, r.key, r.model), { ...r });
       this.oldestHour = Math.min(this.oldestHour, r.hour);
@@ -83,6 +86,9 @@ export class UsageBook {
   }
 
   private row(hour: number, key: string, model: string): UsageRow {
+    const last = this.last;
+    if (last !== null && last.hour === hour && last.key === key && last.model === model)
+      return last;
     const id = idOf(hour, key, model);
     let row = this.rows.get(id);
     if (!row) {
@@ -90,10 +96,12 @@ export class UsageBook {
       this.rows.set(id, row);
       this.oldestHour = Math.min(this.oldestHour, hour);
     }
+    this.last = row;
     return row;
   }
 
   private prune(before: number): void {
+    this.last = null;
     let oldest = Number.POSITIVE_INFINITY;
     for (const [id, r] of this.rows) {
       if (r.hour < before) this.rows.delete(id);

@@ -9,8 +9,11 @@ import type { UsageRow } from "../observe/usage.ts";
 import type { Batch } from "./batch.ts";
 
 export class UsageRows {
-  /** Rows queued and not yet written, by their book key: one write per row per flush. */
-  private readonly queued = new Map<string, UsageRow>();
+  /**
+   * Rows queued and not yet written: one write per row per flush, of its values then. The book
+   * hands over its own row object each time (one per key × model × hour), so the object is the key.
+   */
+  private readonly queued = new Set<UsageRow>();
 
   constructor(
     private readonly db: Database,
@@ -18,14 +21,11 @@ export class UsageRows {
   ) {}
 
   put(row: UsageRow): void {
-    const id = `${row.hour}\u0000${row.key}\u0000${row.model}`;
-    const first = !this.queued.has(id);
-    this.queued.set(id, row);
-    if (!first) return;
+    if (this.queued.has(row)) return;
+    this.queued.add(row);
     this.batch.add(() => {
-      const r = this.queued.get(id);
-      this.queued.delete(id);
-      if (!r) return;
+      this.queued.delete(row);
+      const r = row;
       this.db
         .query(
           `INSERT OR REPLACE INTO usage (hour_ms, key, model, requests, prompt_tokens,

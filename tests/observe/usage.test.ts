@@ -107,6 +107,19 @@ describe("the usage book", () => {
     expect(book.query({ since: 0 }).map((r) => r.hour)).toEqual([10 * HOUR]);
     expect(book.size).toBe(1);
   });
+
+  test("a record counts in the row the book holds now: after a refill, and after its hour was let go", () => {
+    const book = new UsageBook(2 * HOUR);
+    book.add(rec({ time: 5, key: "a" }));
+    book.load([{ ...book.query({ since: 0 })[0]!, requests: 7 }]);
+    book.add(rec({ time: 5, key: "a" }));
+    expect(book.query({ since: 0 }).map((r) => r.requests)).toEqual([8]);
+    book.add(rec({ time: 10 * HOUR, key: "a" }));
+    book.add(rec({ time: 20 * HOUR, key: "a" }));
+    book.add(rec({ time: 20 * HOUR, key: "a" }));
+    expect(book.query({ since: 0 }).map((r) => [r.hour, r.requests])).toEqual([[20 * HOUR, 2]]);
+    expect(book.size).toBe(1);
+  });
 });
 
 describe("the activity ring after a restart", () => {

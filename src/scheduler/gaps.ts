@@ -17,7 +17,8 @@ export interface GapEstimate {
   windowMs: number;
   /**
    * Whose gaps these are: the conversation's own, its model's, every conversation's, or none
-   * yet (`prior`: the hold window the request asked for stands for one gap).
+   * yet (`prior`: the hold window the request asked for bounds the hold; the cost verdict
+   * judges it by the gap so far).
    */
   source: "conversation" | "model" | "all" | "prior";
 }

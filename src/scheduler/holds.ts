@@ -6,8 +6,9 @@ import type { Effects, ServeOutcome } from "./types.ts";
 import type { Queued } from "./waiter.ts";
 
 /**
- * Before any gap was seen, the request's own window (`hold_ms` / `X-QM-Hold-Ms`) stands for
- * one: its typical gap, with the window a seen gap would get.
+ * Before any gap was seen, the request's own window (`hold_ms` / `X-QM-Hold-Ms`) bounds the
+ * hold, with the margin a seen gap would get; status shows it as the gap. The cost verdict
+ * does not take it for one: it reads the gap so far (`gapSoFar`).
  */
 function priorGap(holdMs: number): GapEstimate {
   return { typicalMs: holdMs, windowMs: Math.ceil(holdMs * WINDOW_FACTOR), source: "prior" };

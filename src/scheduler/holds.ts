@@ -8,7 +8,7 @@ import type { Queued } from "./waiter.ts";
 /**
  * Before any gap was seen, the request's own window (`hold_ms` / `X-QM-Hold-Ms`) bounds the
  * hold, with the margin a seen gap would get; status shows it as the gap. The cost verdict
- * does not take it for one: it reads the gap so far (`gapSoFar`).
+ * does not take it for one: it reads the gap so far (`remaining`).
  */
 function priorGap(holdMs: number): GapEstimate {
   return { typicalMs: holdMs, windowMs: Math.ceil(holdMs * WINDOW_FACTOR), source: "prior" };
@@ -183,14 +183,20 @@ export class Holds {
     let swapBackMs = 0;
     let holderGapMs = 0;
     let unmeasured = false;
+    let openMs: number | null = null;
     for (const id of evict) {
       const m = this.models.get(id)!;
       if (m.heldUntil <= now) continue;
-      remainingMs = Math.max(remainingMs, this.remaining(m, now));
       if (m.hold?.source === "prior") {
         unmeasured = true;
-        holderGapMs = Math.max(holderGapMs, UNMEASURED_WHOLE * this.gapSoFar(m.hold, now));
-      } else if (m.hold) holderGapMs = Math.max(holderGapMs, m.hold.typicalMs);
+        openMs ??= this.gaps.longestOpen(now);
+        const soFar = Math.max(now - m.hold.from, openMs);
+        remainingMs = Math.max(remainingMs, soFar);
+        holderGapMs = Math.max(holderGapMs, UNMEASURED_WHOLE * soFar);
+      } else {
+        remainingMs = Math.max(remainingMs, this.remaining(m, now));
+        if (m.hold) holderGapMs = Math.max(holderGapMs, m.hold.typicalMs);
+      }
       swapBackMs += this.costs.swap(id, m.evictMode === "sleep");
     }
     const waiters = 1 + waiting(w.id);
@@ -211,21 +217,16 @@ export class Holds {
 
   /**
    * The idle a hold is still expected to cost: what is left of its typical gap; for a gap
-   * never measured (`prior`), as long again as it has lasted so far (`gapSoFar`).
+   * never measured (`prior`), as long again as it has lasted so far — the hold's own, or the
+   * longest tool gap now in progress, if longer (another loop already away that long shows
+   * gaps run that long here; design.md, "The first round").
    */
   private remaining(m: ModelEntry, now: number): number {
     if (m.hold === null) return Math.max(0, m.heldUntil - now);
-    if (m.hold.source === "prior") return this.gapSoFar(m.hold, now);
+    if (m.hold.source === "prior") {
+      return Math.max(now - m.hold.from, this.gaps.longestOpen(now));
+    }
     return Math.max(0, m.hold.from + m.hold.typicalMs - now);
-  }
-
-  /**
-   * How long a gap not yet measured has lasted: the hold's own so far, or the longest tool gap
-   * now in progress, if longer (another loop already away that long shows gaps run that long
-   * here; design.md, "The first round").
-   */
-  private gapSoFar(hold: { from: number }, now: number): number {
-    return Math.max(now - hold.from, this.gaps.longestOpen(now));
   }
 
   /**

@@ -47,13 +47,23 @@ const TOOLS = [
   },
 ];
 
-function configToml(listenPort: number, loadMs: number, scheduler: string): string {
+/**
+ * `stateDir`: this run's own, so the load times it learns are its own (qm keeps them across
+ * restarts, per model id, and every run names its models alike).
+ */
+function configToml(
+  listenPort: number,
+  loadMs: number,
+  scheduler: string,
+  stateDir: string,
+): string {
   const startPort = 20000 + Math.floor(Math.random() * 10000);
   const model = (id: string) =>
     `[models.${id}]\ncmd = "${QM_BIN} demo-upstream --port \${PORT} --name ${id} ` +
     `--load-delay-ms ${loadMs} --tool-calls --tool-rounds 1000"\n`;
   return (
     `[server]\nlisten = ["127.0.0.1:${listenPort}"]\nstart_port = ${startPort}\n` +
+    `state_dir = ${JSON.stringify(stateDir)}\n` +
     `metrics_on_api = true\n\n[resources]\ngpu_probe = "off"\n\n` +
     `[scheduler]\n${scheduler}\n\n${model("agent-a")}\n${model("agent-b")}`
   );
@@ -118,7 +128,8 @@ async function starts(qm: Qm): Promise<number> {
 async function measure(dir: string, o: Options, loadMs: number, p: (typeof POLICIES)[number]) {
   const port = freePort();
   const name = `${p.name.replace(/\W+/g, "-")}-${loadMs}`;
-  const qm = await startQmWith(dir, name, port, configToml(port, loadMs, p.scheduler));
+  const toml = configToml(port, loadMs, p.scheduler, join(dir, `${name}-state`));
+  const qm = await startQmWith(dir, name, port, toml);
   const ttfts: number[] = [];
   const t0 = performance.now();
   await Promise.all([agent(qm, "agent-a", o, ttfts), agent(qm, "agent-b", o, ttfts)]);

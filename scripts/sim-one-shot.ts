@@ -81,6 +81,8 @@ export interface OneShotRow {
   otherMeanMs: number;
   otherMaxMs: number;
   makespanMs: number;
+  /** Holds granted on the first client's model (the one whose tool calls are never run). */
+  firstHolds: number;
 }
 
 /** What a client's requests say of tool results: nothing (the rule before), or the truth. */
@@ -104,6 +106,7 @@ export function oneShotRows(p: SimParams = DEFAULTS): OneShotRow[] {
       otherMeanMs: other.reduce((a, b) => a + b, 0) / other.length,
       otherMaxMs: Math.max(...other),
       makespanMs: r.makespanMs,
+      firstHolds: r.holdsByModel.m1 ?? 0,
     };
   };
   for (const [scenario, clients] of SCENARIOS) {

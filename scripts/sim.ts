@@ -111,6 +111,8 @@ export interface SimResult {
   ttftMs: number[];
   /** The same, per client (in its rounds' order). */
   ttftByClient: number[][];
+  /** Holds granted, per model. */
+  holdsByModel: Record<string, number>;
 }
 
 /**
@@ -211,6 +213,7 @@ export function simulate(
   const loadedOnce = new Set<string>();
   // What the runtime measures: each load and wake, from its swap's start until ready.
   const loadTimes = new LoadTimes(() => t.now);
+  const holdsByModel: Record<string, number> = {};
   let nextId = 1;
 
   const effects: Effects = {
@@ -268,7 +271,9 @@ export function simulate(
     wakeAt(at) {
       t.arm(at, () => sched.wake());
     },
-    holdChanged() {},
+    holdChanged(model, change) {
+      if (change === "granted") holdsByModel[model] = (holdsByModel[model] ?? 0) + 1;
+    },
     stateChanged(model, state, detail) {
       // As the runtime does: a wake is measured apart from loads.
       const waking = state === "starting" && detail === "waking";
@@ -305,7 +310,8 @@ export function simulate(
   t.run(24 * 3600 * 1000);
   const loopMs = loops.map((l) => l.doneAt);
   if (loopMs.some((ms) => ms < 0)) throw new Error(`${mode.name}: a loop never finished`);
-  return { mode: mode.name, swaps, loopMs, makespanMs: Math.max(...loopMs), ttftMs, ttftByClient };
+  const makespanMs = Math.max(...loopMs);
+  return { mode: mode.name, swaps, loopMs, makespanMs, ttftMs, ttftByClient, holdsByModel };
 }
 
 /** The nearest-rank percentile `q` (0–1) of `xs`. */

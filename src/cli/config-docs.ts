@@ -166,7 +166,7 @@ export const CONFIG_DOCS: Record<DocumentedSection, SectionDoc> = {
     keys: {
       hold_ms: {
         meaning:
-          'After an answer that ended in tool calls (see `hold_on`), the model is held so the agent loop\'s next round finds it loaded. With `hold_policy = "fixed"`, nothing evicts it for this long. With `"cost"`, this is the tool gap expected before any was measured (the hold lasts 1.25 × it until the conversation\'s own gaps are known). Per request: `X-QM-Hold-Ms`. `0`: no holds.',
+          'After an answer that ended in tool calls (see `hold_on`), the model is held so the agent loop\'s next round finds it loaded. With `hold_policy = "fixed"`, nothing evicts it for this long. With `"cost"`, before any gap was measured the hold lasts at most 1.25 × it, and a waiting request takes the GPU once the gap so far, taken as half the whole, outweighs the swap. Per request: `X-QM-Hold-Ms`. `0`: no holds.',
       },
       patience_ms: {
         meaning:

@@ -68,14 +68,15 @@ export interface DecideView {
 
 /**
  * Why a request has to wait; `busy` and `held` name the evict set that blocks it; `held`
- * under the cost policy also carries the waiter's fairness quantum.
+ * under the cost policy also carries the waiter's fairness quantum, and when time alone may
+ * turn the verdict (`reviewMs`, hold-cost.ts).
  */
 export type QueueReason =
   | { why: "aborting" | "unavailable" | "full" | "stopping" | "collision" | "freeing" }
   /** Its key has `maxConcurrency` requests in flight (step 1b, the scheduler's). */
   | { why: "key_limit" }
   | { why: "busy" | "wanted"; evict: string[] }
-  | { why: "held"; evict: string[]; quantumMs?: number };
+  | { why: "held"; evict: string[]; quantumMs?: number; reviewMs?: number | null };
 
 export type Decision =
   | { kind: "join" }
@@ -136,7 +137,8 @@ export function decide(req: DecideRequest, view: DecideView): Decision {
       const verdict = view.holdVerdict(req, evict);
       if (verdict === null) return { kind: "queue", why: "held", evict };
       if (verdict.kind === "hold") {
-        return { kind: "queue", why: "held", evict, quantumMs: verdict.quantumMs };
+        const { quantumMs, reviewMs } = verdict;
+        return { kind: "queue", why: "held", evict, quantumMs, reviewMs };
       }
       breaks = verdict.reason;
     }

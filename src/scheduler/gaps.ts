@@ -17,7 +17,8 @@ export interface GapEstimate {
   windowMs: number;
   /**
    * Whose gaps these are: the conversation's own, its model's, every conversation's, or none
-   * yet (`prior`: the hold window the request asked for stands for one gap).
+   * yet (`prior`: the hold window the request asked for bounds the hold; the cost verdict
+   * judges it by the gap so far).
    */
   source: "conversation" | "model" | "all" | "prior";
 }
@@ -108,6 +109,11 @@ export class GapBook {
    */
   earnsHold(conversation: string, model: string, now: number): boolean {
     this.settle(now);
+    return this.followable(conversation, model);
+  }
+
+  /** `earnsHold` as of the last `settle`. */
+  private followable(conversation: string, model: string): boolean {
     if (this.looping.has(conversation)) return true;
     const fates = this.fates.get(model);
     if (fates === undefined || fates.length === 0) return true;
@@ -128,6 +134,23 @@ export class GapBook {
     list.push(followed);
     if (list.length > KEPT_FATES) list.shift();
     this.fates.set(model, list);
+  }
+
+  /**
+   * The longest tool gap in progress at `now`: of the tool-call answers not yet followed, not
+   * past their hold window (nor `MAX_GAP_MS`) and still with evidence that a tool result will
+   * follow (`earnsHold`), the time since the oldest; 0 if none.
+   */
+  longestOpen(now: number): number {
+    this.settle(now);
+    let longest = 0;
+    for (const [conversation, p] of this.pending) {
+      const since = now - p.at;
+      if (since <= longest || since > MAX_GAP_MS) continue;
+      if (p.windowMs !== null && since > p.windowMs) continue;
+      if (this.followable(conversation, p.model)) longest = since;
+    }
+    return longest;
   }
 
   /** `conversation` answered in tool calls and has not come back yet. */

@@ -34,6 +34,16 @@ export const QUANTUM_ROUND_TRIPS = 3;
 export const YIELD_SLACK = 0.05;
 
 /**
+ * A tool gap not measured yet (the first round, before any loop came back) that has lasted
+ * `x` is taken to last this many times `x` in all, `x` more: with nothing to say what scale
+ * gaps have, the moment it is seen at is as likely in the first half of the whole as in the
+ * second (J. R. Gott, "Implications of the Copernican principle for our future prospects",
+ * Nature 363, 1993). A short gap is learned within a short hold; a long one is not waited
+ * through. Design: design.md, "The first round".
+ */
+export const UNMEASURED_WHOLE = 2;
+
+/**
  * A sleep model's wake before one was measured, as a share of its cold load: a wake copies the
  * weights back from host memory and skips the rest of a start. vLLM reports wakes 18–200×
  * faster than a reload (blog.vllm.ai, "Zero-Reload Model Switching with vLLM Sleep Mode",
@@ -57,11 +67,22 @@ export interface HoldInput {
   swapInMs: number;
   /** Bringing the held models back afterwards, together. */
   swapBackMs: number;
+  /**
+   * How fast the expected idle grows as the holds go on, per ms: 0 when every hold's gap was
+   * measured (time only shrinks what is left of it). A hold whose gap was never measured is
+   * expected to last as long again as it has lasted (`UNMEASURED_WHOLE`), so what is left of
+   * it grows with time for each waiter, and the waiter's own gap, when taken from it, grows
+   * `UNMEASURED_WHOLE` times as fast. An upper bound is enough (it only sets `reviewMs`).
+   */
+  idleGrowth: number;
 }
 
 export type HoldVerdict =
-  /** Keep holding; `quantumMs`: the waiter's bound on waiting behind holds. */
-  | { kind: "hold"; quantumMs: number }
+  /**
+   * Keep holding; `quantumMs`: the waiter's bound on waiting behind holds; `reviewMs` (while
+   * the idle grows, else null): no sooner than this can time alone turn the verdict to yield.
+   */
+  | { kind: "hold"; quantumMs: number; reviewMs: number | null }
   /** Break the holds: holding costs more (`cost`), or the waiter reached its bound (`fairness`). */
   | { kind: "yield"; reason: "cost" | "fairness" };
 
@@ -76,8 +97,12 @@ export function holdVerdict(i: HoldInput): HoldVerdict {
   const quantumMs = quantumOf(roundTrip);
   if (i.heldWaitMs >= quantumMs) return { kind: "yield", reason: "fairness" };
   const idle = i.waiters * i.remainingMs + i.waiterGapMs;
-  if (idle >= roundTrip * (1 - YIELD_SLACK)) return { kind: "yield", reason: "cost" };
-  return { kind: "hold", quantumMs };
+  const threshold = roundTrip * (1 - YIELD_SLACK);
+  if (idle >= threshold) return { kind: "yield", reason: "cost" };
+  // Whole milliseconds, never late: growing at most `idleGrowth`, the idle cannot reach the
+  // threshold sooner; grown slower, the review finds it short and sets the next one.
+  const reviewMs = i.idleGrowth > 0 ? Math.ceil((threshold - idle) / i.idleGrowth) : null;
+  return { kind: "hold", quantumMs, reviewMs };
 }
 
 /** The fairness quantum for a round trip of `roundTripMs`. */

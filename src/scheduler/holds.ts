@@ -1,13 +1,14 @@
 import type { Clock } from "../shared/clock.ts";
 import { type GapBook, type GapEstimate, WINDOW_FACTOR } from "./gaps.ts";
-import { type HoldVerdict, holdVerdict, type SwapCosts } from "./hold-cost.ts";
+import { type HoldVerdict, holdVerdict, type SwapCosts, UNMEASURED_WHOLE } from "./hold-cost.ts";
 import type { ModelEntry, ModelTable } from "./models.ts";
 import type { Effects, ServeOutcome } from "./types.ts";
 import type { Queued } from "./waiter.ts";
 
 /**
- * Before any gap was seen, the request's own window (`hold_ms` / `X-QM-Hold-Ms`) stands for
- * one: its typical gap, with the window a seen gap would get.
+ * Before any gap was seen, the request's own window (`hold_ms` / `X-QM-Hold-Ms`) bounds the
+ * hold, with the margin a seen gap would get; status shows it as the gap. The cost verdict
+ * does not take it for one: it reads the gap so far (`remaining`).
  */
 function priorGap(holdMs: number): GapEstimate {
   return { typicalMs: holdMs, windowMs: Math.ceil(holdMs * WINDOW_FACTOR), source: "prior" };
@@ -181,28 +182,50 @@ export class Holds {
     let remainingMs = 0;
     let swapBackMs = 0;
     let holderGapMs = 0;
+    let unmeasured = false;
+    let openMs: number | null = null;
     for (const id of evict) {
       const m = this.models.get(id)!;
       if (m.heldUntil <= now) continue;
-      remainingMs = Math.max(remainingMs, this.remaining(m, now));
-      if (m.hold && m.hold.source !== "prior")
-        holderGapMs = Math.max(holderGapMs, m.hold.typicalMs);
+      if (m.hold?.source === "prior") {
+        unmeasured = true;
+        openMs ??= this.gaps.longestOpen(now);
+        const soFar = Math.max(now - m.hold.from, openMs);
+        remainingMs = Math.max(remainingMs, soFar);
+        holderGapMs = Math.max(holderGapMs, UNMEASURED_WHOLE * soFar);
+      } else {
+        remainingMs = Math.max(remainingMs, this.remaining(m, now));
+        if (m.hold) holderGapMs = Math.max(holderGapMs, m.hold.typicalMs);
+      }
       swapBackMs += this.costs.swap(id, m.evictMode === "sleep");
     }
+    const waiters = 1 + waiting(w.id);
+    const ownGapMs = this.gaps.typical(w.conversation);
     return holdVerdict({
       heldWaitMs: w.heldWaitMs,
-      waiters: 1 + waiting(w.id),
-      // A waiter with no gap seen to go by is taken to loop like the holder, if its gaps were seen.
-      waiterGapMs: this.gaps.typical(w.conversation) ?? holderGapMs,
+      waiters,
+      // A waiter with no gap seen to go by is taken to loop like the holder.
+      waiterGapMs: ownGapMs ?? holderGapMs,
       remainingMs,
       swapInMs: this.costs.swap(w.model, target.evictMode === "sleep"),
       swapBackMs,
+      // Each waiter's share of a gap never measured grows with it, and the waiter's own gap
+      // with the whole when it is taken from the holder's.
+      idleGrowth: unmeasured ? waiters + (ownGapMs === null ? UNMEASURED_WHOLE : 0) : 0,
     });
   }
 
-  /** The idle a hold is still expected to cost: what is left of its typical gap. */
+  /**
+   * The idle a hold is still expected to cost: what is left of its typical gap; for a gap
+   * never measured (`prior`), as long again as it has lasted so far — the hold's own, or the
+   * longest tool gap now in progress, if longer (another loop already away that long shows
+   * gaps run that long here; design.md, "The first round").
+   */
   private remaining(m: ModelEntry, now: number): number {
     if (m.hold === null) return Math.max(0, m.heldUntil - now);
+    if (m.hold.source === "prior") {
+      return Math.max(now - m.hold.from, this.gaps.longestOpen(now));
+    }
     return Math.max(0, m.hold.from + m.hold.typicalMs - now);
   }
 
@@ -275,8 +298,8 @@ export class Holds {
   }
 
   /**
-   * Earliest TTL, hold expiry, patience deadline (of a request, or of its key's turn) or
-   * fairness bound (cost policy) still ahead: when the queue may unblock.
+   * Earliest TTL, hold expiry, patience deadline (of a request, or of its key's turn),
+   * fairness bound or verdict review (cost policy) still ahead: when the queue may unblock.
    */
   nextDeadline(queue: Iterable<Queued>): number | null {
     const now = this.clock.now();
@@ -286,6 +309,8 @@ export class Holds {
       if (due > now && (at === null || due < at)) at = due;
       const fair = q.quantumAt;
       if (fair !== null && fair > now && (at === null || fair < at)) at = fair;
+      const review = q.reviewAt;
+      if (review !== null && review > now && (at === null || review < at)) at = review;
       const turn = q.turnAt;
       if (turn !== null && turn > now && (at === null || turn < at)) at = turn;
     }

@@ -216,6 +216,7 @@ export class Requests {
     if (d.kind === "queue" && d.why === "held" && d.quantumMs !== undefined) {
       q.heldSince ??= now;
       q.quantumAt = now + Math.max(0, d.quantumMs - heldWait(q, now));
+      q.reviewAt = d.reviewMs == null ? null : now + d.reviewMs;
       return;
     }
     if (q.heldSince !== null) {
@@ -223,6 +224,7 @@ export class Requests {
       q.heldSince = null;
     }
     q.quantumAt = null;
+    q.reviewAt = null;
   }
 
   /**

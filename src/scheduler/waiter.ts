@@ -22,6 +22,11 @@ export interface Queued {
   heldSince: number | null;
   /** Clock time at which it reaches its fairness bound while it waits behind holds; else null. */
   quantumAt: number | null;
+  /**
+   * While it waits behind holds whose gap was never measured: when time alone may turn the
+   * cost verdict to yield (hold-cost.ts, `reviewMs`), for the wake timer; else null.
+   */
+  reviewAt: number | null;
   /** Its key (`RequestSpec.key`, else `anonymous`). */
   key: RequestKey;
   /**
@@ -58,6 +63,7 @@ export function waiter(
     heldWaitMs: 0,
     heldSince: null,
     quantumAt: null,
+    reviewAt: null,
     key: spec.key ?? anonymous,
     turnAt: null,
     seq,

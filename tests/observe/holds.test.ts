@@ -103,11 +103,19 @@ test('hold_policy = "cost": a hold dropped for a waiter is counted by reason and
     held_reason: "gap 10.0 s expected, swap 2.0 s",
     hold: { gap_ms: 10_000, window_ms: 12_500, swap_ms: 2000 },
   });
-  // b waits: 10 s of idle expected against a 4 s round trip — the hold is dropped at once.
+  // b waits while the gap so far is short: no gap measured yet, x more of it is expected and
+  // 2x for b's own, against a 4 s round trip (less 5 %): 3x reaches 3.8 s at 1 267 ms, and the
+  // hold is dropped then.
   const b = acquire("b");
   await settle();
+  expect(events.map((e) => e.hold)).toEqual(["granted"]);
+  timers.advance(1266);
+  await settle();
+  expect(events.map((e) => e.hold)).toEqual(["granted"]);
+  timers.advance(1);
+  await settle();
   expect(events.map((e) => e.hold)).toEqual(["granted", "dropped"]);
-  expect(events[1]).toMatchObject({ model: "a", reason: "cost", gap_ms: 10_000, swap_ms: 2000 });
+  expect(events[1]).toMatchObject({ model: "a", reason: "cost", gap_ms: 1267, swap_ms: 2000 });
   fakes.of("a").stopped();
   await settle();
   fakes.of("b").ready();

@@ -217,12 +217,22 @@ describe("holds and priority", () => {
   }
 
   test("a batch backlog never breaks an interactive key's hold by cost (fair share off: it does)", () => {
-    const on = agentHolds();
-    expect(on.h.fx.swaps).toHaveLength(1);
-    expect(on.h.sched.snapshot().models.find((m) => m.id === "a")?.heldFor).toBe("agent");
     const off = agentHolds("[scheduler.fair_share]\nenabled = false");
+    // The loop's gap was never measured: the backlog waits until it has lasted long enough to
+    // cost more than the swap (design.md, "The first round"), and the wake is armed for that.
+    expect(off.h.fx.swaps).toHaveLength(1);
+    const review = off.h.fx.wake! - off.h.clock.now();
+    expect(review).toBeGreaterThan(0);
+    off.h.clock.advance(review);
+    off.h.sched.wake();
     expect(off.h.fx.lastSwap()).toMatchObject({ target: "b", evict: ["a"] });
     expect(off.h.fx.holdWhys.at(-1)).toMatch(/dropped .* cost/);
+    // Fair share on: the same wait, and the hold still stands.
+    const on = agentHolds();
+    on.h.clock.advance(review);
+    on.h.sched.wake();
+    expect(on.h.fx.swaps).toHaveLength(1);
+    expect(on.h.sched.snapshot().models.find((m) => m.id === "a")?.heldFor).toBe("agent");
   });
 
   test("the interactive loop's next round finds its model; the backlog waits out the hold", () => {

@@ -28,12 +28,27 @@ describe("holdVerdict", () => {
     remainingMs: 2000,
     swapInMs: 5000,
     swapBackMs: 5000,
+    idleGrowth: 0,
   };
 
   test("idle cheaper than the round trip → hold, with the quantum of the round trip", () => {
     expect(holdVerdict(base)).toEqual({
       kind: "hold",
       quantumMs: QUANTUM_ROUND_TRIPS * 10_000,
+      reviewMs: null,
+    });
+  });
+
+  test("while the expected idle grows (a gap never measured), the hold says when time alone could turn it", () => {
+    // 2 s idle now against 9.5 s; growing at most 3 ms a ms, it cannot get there in under 2.5 s.
+    const v = holdVerdict({ ...base, idleGrowth: 3 });
+    expect(v).toEqual({ kind: "hold", quantumMs: QUANTUM_ROUND_TRIPS * 10_000, reviewMs: 2500 });
+    // Grown that fast, it yields at the review, and not a millisecond before.
+    expect(holdVerdict({ ...base, remainingMs: 2000 + 2500 * 3 }).kind).toBe("yield");
+    expect(holdVerdict({ ...base, remainingMs: 2000 + 2499 * 3, idleGrowth: 3 })).toEqual({
+      kind: "hold",
+      quantumMs: QUANTUM_ROUND_TRIPS * 10_000,
+      reviewMs: 1,
     });
   });
 
@@ -115,6 +130,25 @@ describe("GapBook", () => {
     expect(g.estimate("c", "a")?.windowMs).toBe(1250); // the 60 s gap has left
     g.answered("c", "a", t);
     expect(g.asked("c", t + MAX_GAP_MS + 1)).toBeNull();
+  });
+
+  test("the longest tool gap in progress: unfollowed answers within their window, while a tool result may still follow", () => {
+    const g = new GapBook();
+    expect(g.longestOpen(0)).toBe(0);
+    g.answered("c1", "a", 1000, 5000);
+    g.answered("c2", "b", 2000, 5000);
+    expect(g.longestOpen(4000)).toBe(3000); // c1's
+    g.asked("c1", 4000); // c1 came back: its gap is over
+    expect(g.longestOpen(5000)).toBe(3000); // c2's
+    expect(g.longestOpen(7001)).toBe(0); // c2's window has passed
+    // A model whose tool-call answers are mostly not followed: its open answers say nothing,
+    // unless their conversation has shown a tool result.
+    g.answered("c3", "b", 8000, 5000);
+    g.answered("c4", "b", 8000, 5000);
+    expect(g.longestOpen(9000)).toBe(0); // c2 settled as not followed: b's record is 0 of 1
+    g.asked("c4", 9000); // c4 loops: followed, and it shows a tool result
+    g.answered("c4", "b", 9000, 5000);
+    expect(g.longestOpen(10_000)).toBe(2000); // c3 counts again (b: 1 of 2), the oldest
   });
 
   test("conversations are bounded: the least recently active is forgotten", () => {
@@ -222,6 +256,48 @@ describe('hold_policy = "cost" in the scheduler', () => {
     const h = costHarness({ a: 8000, b: 8000 });
     h.round("a", "c1");
     expect(h.model("a").heldUntil).toBe(h.clock.now() + 12_500);
+  });
+
+  test("before any gap is measured, the waiter waits while the gap so far is short, and the wake is armed for when it is not", () => {
+    const h = costHarness({ a: 8000, b: 8000 });
+    h.round("a", "c1");
+    const held = h.clock.now();
+    h.ask("b", "c2");
+    expect(h.fx.swaps).toHaveLength(1);
+    // A gap that has lasted x: x more left, 2x for c2's own gap taken from it; against a round
+    // trip of 16 s (less 5 %), 3x reaches 15.2 s at x = 5 067 ms.
+    expect(h.fx.wake).toBe(held + 5067);
+    h.clock.advance(5066);
+    h.sched.wake();
+    expect(h.fx.swaps).toHaveLength(1);
+    h.clock.advance(1);
+    h.sched.wake();
+    expect(h.fx.lastSwap()).toMatchObject({ target: "b", evict: ["a"] });
+    expect(h.whys.at(-1)).toBe("a:dropped gap=5067 swap=8000 cost");
+  });
+
+  test("before any gap is measured, a loop back within the wait keeps the hold: its gap is now known", () => {
+    const h = costHarness({ a: 8000, b: 8000 });
+    h.round("a", "c1");
+    h.ask("b", "c2");
+    h.clock.advance(1000);
+    h.round("a", "c1"); // gap 1 s, measured
+    expect(h.fx.swaps).toHaveLength(1);
+    // Measured, time only shrinks what is left: nothing to look at again before the hold ends
+    // (the 1 s gap × 1.25).
+    expect(h.model("a").heldUntil).toBe(h.clock.now() + 1250);
+    expect(h.fx.wake).toBe(h.clock.now() + 1250);
+  });
+
+  test("before any gap is measured, another loop's gap already in progress counts: the waiter does not wait to learn it", () => {
+    const h = costHarness({ a: 8000, b: 8000 });
+    h.round("a", "c0"); // c0 answers in tool calls and stays away
+    h.clock.advance(6000);
+    h.round("a", "c1"); // c1's hold: nothing measured yet
+    h.ask("b", "c2");
+    // c0 has been away 6.5 s: 6.5 s more left, 13 s for c2's gap, 19.5 s ≥ 15.2 s.
+    expect(h.fx.lastSwap()).toMatchObject({ target: "b", evict: ["a"] });
+    expect(h.whys.at(-1)).toBe("a:dropped gap=6500 swap=8000 cost");
   });
 
   test("dear loads, short gaps: the waiter waits while holding is the cheaper choice", () => {

@@ -84,19 +84,29 @@ describe("one-shot clients and the evidence of a loop (sim-one-shot.ts)", () => 
     expect(mixedNow.swaps).toBeLessThanOrEqual(mixedBefore.swaps);
   });
 
-  test("tool calls never run stop holding the GPU: the other client waits less", () => {
+  test("tool calls never run stop holding the GPU after the first answers, and the other client waits no longer", () => {
     for (const scenario of [
       "bind_tools calls (langchain) + a chat",
       "bind_tools calls + an agent",
     ]) {
       const before = pick(scenario, "cost, before");
       const now = pick(scenario, "cost, evidence");
-      expect({ scenario, better: now.otherMaxMs < before.otherMaxMs / 2 }).toEqual({
+      // Without the evidence each of the 20 answers is held; with it, only those answered
+      // before any fate was known.
+      expect({ scenario, before: before.firstHolds, now: now.firstHolds <= 2 }).toEqual({
         scenario,
-        better: true,
+        before: 20,
+        now: true,
       });
-      expect(now.otherMeanMs).toBeLessThan(before.otherMeanMs);
+      expect(now.otherMeanMs).toBeLessThanOrEqual(before.otherMeanMs);
+      expect(now.otherMaxMs).toBeLessThanOrEqual(before.otherMaxMs);
     }
+    // Beside an agent loop, calls that are never run no longer count as loops away: the
+    // loop's first hold stands, with fewer swaps, and the loop waits less.
+    const before = pick("bind_tools calls + an agent", "cost, before");
+    const now = pick("bind_tools calls + an agent", "cost, evidence");
+    expect(now.swaps).toBeLessThan(before.swaps);
+    expect(now.otherMeanMs).toBeLessThan(before.otherMeanMs);
   });
 });
 
@@ -110,21 +120,21 @@ describe("the hold policies' grid (sim-grid.ts)", () => {
     }
   });
 
-  test('"cost" meets both targets in at least 47 of the 64 cells, and is never 1.15× slower than the best', () => {
+  test('"cost" meets both targets in at least 50 of the 64 cells, and is never 1.15× slower than the best', () => {
     // Where it misses, the two targets mostly conflict (no other policy meets both either);
     // the README's table shows each cell.
-    expect(cells.filter((c) => c.ok).length).toBeGreaterThanOrEqual(47);
+    expect(cells.filter((c) => c.ok).length).toBeGreaterThanOrEqual(50);
     const worst = Math.max(...cells.map((c) => c.makespanRatio));
     expect(worst).toBeLessThanOrEqual(1.15);
   });
 
-  test("where holds pay (loads far dearer than gaps), cost swaps at most once more than holding the whole loop", () => {
-    // The once: before any gap is seen, the first hold is judged by hold_ms (10 s), and with
-    // three agents waiting that can break it.
+  test("where holds pay (loads far dearer than gaps), cost swaps no more than holding the whole loop", () => {
+    // Before any gap is measured, the first hold lasts until its gap has run long enough to
+    // cost more than the swap (design.md, "The first round"): a short gap is learned first.
     for (const c of cells.filter((c) => c.loadMs >= 50 * c.gapMs)) {
       const [cost, , , forever] = c.results;
       const cell = [c.swapBack, c.agents, c.loadMs, c.gapMs];
-      expect({ cell, ok: cost!.swaps <= forever!.swaps + 1 }).toEqual({ cell, ok: true });
+      expect({ cell, ok: cost!.swaps <= forever!.swaps }).toEqual({ cell, ok: true });
     }
   });
 });

@@ -69,12 +69,18 @@ export class RuntimeEffects implements Effects {
   }
 
   loading(requestId: number, _model: string): void {
-    if (this.waiters.loading(requestId)) this.clientTold = true;
+    if (!this.waiters.loading(requestId) || this.clientTold) return;
+    this.clientTold = true;
+    // A swap's announcement comes right before its `startSwap`, in the same call; one that
+    // joins a swap already running has none, and the mark must not reach a later swap.
+    queueMicrotask(() => {
+      this.clientTold = false;
+    });
   }
 
   /**
-   * A client was told of a load since the last swap began (`loading` comes right before the
-   * `startSwap` it announces): that swap lets the placeholder's bytes go out before its spawn.
+   * A client was just told of the load a `startSwap` is about to begin: that swap lets the
+   * placeholder's bytes go out before its spawn.
    */
   private clientTold = false;
 

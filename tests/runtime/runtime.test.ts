@@ -66,6 +66,20 @@ describe("requests", () => {
     expect(quiet.fakes.of("a").starts).toBe(1);
   });
 
+  test("a stream that joins a load already under way leaves no mark: the next swap starts at once", async () => {
+    const apart = (id: string) => `[groups.${id}]\nmembers = ["${id}"]\nexclusive = false\n`;
+    const t = setup(apart("a"), apart("b"), model("a"), model("b"));
+    const heard: string[] = [];
+    t.acquire("a", { onLoading: () => heard.push("first") });
+    await settle();
+    t.acquire("a", { onLoading: () => heard.push("joined") });
+    await microtasks();
+    expect(heard).toEqual(["first", "joined"]);
+    t.acquire("b");
+    await microtasks();
+    expect(t.fakes.of("b").starts).toBe(1);
+  });
+
   test("queued callers hear their positions; each released slot serves the next", async () => {
     const t = setup(model("a", "concurrency_limit = 1"));
     const first = await t.up("a");

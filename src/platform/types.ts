@@ -65,8 +65,9 @@ export interface ProcFs {
    */
   listenersAsync?(): Promise<TcpListener[]>;
   /**
-   * `list()` without blocking qm while the table is read, where reading it means running a
-   * command (Darwin's `ps`); absent where `list()` is cheap (/proc).
+   * `list()` without blocking qm while the table is read: a command run (Darwin's `ps`), or
+   * /proc read a slice of processes per turn of the event loop (Linux). The periodic scan uses
+   * it; a stop's scans use `list()`, which must be current at once.
    */
   listAsync?(): Promise<ProcEntry[]>;
 }

@@ -4,8 +4,9 @@
  * those, so qm keeps, per running model, the set of its descendants as (pid, start time):
  * the start time (Linux: /proc/PID/stat field 22; Darwin: `ps -o lstart`) tells a reused pid
  * apart, and is checked again before every signal. A scan (Linux: one stat read per process;
- * Darwin: one `ps`, read without blocking qm) runs every second while a model runs, and right
- * before and after each stop. A process counts as the model's when:
+ * Darwin: one `ps`) runs every second while a model runs, read without blocking qm (Linux: a
+ * slice of processes per turn of the event loop), and right before and after each stop (read
+ * at once). A process counts as the model's when:
  * - it descends from the leader by parent links, or shares the leader's session or group;
  * - it was recorded under the model before (it keeps counting after being reparented);
  * - it is reparented to qm (qm is a child subreaper, Linux only) and its environment carries
@@ -132,9 +133,10 @@ export class TreeWatch {
   }
 
   /**
-   * The periodic scan. Where reading the table means running a command (Darwin's `ps`), it is
-   * read without blocking qm's event loop (a stream's next chunk waits for nothing); a scan
-   * made meanwhile (a stop's) is newer, and this reading is then dropped.
+   * The periodic scan, read without blocking qm's event loop where the platform can (Darwin's
+   * `ps` runs as a command; Linux reads /proc a slice at a time), so a stream's next chunk
+   * waits for nothing; a scan made meanwhile (a stop's) is newer, and this reading is then
+   * dropped.
    */
   private scanInBackground(): void {
     const { fs } = this.deps;

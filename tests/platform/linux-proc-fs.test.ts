@@ -1,6 +1,6 @@
 /** Parsing /proc (stat, net/tcp) and the real reader against this very process. */
 import { afterEach, describe, expect, test } from "bun:test";
-import { parseNetTcp, parseStat, procFs } from "../../src/platform/linux/proc-fs.ts";
+import { LIST_SLICE, parseNetTcp, parseStat, procFs } from "../../src/platform/linux/proc-fs.ts";
 
 const linuxProc = procFs();
 
@@ -94,5 +94,31 @@ describe("the real /proc", () => {
       child.kill("SIGKILL");
       await child.exited;
     }
+  });
+});
+
+describe("the process table without blocking", () => {
+  test("listAsync reads what list() reads, a slice per turn of the event loop", async () => {
+    // One process per slice, so that even a box running a handful shows the turns.
+    const sliced = procFs("/proc", 1);
+    const sync = new Set(sliced.list().map((e) => e.pid));
+    let turns = 0;
+    const count = () => {
+      turns++;
+      if (!done) setImmediate(count);
+    };
+    let done = false;
+    setImmediate(count);
+    const listed = await sliced.listAsync!();
+    done = true;
+    const pids = new Set(listed.map((e) => e.pid));
+    expect(pids.has(process.pid)).toBe(true);
+    expect(listed.find((e) => e.pid === process.pid)?.ppid).toBe(process.ppid);
+    // The box's other processes may come and go between the two reads; most stay.
+    const both = [...sync].filter((pid) => pids.has(pid)).length;
+    expect(both).toBeGreaterThan(sync.size * 0.8);
+    // Yielded between slices: the loop turned once per process read, but the first.
+    expect(pids.size).toBeGreaterThan(1);
+    expect(turns).toBeGreaterThanOrEqual(pids.size - 1);
   });
 });

@@ -1,6 +1,6 @@
 /** Parsing /proc (stat, net/tcp) and the real reader against this very process. */
 import { afterEach, describe, expect, test } from "bun:test";
-import { LIST_SLICE, parseNetTcp, parseStat, procFs } from "../../src/platform/linux/proc-fs.ts";
+import { parseNetTcp, parseStat, procFs } from "../../src/platform/linux/proc-fs.ts";
 
 const linuxProc = procFs();
 

@@ -1,6 +1,7 @@
 /**
  * The write queue: the request path only queues (never a statement, never an `fsync`); once a
- * second, on the injected timers, everything queued is written in one transaction. A crash
+ * second, on the injected timers, everything queued is written, in transactions of at most
+ * `FLUSH_SLICE` writes, one per turn of the event loop (`close` writes the rest in one). A crash
  * loses at most what was queued since the last write. The queue is bounded: past `MAX_PENDING`
  * the oldest writes are dropped (said once in the log). A write that fails is logged once and
  * the database is given up: qm goes on with memory only.
@@ -14,11 +15,19 @@ export type Write = () => void;
 /** Writes queued at most; past it the oldest are dropped. */
 export const MAX_PENDING = 10_000;
 export const FLUSH_MS = 1000;
+/**
+ * Writes per transaction of the once-a-second flush: a longer queue (thousands of requests a
+ * second) is written a slice per turn of the event loop, so no stream waits for all of it.
+ */
+export const FLUSH_SLICE = 256;
 
 export class Batch {
   private pending: Write[] = [];
   private dropped = 0;
   private stop: (() => void) | null = null;
+  private timers: Timers | null = null;
+  /** A sliced flush's next slice, due in the next turn; null when none is. */
+  private nextSlice: unknown = null;
   /** Why writing was given up, or null. */
   failed: string | null = null;
 
@@ -48,22 +57,39 @@ export class Batch {
     this.pending.push(write);
   }
 
-  /** Writes every second on `timers` until `close`. */
+  /** Writes every second on `timers` until `close`, `FLUSH_SLICE` writes per transaction. */
   start(timers: Timers): void {
-    this.stop ??= every(() => this.flush(), FLUSH_MS, timers, { unref: true });
+    this.timers = timers;
+    this.stop ??= every(() => this.flushSliced(), FLUSH_MS, timers, { unref: true });
   }
 
   /** Writes what is queued now, in one transaction. */
   flush(): void {
+    this.write(this.pending.length);
+  }
+
+  /** One slice now; the rest a slice per turn of the event loop, until the queue is empty. */
+  private flushSliced(): void {
+    if (this.nextSlice !== null) return;
+    this.write(FLUSH_SLICE);
+    if (this.pending.length === 0 || this.failed !== null || this.timers === null) return;
+    this.nextSlice = this.timers.set(() => {
+      this.nextSlice = null;
+      this.flushSliced();
+    }, 0);
+  }
+
+  /** Writes the oldest `max` queued writes in one transaction; the bounds are kept after the last. */
+  private write(max: number): void {
     if (this.failed !== null || this.pending.length === 0) return;
-    const writes = this.pending;
-    this.pending = [];
+    const writes = max >= this.pending.length ? this.pending : this.pending.slice(0, max);
+    this.pending = writes === this.pending ? [] : this.pending.slice(max);
     try {
       this.transaction(() => {
         for (const write of writes) write();
       });
       this.dropped = 0;
-      this.afterFlush();
+      if (this.pending.length === 0) this.afterFlush();
     } catch (err) {
       this.giveUp(err);
     }
@@ -73,6 +99,8 @@ export class Batch {
   close(): void {
     this.stop?.();
     this.stop = null;
+    if (this.nextSlice !== null) this.timers?.clear(this.nextSlice);
+    this.nextSlice = null;
     this.flush();
   }
 

@@ -1,7 +1,7 @@
 /** The write queue: nothing written until the flush; one transaction; a failing write given up. */
 import { describe, expect, test } from "bun:test";
 import { createLogger } from "../../src/shared/log.ts";
-import { Batch, MAX_PENDING } from "../../src/store/batch.ts";
+import { Batch, FLUSH_SLICE, MAX_PENDING } from "../../src/store/batch.ts";
 import { FakeTimers } from "../support/fake-timers.ts";
 
 function setup() {
@@ -46,6 +46,30 @@ describe("the queue", () => {
     t.batch.add(t.write("d"));
     t.batch.close();
     expect(t.written).toEqual(["a", "b", "c", "d"]);
+    expect(timers.pending).toBe(0);
+  });
+
+  test("a long queue is written a slice per turn: FLUSH_SLICE writes per transaction, in order", () => {
+    const t = setup();
+    const timers = new FakeTimers();
+    // Each further slice waits for the next turn: a 0 ms timer of its own.
+    let turns = 0;
+    const set = timers.set.bind(timers);
+    timers.set = (fn, ms) => {
+      if (ms === 0) turns++;
+      return set(fn, ms);
+    };
+    t.batch.start(timers);
+    const n = 2 * FLUSH_SLICE + 7;
+    for (let i = 0; i < n; i++) t.batch.add(t.write(String(i)));
+    timers.advance(1000);
+    expect(t.transactions).toEqual([FLUSH_SLICE, FLUSH_SLICE, 7]);
+    expect(turns).toBe(2);
+    expect(t.written).toEqual(Array.from({ length: n }, (_, i) => String(i)));
+    // close() writes whatever is left at once, in one transaction, a slice pending or not.
+    for (let i = 0; i < n; i++) t.batch.add(t.write(`c${i}`));
+    t.batch.close();
+    expect(t.transactions.slice(3)).toEqual([n]);
     expect(timers.pending).toBe(0);
   });
 

@@ -113,16 +113,17 @@ export class TreeWatch {
   }
 
   /**
-   * A scan as soon as the current work is done (a timer of the tree's own, at 0 ms): after a
-   * model turned ready, its descendants are recorded once its first grants have gone out,
-   * since a full read of the table can take milliseconds.
+   * A scan as soon as the current work is done (a timer of the tree's own, at 0 ms), read as
+   * the periodic one is, without blocking: after a model turned ready, its descendants are
+   * recorded while its first answers go out, since a full read of the table takes
+   * milliseconds.
    */
   scanSoon(): void {
     if (this.soon) return;
     this.soon = true;
     (this.deps.timers ?? realTimers).set(() => {
       this.soon = false;
-      this.scan();
+      this.scanInBackground();
     }, 0);
   }
 

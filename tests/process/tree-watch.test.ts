@@ -191,6 +191,22 @@ describe("the periodic scan where reading the table runs a command (Darwin's ps)
     timers.advance(1000);
   });
 
+  test("the scan soon after readiness reads without blocking too", async () => {
+    const { w, timers, pending } = slowTable();
+    w.register("m", 200, null);
+    fs.add(201, { ppid: 200, pgrp: 200, session: 200 });
+    w.scanSoon();
+    w.scanSoon(); // one pending at a time
+    timers.advance(0);
+    expect(pending).toHaveLength(1);
+    expect(w.snapshot()[0]!.descendants).toEqual([]);
+    pending[0]!(fs.list());
+    await Promise.resolve();
+    expect(w.snapshot()[0]!.descendants.map((d) => d.pid)).toEqual([201]);
+    w.unregister(200);
+    timers.advance(1000);
+  });
+
   test("a reading older than a scan made meanwhile (a stop's) is dropped, not applied over it", async () => {
     const { w, timers, pending } = slowTable();
     w.register("m", 200, null);

@@ -11,6 +11,7 @@ import { type StopReason, stopReasonText } from "../scheduler/stop-reason.ts";
 import type { Swap, SwapResult } from "../scheduler/types.ts";
 import { asQmError, QmError } from "../shared/errors.ts";
 import type { Logger } from "../shared/log.ts";
+import { nextTurn } from "../shared/timer.ts";
 
 /** What the runtime needs of a model's supervisor (`ModelProcess`; a fake in tests). */
 export interface ModelServer extends ProcessView {
@@ -315,9 +316,4 @@ function errorText(err: unknown): string {
 
 function unloaded(model: string): QmError {
   return new QmError("model_unloaded", `model "${model}" was unloaded while it was loading`);
-}
-
-/** Resolves in the event loop's next turn, after what this turn wrote has gone out. */
-function nextTurn(): Promise<void> {
-  return new Promise((resolve) => setImmediate(resolve));
 }

@@ -41,6 +41,14 @@ export function setLongTimeout(
   return () => timers.clear(handle);
 }
 
+/**
+ * Resolves in the event loop's next turn, after what this turn wrote has gone out and the I/O
+ * waiting meanwhile has run: a long piece of work done a slice per turn holds nothing up.
+ */
+export function nextTurn(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
+}
+
 /** Resolves after `ms` (on `timers`), or early when `signal` aborts. */
 export function delay(
   ms: number,

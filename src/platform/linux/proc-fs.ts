@@ -4,6 +4,7 @@
  * against a fake table. `procFs()` reports `available: false` where there is no /proc.
  */
 import { readdirSync, readFileSync, readlinkSync } from "node:fs";
+import { nextTurn } from "../../shared/timer.ts";
 import type { ProcEntry, ProcFs, TcpListener } from "../types.ts";
 
 /** `/proc/PID/stat`; `comm` is in parentheses and may itself hold spaces and ")". */
@@ -68,11 +69,6 @@ function read(path: string): string | null {
  * of /proc/PID/stat (10 – 20 µs), so a slice holds the loop well under a millisecond.
  */
 export const LIST_SLICE = 16;
-
-/** Resolves in the event loop's next turn. */
-function nextTurn(): Promise<void> {
-  return new Promise((resolve) => setImmediate(resolve));
-}
 
 /**
  * The real /proc (or another directory laid out like it); `slice`: processes `listAsync` reads

@@ -25,22 +25,21 @@ export class UsageRows {
     this.queued.add(row);
     this.batch.add(() => {
       this.queued.delete(row);
-      const r = row;
       this.db
         .query(
           `INSERT OR REPLACE INTO usage (hour_ms, key, model, requests, prompt_tokens,
              completion_tokens, cached_tokens, wait_ms, swaps) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
         )
         .run(
-          r.hour,
-          r.key,
-          r.model,
-          r.requests,
-          r.prompt_tokens,
-          r.completion_tokens,
-          r.cached_tokens,
-          r.wait_ms,
-          r.swaps,
+          row.hour,
+          row.key,
+          row.model,
+          row.requests,
+          row.prompt_tokens,
+          row.completion_tokens,
+          row.cached_tokens,
+          row.wait_ms,
+          row.swaps,
         );
     });
   }

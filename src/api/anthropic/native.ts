@@ -99,7 +99,9 @@ export function nativeExchange(
     log: ctx.opts.log,
     placeholder: body.stream === true,
     observer: new Observer(ANTHROPIC_TOOL_USE),
+    offersTools: (body.tools?.length ?? 0) > 0,
     body: parsed.bytes,
+    json: body as unknown as Record<string, unknown>,
     parsed: {
       body: encoder.encode(JSON.stringify(payload)),
       pathAndQuery: `/v1/messages${q >= 0 ? request.url.slice(q) : ""}`,

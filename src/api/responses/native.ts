@@ -71,7 +71,9 @@ export function nativeExchange(
     log,
     placeholder: body.stream === true,
     observer: new Observer(RESPONSES_FUNCTION_CALL),
+    offersTools: Array.isArray(body.tools) && body.tools.length > 0,
     body: bytes,
+    json: body,
     parsed: {
       body: rewritten,
       pathAndQuery: `/v1/responses${q >= 0 ? request.url.slice(q) : ""}`,

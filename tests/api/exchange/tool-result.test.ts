@@ -150,6 +150,30 @@ describe("the scheduler hears it", () => {
     expect(gw.hooks.map((a) => a?.toolResult)).toEqual([false, true, false]);
   });
 
+  test('native passthrough (anthropic_native, responses_api = "native"): read from the parsed body too', async () => {
+    gw = fakeGateway(
+      `[server]\nlog_level = "error"\n${modelToml("a", up, "anthropic_native = true")}${modelToml("r", up, 'responses_api = "native"')}`,
+    );
+    gw.states.a = "ready";
+    gw.states.r = "ready";
+    app = appOf(gw);
+    up.answer = () => Response.json({ id: "x", type: "message", content: [] });
+    const sh = { name: "sh", input_schema: { type: "object" } };
+    const result = {
+      role: "user",
+      content: [{ type: "tool_result", tool_use_id: "t", content: "ok" }],
+    };
+    await post(app, "/v1/messages", { model: "a", max_tokens: 9, tools: [sh], messages: [user] });
+    await post(app, "/v1/messages", { model: "a", max_tokens: 9, tools: [sh], messages: [result] });
+    await post(app, "/v1/messages", { model: "a", max_tokens: 9, messages: [result] });
+    const fn = { type: "function", name: "sh", parameters: { type: "object" } };
+    const output = { type: "function_call_output", call_id: "c1", output: "done" };
+    await post(app, "/v1/responses", { model: "r", tools: [fn], input: "run it" });
+    await post(app, "/v1/responses", { model: "r", tools: [fn], input: [output] });
+    await post(app, "/v1/responses", { model: "r", input: [output] });
+    expect(gw.hooks.map((a) => a?.toolResult)).toEqual([false, true, false, false, true, false]);
+  });
+
   test("Ollama chat: a tool message; no tools offered, false", async () => {
     up.answer = () => completion({ content: "ok" }, "stop");
     const sh = { type: "function", function: { name: "sh", parameters: { type: "object" } } };

@@ -6,6 +6,9 @@
  * The flags, and the commit and date that `qm version` prints, come from
  * scripts/release/build-args.ts, which `npm run release` uses for every target.
  *
+ * It is built twice: a run of the first build records the order its bytecode is laid out in
+ * (scripts/release/bytecode-order.ts).
+ *
  * The binary is written to a temporary name beside it and renamed into place: rename(2) swaps
  * the name atomically, so a qm still running from the old dist/qm keeps its file, and a second
  * build running at the same time (another `bun test`) never leaves half a binary behind.
@@ -13,6 +16,7 @@
 import { existsSync, readdirSync, renameSync, rmSync, statSync, utimesSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { buildArgs, buildStamp } from "./release/build-args.ts";
+import { recordOrder } from "./release/bytecode-order.ts";
 
 export const ROOT = resolve(import.meta.dir, "..");
 export const BINARY = join(ROOT, "dist/qm");
@@ -43,13 +47,24 @@ export function binaryIsStale(root = ROOT, binary = join(root, "dist/qm")): bool
 export async function buildQm(outfile = BINARY): Promise<void> {
   const began = new Date();
   const temp = `${outfile}.${process.pid}.${Math.random().toString(36).slice(2)}.tmp`;
-  try {
-    const build = Bun.spawn([process.execPath, ...buildArgs(buildStamp({ cwd: ROOT }), temp)], {
+  const stamp = buildStamp({ cwd: ROOT });
+  const compile = async (order?: readonly string[]) => {
+    const build = Bun.spawn([process.execPath, ...buildArgs(stamp, temp, undefined, order)], {
       cwd: ROOT,
       stdout: "ignore",
       stderr: "inherit",
     });
     if ((await build.exited) !== 0) throw new Error(`bun build failed (exit ${build.exitCode})`);
+  };
+  try {
+    // Twice: the first build runs once to record the order its bytecode is laid out in.
+    await compile();
+    const order = await recordOrder(temp);
+    try {
+      await compile(order.files);
+    } finally {
+      order.dispose();
+    }
     utimesSync(temp, began, began);
     // The map first: a binary that is in place is taken as built, so its map must be there.
     if (existsSync(`${temp}.map`)) renameSync(`${temp}.map`, `${outfile}.map`);

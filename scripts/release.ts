@@ -12,6 +12,7 @@ import { mkdirSync, rmSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { buildArgs, buildStamp, git } from "./release/build-args.ts";
+import { recordOrder } from "./release/bytecode-order.ts";
 import { pack, platform, TARGETS, type Target } from "./release/pack.ts";
 
 const root = resolve(import.meta.dir, "..");
@@ -44,23 +45,35 @@ if (git(["status", "--porcelain", "--untracked-files=no"], root)) {
   );
 }
 
-rmSync(outDir, { recursive: true, force: true });
-const work = join(outDir, ".build");
-const binaries = targets.map((target) => {
-  const path = join(work, platform(target), "qm");
-  mkdirSync(join(work, platform(target)), { recursive: true });
-  const t0 = performance.now();
-  const build = Bun.spawnSync([process.execPath, ...buildArgs(stamp, path, platform(target))], {
+function compile(path: string, target?: string, order?: readonly string[]): void {
+  const build = Bun.spawnSync([process.execPath, ...buildArgs(stamp, path, target, order)], {
     cwd: root,
     stdout: "pipe",
     stderr: "pipe",
   });
   if (build.exitCode !== 0) {
-    throw new Error(`bun build for ${platform(target)} failed:\n${build.stdout}${build.stderr}`);
+    throw new Error(
+      `bun build for ${target ?? "this machine"} failed:\n${build.stdout}${build.stderr}`,
+    );
   }
+}
+
+rmSync(outDir, { recursive: true, force: true });
+const work = join(outDir, ".build");
+// One run of this machine's build records the bytecode's layout for every target's.
+mkdirSync(join(work, "record"), { recursive: true });
+compile(join(work, "record/qm"));
+const order = await recordOrder(join(work, "record/qm"));
+log(`recorded the bytecode's order (${order.files.length} runs)`);
+const binaries = targets.map((target) => {
+  const path = join(work, platform(target), "qm");
+  mkdirSync(join(work, platform(target)), { recursive: true });
+  const t0 = performance.now();
+  compile(path, platform(target), order.files);
   log(`compiled ${platform(target)} in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
   return { target, path };
 });
+order.dispose();
 
 const manifest = pack({
   outDir,

@@ -65,9 +65,14 @@ export function buildStamp(opts: {
 /**
  * `bun build` arguments for qm's entry point. `target` is a Bun compile target without its
  * `bun-` prefix (`linux-arm64`); none builds for this machine. src/version.ts reads the two
- * defines.
+ * defines. `order`: the records of a run that lay out the bytecode (bytecode-order.ts).
  */
-export function buildArgs(stamp: BuildStamp, outfile: string, target?: string): string[] {
+export function buildArgs(
+  stamp: BuildStamp,
+  outfile: string,
+  target?: string,
+  order: readonly string[] = [],
+): string[] {
   return [
     "build",
     "--compile",
@@ -81,6 +86,7 @@ export function buildArgs(stamp: BuildStamp, outfile: string, target?: string): 
     // ESM, as without it: the modules keep import.meta and their order of evaluation.
     "--bytecode",
     "--format=esm",
+    ...(order.length > 0 ? [`--bytecode-order=${order.join(",")}`] : []),
     `--define=QM_BUILD_COMMIT=${JSON.stringify(stamp.shortCommit)}`,
     `--define=QM_BUILD_DATE=${JSON.stringify(stamp.date)}`,
     "src/cli/main.ts",

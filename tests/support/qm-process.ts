@@ -51,13 +51,18 @@ export async function startQm(
     }
   })();
   void proc.stdout.text();
-  const timeout = new Promise<never>((_, reject) =>
-    setTimeout(() => reject(new Error(`qm did not start:\n${text}`)), opts.timeoutMs ?? 10_000),
-  );
+  let timer: Timer | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(
+      () => reject(new Error(`qm did not start:\n${text}`)),
+      opts.timeoutMs ?? 10_000,
+    );
+  });
   const exited = proc.exited.then((code) => {
     throw new Error(`qm exited with ${code} before listening:\n${text}`);
   });
-  const url = await Promise.race([listening, timeout, exited]);
+  // The timer goes once qm listens: a script that started qm can end without waiting it out.
+  const url = await Promise.race([listening, timeout, exited]).finally(() => clearTimeout(timer));
   return {
     proc,
     url,

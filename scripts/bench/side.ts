@@ -12,7 +12,16 @@ import { streamLoad } from "./load.ts";
 import { nonStreamCells } from "./nonstream.ts";
 import { startListening, stopChild } from "./procs.ts";
 import { load, type Qm, startQmWith } from "./qm.ts";
-import { cpuMs, freePort, log, percentile, round, rssMb, shellQuote } from "./util.ts";
+import {
+  cpuMs,
+  dropFromPageCache,
+  freePort,
+  log,
+  percentile,
+  round,
+  rssMb,
+  shellQuote,
+} from "./util.ts";
 
 export type Figures = Record<string, number>;
 type Better = "lower" | "higher";
@@ -80,6 +89,8 @@ async function withQm<T>(
 ): Promise<T> {
   const port = freePort();
   const name = `side-${b.label}-${++serial}`;
+  // Both binaries start read in on demand, as after a reboot (their idle RSS is compared).
+  dropFromPageCache(b.bin);
   const qm = await startQmWith(ctx.dir, name, port, serverToml(port) + models, b.bin);
   try {
     return await fn(qm);

@@ -1,6 +1,9 @@
 /** Parsing /proc (stat, net/tcp) and the real reader against this very process. */
 import { afterEach, describe, expect, test } from "bun:test";
-import { parseNetTcp, parseStat, procFs } from "../../src/platform/linux/proc-fs.ts";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { parseNetTcp, parseStat, procFs, readSliced } from "../../src/platform/linux/proc-fs.ts";
 
 const linuxProc = procFs();
 
@@ -120,5 +123,40 @@ describe("the process table without blocking", () => {
     // Yielded between slices: the loop turned once per process read, but the first.
     expect(pids.size).toBeGreaterThan(1);
     expect(turns).toBeGreaterThanOrEqual(pids.size - 1);
+  });
+});
+
+describe("a /proc table without blocking", () => {
+  test("readSliced reads the whole file, yielding after each full slice", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "qm-sliced-"));
+    try {
+      const path = join(dir, "table");
+      const text = Array.from({ length: 100 }, (_, i) => `line ${i}`).join("\n");
+      writeFileSync(path, text);
+      let turns = 0;
+      let done = false;
+      const count = () => {
+        turns++;
+        if (!done) setImmediate(count);
+      };
+      setImmediate(count);
+      const read = await readSliced(path, 64);
+      done = true;
+      expect(read).toBe(text);
+      // 100 lines of 6 – 8 bytes in 64-byte slices: the loop turned between them.
+      expect(turns).toBeGreaterThanOrEqual(Math.floor(text.length / 64) - 1);
+      expect(await readSliced(join(dir, "missing"))).toBe("");
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  test("listenersAsync finds what listeners() finds", async () => {
+    const l = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } });
+    listeners.push(l);
+    const sync = linuxProc.listeners().filter((x) => x.port === l.port);
+    const sliced = procFs("/proc").listenersAsync!;
+    expect((await sliced()).filter((x) => x.port === l.port)).toEqual(sync);
+    expect(sync).toHaveLength(1);
   });
 });

@@ -3,7 +3,7 @@
  * who holds a port: the `ProcFs` of src/platform/types.ts, so the tracking logic is tested
  * against a fake table. `procFs()` reports `available: false` where there is no /proc.
  */
-import { readdirSync, readFileSync, readlinkSync } from "node:fs";
+import { closeSync, openSync, readdirSync, readFileSync, readlinkSync, readSync } from "node:fs";
 import { nextTurn } from "../../shared/timer.ts";
 import type { ProcEntry, ProcFs, TcpListener } from "../types.ts";
 
@@ -62,6 +62,42 @@ function read(path: string): string | null {
   } catch {
     return null; // gone while we looked, or not ours to read
   }
+}
+
+/**
+ * Bytes of a /proc table read per turn of the event loop by `readSliced`: /proc/net/tcp has a
+ * 150-byte line per socket, so a slice is about 400 sockets, well under a millisecond to read.
+ */
+export const READ_SLICE = 64 * 1024;
+
+/**
+ * The whole file, read `slice` bytes per turn of the event loop ("" when it cannot be read).
+ * /proc generates a table as it is read, whole lines per read, so a box with tens of thousands
+ * of sockets never holds qm for the whole table at once.
+ */
+export async function readSliced(path: string, slice = READ_SLICE): Promise<string> {
+  let fd: number;
+  try {
+    fd = openSync(path, "r");
+  } catch {
+    return "";
+  }
+  const parts: Buffer[] = [];
+  try {
+    for (;;) {
+      const buf = Buffer.allocUnsafe(slice);
+      const n = readSync(fd, buf, 0, slice, null);
+      if (n === 0) break;
+      parts.push(buf.subarray(0, n));
+      // A full slice: more may follow, read it in the next turn (a short read is near the end).
+      if (n === slice) await nextTurn();
+    }
+  } catch {
+    return ""; // gone while we read it
+  } finally {
+    closeSync(fd);
+  }
+  return Buffer.concat(parts).toString("utf8");
 }
 
 /**
@@ -138,15 +174,13 @@ export function procFs(root = "/proc", slice = LIST_SLICE): ProcFs {
     listeners() {
       return ["tcp", "tcp6"].flatMap((f) => parseNetTcp(read(`${root}/net/${f}`) ?? ""));
     },
+    // Read in slices on this thread: a read on Bun's thread pool took 3 – 4 ms to come back
+    // here even for a table of a dozen sockets, and every start of a model waits for it.
     async listenersAsync() {
-      const texts = await Promise.all(
-        ["tcp", "tcp6"].map((f) =>
-          Bun.file(`${root}/net/${f}`)
-            .text()
-            .catch(() => ""),
-        ),
-      );
-      return texts.flatMap(parseNetTcp);
+      const out: TcpListener[] = [];
+      for (const f of ["tcp", "tcp6"])
+        out.push(...parseNetTcp(await readSliced(`${root}/net/${f}`)));
+      return out;
     },
   };
 }

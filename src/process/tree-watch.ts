@@ -290,10 +290,14 @@ export class TreeWatch {
   }
 
   /**
-   * Resolves once no recorded descendant runs, or after `maxMs`; then reaps our zombies. It
-   * waits on the kernel, so it polls on real time (as `waitGroupGone` does).
+   * Resolves once no recorded descendant runs, or after `maxMs`; then reaps our zombies (one
+   * more scan). It waits on the kernel, so it polls on real time (as `waitGroupGone` does).
+   * Called right after a scan: when that scan recorded nothing for the run, it saw nothing of
+   * the run's alive and reaped what had died, so there is nothing to wait for and no second
+   * scan (a stop then reads the process table twice, not three times).
    */
   async waitGone(pid: number, maxMs: number): Promise<boolean> {
+    if ((this.runs.get(pid)?.descendants.size ?? 0) === 0) return true;
     const until = performance.now() + maxMs;
     let gone = !this.running(pid);
     while (!gone && performance.now() < until) {

@@ -153,6 +153,40 @@ describe("zombies reparented to qm", () => {
   });
 });
 
+describe("waiting for what a stopped model left", () => {
+  /** Counts the full reads of the table. */
+  function countLists(): () => number {
+    let n = 0;
+    const list = fs.list.bind(fs);
+    fs.list = () => {
+      n++;
+      return list();
+    };
+    return () => n;
+  }
+
+  test("nothing recorded after the scan: nothing to wait for, no second read of the table", async () => {
+    watch.register("m", 200, null);
+    fs.remove(200);
+    watch.scan();
+    const lists = countLists();
+    expect(await watch.waitGone(200, 500)).toBe(true);
+    expect(lists()).toBe(0);
+  });
+
+  test("a recorded descendant: once it is gone, one more scan reaps its zombie", async () => {
+    watch.register("m", 200, null);
+    fs.add(201, { ppid: 200, pgrp: 200, session: 200 });
+    watch.scan();
+    fs.remove(200);
+    fs.add(201, { ppid: QM, pgrp: 200, session: 200, state: "Z" }); // killed, reparented
+    const lists = countLists();
+    expect(await watch.waitGone(200, 500)).toBe(true);
+    expect(lists()).toBe(1);
+    expect(reaped).toEqual([201]);
+  });
+});
+
 describe("the periodic scan where reading the table runs a command (Darwin's ps)", () => {
   /** A table whose `listAsync` answers only when the test says (a `ps` still running). */
   function slowTable() {

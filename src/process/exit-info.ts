@@ -79,3 +79,11 @@ function lastWords(tail: readonly string[]): string {
   if (!line) return "";
   return `: ${line.length > 160 ? `${line.slice(0, 157)}...` : line}`;
 }
+
+/** A start that a stop overtook before the model became ready. */
+export function stoppedWhileStarting(id: string): QmError {
+  return new QmError(
+    "cancelled",
+    `loading model "${id}" was cancelled: it was stopped before it became ready`,
+  );
+}

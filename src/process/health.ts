@@ -2,6 +2,13 @@
  * Readiness polling. The product promise is that a model is served within ~30 ms of its
  * upstream turning healthy, so the default poll interval is 10 ms (llama-swap polls once a
  * second). A refused connection fails in well under a millisecond, so this costs little.
+ *
+ * A line the model prints also asks for the next probe at once (`ProbeNudge`): servers print
+ * one as they start to listen or finish loading (llama-server's "server is listening",
+ * uvicorn's "Application startup complete", mistral.rs's "Serving on"), so the probe that
+ * finds them ready follows it instead of coming up to an interval later. Probes stay at least
+ * `MIN_GAP_MS` apart, so a model that prints thousands of lines while it loads is not probed
+ * thousands of times.
  */
 import type { Fetch } from "../shared/fetch.ts";
 import { delay, realTimers, setTimeoutSignal, type Timers } from "../shared/timer.ts";
@@ -23,6 +30,55 @@ export interface HealthWait {
   fetch?: Fetch;
   /** Called once, at the first HTTP answer of any status: something listens on the port now. */
   onAnswer?: () => void;
+  /** Asks for the next probe early (the model printed a line). */
+  nudge?: ProbeNudge;
+}
+
+/** Nudged probes are this far apart at least, after the one before ended. */
+export const MIN_GAP_MS = 2;
+
+/** Lets the model's output end the wait between two probes early (see the top of the file). */
+export class ProbeNudge {
+  private wake: (() => void) | null = null;
+  private early = false;
+
+  /** The next probe now, or as soon as the one under way has ended and `MIN_GAP_MS` passed. */
+  now(): void {
+    if (this.wake) this.wake();
+    else this.early = true;
+  }
+
+  /**
+   * Waits `ms` on `timers`, or `MIN_GAP_MS` when nudged (a nudge during the probe before
+   * counts); ends at once when `signal` aborts.
+   */
+  wait(ms: number, signal: AbortSignal, timers: Timers): Promise<void> {
+    return new Promise((resolve) => {
+      if (signal.aborted) return resolve();
+      const began = timers.now();
+      const done = () => {
+        timers.clear(timer);
+        signal.removeEventListener("abort", done);
+        this.wake = null;
+        resolve();
+      };
+      const early = () => {
+        this.wake = () => {}; // once per wait: later lines change nothing
+        const left = began + MIN_GAP_MS - timers.now();
+        if (left >= ms - (timers.now() - began)) return; // the interval ends sooner anyway
+        timers.clear(timer);
+        timer = timers.set(done, Math.max(0, left));
+      };
+      let timer = timers.set(done, ms);
+      signal.addEventListener("abort", done, { once: true });
+      if (this.early) {
+        this.early = false;
+        early();
+      } else {
+        this.wake = early;
+      }
+    });
+  }
 }
 
 /** One probe never waits longer than this, so a hung endpoint is retried, not awaited. */
@@ -64,7 +120,9 @@ export async function waitHealthy(w: HealthWait): Promise<HealthOutcome> {
       probe.cancel();
     }
     const wait = Math.min(w.intervalMs, w.deadline - timers.now());
-    if (wait > 0) await delay(wait, w.signal, timers);
+    if (wait > 0) {
+      await (w.nudge ? w.nudge.wait(wait, w.signal, timers) : delay(wait, w.signal, timers));
+    }
   }
 }
 

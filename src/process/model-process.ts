@@ -4,7 +4,6 @@
  * it started (tree-watch.ts) gracefully (cmd_stop or SIGTERM, SIGKILL after
  * `stop_timeout_s`), and report exits nobody asked for. Invariants: ./design.md.
  */
-
 import type { ModelConfig } from "../config/types.ts";
 import { QmError } from "../shared/errors.ts";
 import type { Fetch } from "../shared/fetch.ts";
@@ -17,8 +16,9 @@ import {
   exitReport,
   formatTail,
   type ProcessExit,
+  stoppedWhileStarting,
 } from "./exit-info.ts";
-import { type HealthOutcome, waitHealthy } from "./health.ts";
+import { type HealthOutcome, ProbeNudge, waitHealthy } from "./health.ts";
 import { KvSlots } from "./kv-slots.ts";
 import { killLeftovers, signalTree } from "./leftovers.ts";
 import { pumpLines } from "./line-splitter.ts";
@@ -74,6 +74,7 @@ interface Run {
   readonly stderr: RingBuffer<string>;
   /** The model's `keep_kv` slots, or null. */
   readonly kv: KvSlots | null;
+  readonly nudge: ProbeNudge;
   /** Ends the readiness poll (stop, exit or its outcome). */
   readonly abort: AbortController;
   /** Set by stop(): its exit is expected and is not reported through onExit. */
@@ -236,6 +237,7 @@ export class ModelProcess {
             timers: this.timers,
             fetch: this.opts.fetch,
             onAnswer: () => void checkOwner(),
+            nudge: run.nudge,
           }),
       run.exit.then(() => ({ kind: "exit" }) as const),
     ]);
@@ -295,12 +297,11 @@ export class ModelProcess {
     const leader = tree.register(model.id, proc.pid, portOf(model)?.port ?? null);
     const stderr = new RingBuffer<string>(STDERR_TAIL_LINES * 5);
     this.lastStderr = stderr;
+    // A line printed may say the server listens now: probe it at once (health.ts).
+    const nudge = new ProbeNudge();
     const pumps = Promise.all([
-      pumpLines(proc.stdout, (line) => this.onLine(model.id, line)),
-      pumpLines(proc.stderr, (line) => {
-        stderr.push(line);
-        this.onLine(model.id, line);
-      }),
+      pumpLines(proc.stdout, (line) => this.onLine(model.id, line, nudge)),
+      pumpLines(proc.stderr, (line) => this.onLine(model.id, line, nudge, stderr)),
     ]);
     const run: Run = {
       // `${GPU_IDS}` in cmd_stop and env reads what this spawn was placed on, as its argv does.
@@ -311,6 +312,7 @@ export class ModelProcess {
       startedAt: this.timers.now(),
       stderr,
       kv,
+      nudge,
       abort: new AbortController(),
       stopRequested: false,
       exited: false,
@@ -377,7 +379,9 @@ export class ModelProcess {
     return terminate(run, this.opts.log, (line) => this.onLine(run.model.id, line), this.timers);
   }
 
-  private onLine(id: string, line: string): void {
+  private onLine(id: string, line: string, nudge?: ProbeNudge, stderr?: RingBuffer<string>) {
+    nudge?.now();
+    stderr?.push(line);
     this.lines.push(line);
     this.opts.onLine?.(line);
     if (this.opts.log.enabled("debug")) this.opts.log.debug(`[${id}] ${line}`);
@@ -389,12 +393,4 @@ export class ModelProcess {
     this._state = state;
     this.opts.onStateChange?.(state);
   }
-}
-
-/** A start that a stop overtook before the model became ready. */
-function stoppedWhileStarting(id: string): QmError {
-  return new QmError(
-    "cancelled",
-    `loading model "${id}" was cancelled: it was stopped before it became ready`,
-  );
 }

@@ -4,7 +4,13 @@
  * a real refused connection or HTTP error reads as).
  */
 import { afterEach, expect, test } from "bun:test";
-import { type HealthOutcome, type HealthWait, waitHealthy } from "../../src/process/health.ts";
+import {
+  type HealthOutcome,
+  type HealthWait,
+  MIN_GAP_MS,
+  ProbeNudge,
+  waitHealthy,
+} from "../../src/process/health.ts";
 import type { Fetch } from "../../src/shared/fetch.ts";
 import { FakeTimers } from "../support/fake-timers.ts";
 import { freePort } from "../support/net.ts";
@@ -46,7 +52,13 @@ function endpoint(timers: FakeTimers, answer: (n: number) => number | null) {
 }
 
 /** waitHealthy on the fake clock from 0; `outcome` is null until it ends. */
-function waitOn(timers: FakeTimers, fetch: Fetch, deadline: number, signal?: AbortSignal) {
+function waitOn(
+  timers: FakeTimers,
+  fetch: Fetch,
+  deadline: number,
+  signal?: AbortSignal,
+  nudge?: ProbeNudge,
+) {
   const w: HealthWait = {
     url: "http://model.test/health",
     intervalMs: 10,
@@ -54,6 +66,7 @@ function waitOn(timers: FakeTimers, fetch: Fetch, deadline: number, signal?: Abo
     signal: signal ?? new AbortController().signal,
     timers,
     fetch,
+    ...(nudge ? { nudge } : {}),
   };
   const state: { outcome: HealthOutcome | null } = { outcome: null };
   const done = waitHealthy(w).then((o) => {
@@ -77,6 +90,62 @@ test("polls every interval until a 200, and is ready at that probe", async () =>
   expect(await w.done).toEqual({ kind: "ready" });
   expect(up.at).toEqual([0, 10, 20, 30]);
   expect(timers.pending).toBe(0);
+});
+
+test("a line the model prints brings the next probe forward, never closer than the minimum gap", async () => {
+  const timers = new FakeTimers();
+  const up = endpoint(timers, (n) => (n < 4 ? 503 : 200));
+  const nudge = new ProbeNudge();
+  const w = waitOn(timers, up.fetch, 2000, undefined, nudge);
+  await settle();
+  timers.advance(3);
+  nudge.now(); // 3 ms into the wait: the next probe now
+  await settle();
+  timers.advance(0);
+  await settle();
+  expect(up.at).toEqual([0, 3]);
+  nudge.now(); // right after a probe: held to the minimum gap
+  nudge.now();
+  await settle();
+  timers.advance(MIN_GAP_MS - 1);
+  await settle();
+  expect(up.at).toEqual([0, 3]);
+  timers.advance(1);
+  await settle();
+  expect(up.at).toEqual([0, 3, 3 + MIN_GAP_MS]);
+  // No line: the interval again.
+  timers.advance(9);
+  await settle();
+  expect(up.at).toHaveLength(3);
+  timers.advance(1);
+  expect(await w.done).toEqual({ kind: "ready" });
+  expect(up.at).toEqual([0, 3, 3 + MIN_GAP_MS, 13 + MIN_GAP_MS]);
+  expect(timers.pending).toBe(0);
+});
+
+test("a line printed while a probe is under way brings the one after it forward", async () => {
+  const timers = new FakeTimers();
+  let release: (() => void) | null = null;
+  const at: number[] = [];
+  const fetch: Fetch = () => {
+    at.push(timers.now());
+    if (at.length === 1) {
+      return new Promise((resolve) => {
+        release = () => resolve(new Response(null, { status: 503 }));
+      });
+    }
+    return Promise.resolve(new Response(null, { status: 200 }));
+  };
+  const nudge = new ProbeNudge();
+  const w = waitOn(timers, fetch, 2000, undefined, nudge);
+  await settle();
+  timers.advance(5);
+  nudge.now(); // the first probe has not answered yet
+  release!();
+  await settle();
+  timers.advance(MIN_GAP_MS);
+  expect(await w.done).toEqual({ kind: "ready" });
+  expect(at).toEqual([0, 5 + MIN_GAP_MS]);
 });
 
 test("a probe that hangs is given up after the probe limit (1 s), then the next is sent", async () => {

@@ -4,10 +4,10 @@
  * and a real `npm run release` for this machine's target, whose binary and manifest must name
  * HEAD. The other targets need Bun runtimes from npm and a minute: .ci/run's release step.
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
+import { afterAll, describe, expect, test } from "bun:test";
+import { mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { basename, join } from "node:path";
+import { join } from "node:path";
 import pkg from "../../package.json" with { type: "json" };
 import {
   buildArgs,
@@ -16,11 +16,9 @@ import {
   git,
   gitRunner,
 } from "../../scripts/release/build-args.ts";
-import { recordOrder } from "../../scripts/release/bytecode-order.ts";
 import { sha256, TARGETS } from "../../scripts/release/pack.ts";
 import { versionLine } from "../../src/version.ts";
-import { BUILD_TIMEOUT_MS, needsBinary } from "../support/binary.ts";
-import { QM, ROOT } from "../support/qm-process.ts";
+import { ROOT } from "../support/qm-process.ts";
 
 const SHA = "89abcdef0123456789abcdef0123456789abcdef";
 const fakeGit: Git = (args) =>
@@ -91,26 +89,6 @@ describe("build stamp", () => {
     expect(ordered).toContain("--bytecode-order=/r/serve.order,/r/demo.order");
     expect(ordered.slice(-3)).toEqual(["src/cli/main.ts", "--outfile", "out/qm"]);
   });
-});
-
-describe("the bytecode's order", () => {
-  beforeAll(needsBinary, BUILD_TIMEOUT_MS);
-
-  test("a run of qm serve and of its demo model server each leaves a record", async () => {
-    const recorded = await recordOrder(QM);
-    try {
-      expect(recorded.files.map((f) => basename(f))).toEqual(["serve.order", "demo.order"]);
-      for (const f of recorded.files) {
-        // The format's line, then one line per function, module or constant first used.
-        const lines = readFileSync(f, "utf8").split("\n");
-        expect(lines[0]).toMatch(/^v\d+$/);
-        expect(lines.filter((l) => /^[A-Z] [0-9a-f]{16}$/.test(l)).length).toBeGreaterThan(1000);
-      }
-    } finally {
-      recorded.dispose();
-    }
-    for (const f of recorded.files) expect(existsSync(f)).toBe(false);
-  }, 30_000);
 });
 
 test("from source, qm version says the commit and date are unknown", () => {

@@ -61,7 +61,11 @@ export async function buildQm(outfile = BINARY): Promise<void> {
     await compile();
     const order = await recordOrder(temp);
     try {
-      await compile(order.files);
+      if (order.files.length > 0) await compile(order.files);
+      else
+        process.stderr.write(
+          `build: no bytecode order recorded (${order.failed}); laid out as compiled\n`,
+        );
     } finally {
       order.dispose();
     }

@@ -64,7 +64,11 @@ const work = join(outDir, ".build");
 mkdirSync(join(work, "record"), { recursive: true });
 compile(join(work, "record/qm"));
 const order = await recordOrder(join(work, "record/qm"));
-log(`recorded the bytecode's order (${order.files.length} runs)`);
+log(
+  order.files.length > 0
+    ? `recorded the bytecode's order (${order.files.length} runs)`
+    : `no bytecode order recorded (${order.failed}); the binaries are laid out as compiled`,
+);
 const binaries = targets.map((target) => {
   const path = join(work, platform(target), "qm");
   mkdirSync(join(work, platform(target)), { recursive: true });

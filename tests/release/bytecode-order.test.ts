@@ -26,3 +26,13 @@ test("a run of qm serve and of its demo model server each leaves a record", asyn
   }
   for (const f of recorded.files) expect(existsSync(f)).toBe(false);
 }, 30_000);
+
+test("a run that fails records nothing and says why, without throwing", async () => {
+  const recorded = await recordOrder("/bin/false");
+  try {
+    expect(recorded.files).toEqual([]);
+    expect(recorded.failed).toContain("exited with 1 before listening");
+  } finally {
+    recorded.dispose();
+  }
+});

@@ -11,6 +11,7 @@ import type { Server } from "bun";
 import { MAX_PEER_ANSWER, MAX_PEER_MODELS } from "../../src/peers/limits.ts";
 import { type PeerStatusJson, PeerTable } from "../../src/peers/table.ts";
 import { PeerWatch } from "../../src/peers/watch.ts";
+import type { Fetch } from "../../src/shared/fetch.ts";
 import { createLogger } from "../../src/shared/log.ts";
 import { config } from "../support/config.ts";
 import { until } from "../support/e2e.ts";
@@ -31,7 +32,7 @@ function peer(handle: (req: Request) => Response | Promise<Response>): Server<un
 }
 
 /** A watch over one `kind = "qm"` peer at `url`, with what it logged and published. */
-function watch(url: string, extra = "") {
+function watch(url: string, extra = "", fetch?: Fetch) {
   const timers = new FakeTimers();
   const cfg = config(
     `[peers.b]\nurl = "${url}"\nkind = "qm"\napi_key = "peer-key"\npoll_s = 5\n${extra}`,
@@ -48,7 +49,7 @@ function watch(url: string, extra = "") {
     },
   );
   const log = createLogger("warn", (line) => warnings.push(line));
-  w = new PeerWatch(table, { timers, log });
+  w = new PeerWatch(table, { timers, log, ...(fetch ? { fetch } : {}) });
   watches.push(w);
   w.start();
   const state = () => table.status()[0]!;
@@ -235,12 +236,28 @@ describe("floods", () => {
           )
         : notFound(),
     );
-    const { state, published, timers } = watch(base(s));
+    // Counts the bytes of the event stream the watch has read, to know when the burst is in.
+    const bytes = new TextEncoder().encode(burst).length;
+    let read = 0;
+    const counting: Fetch = async (input, init) => {
+      const res = await fetch(input, init);
+      if (!res.body || !new URL(String(input)).pathname.endsWith("/api/events")) return res;
+      const count = new TransformStream<Uint8Array, Uint8Array>({
+        transform(chunk, c) {
+          read += chunk.byteLength;
+          c.enqueue(chunk);
+        },
+      });
+      return new Response(res.body.pipeThrough(count), res);
+    };
+    const { state, published, timers } = watch(base(s), "", counting);
     await until(
-      async () => state().models.length,
-      (n) => n > 0,
+      async () => read,
+      (n) => n === bytes,
     );
-    await Bun.sleep(100); // the whole burst has arrived
+    // The last chunk, handed on, is parsed within the turns that follow.
+    for (let i = 0; i < 5; i++) await new Promise((r) => setImmediate(r));
+    expect(state().models.length).toBeGreaterThan(0);
     const changes = published.filter((p) => p.models.length > 0).length;
     expect(changes).toBeLessThanOrEqual(2);
     timers.advance(100);

@@ -210,17 +210,25 @@ describe("the periodic scan where reading the table runs a command (Darwin's ps)
     return { w, timers, pending };
   }
 
+  /** One reading under way, nothing recorded from it yet; once it answers, 201 is recorded. */
+  async function recordedOnceRead(
+    w: TreeWatch,
+    pending: ((all: ReturnType<FakeProc["list"]>) => void)[],
+  ): Promise<void> {
+    expect(pending).toHaveLength(1);
+    expect(w.snapshot()[0]!.descendants).toEqual([]);
+    pending[0]!(fs.list());
+    await Promise.resolve();
+    expect(w.snapshot()[0]!.descendants.map((d) => d.pid)).toEqual([201]);
+  }
+
   test("reads without blocking, then records what it read; one reading at a time", async () => {
     const { w, timers, pending } = slowTable();
     w.register("m", 200, null);
     fs.add(201, { ppid: 200, pgrp: 200, session: 200 });
     timers.advance(1000);
     timers.advance(1000); // the first reading is still under way: no second one
-    expect(pending).toHaveLength(1);
-    expect(w.snapshot()[0]!.descendants).toEqual([]);
-    pending[0]!(fs.list());
-    await Promise.resolve();
-    expect(w.snapshot()[0]!.descendants.map((d) => d.pid)).toEqual([201]);
+    await recordedOnceRead(w, pending);
     w.unregister(200);
     timers.advance(1000);
   });
@@ -232,11 +240,7 @@ describe("the periodic scan where reading the table runs a command (Darwin's ps)
     w.scanSoon();
     w.scanSoon(); // one pending at a time
     timers.advance(0);
-    expect(pending).toHaveLength(1);
-    expect(w.snapshot()[0]!.descendants).toEqual([]);
-    pending[0]!(fs.list());
-    await Promise.resolve();
-    expect(w.snapshot()[0]!.descendants.map((d) => d.pid)).toEqual([201]);
+    await recordedOnceRead(w, pending);
     w.unregister(200);
     timers.advance(1000);
   });

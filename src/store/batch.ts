@@ -4,13 +4,14 @@
  * `FLUSH_SLICE` writes, one per turn of the event loop (`close` writes the rest in one). A crash
  * loses at most what was queued since the last write. The queue is bounded: past `MAX_PENDING`
  * the oldest writes are dropped (said once in the log). A write that fails is logged once and
- * the database is given up: qm goes on with memory only.
+ * the database is given up: qm goes on with memory only. Longer upkeep (the bounds, prune.ts)
+ * runs as a chore: one bounded step per turn, after the queue's slices.
  */
 import type { Logger } from "../shared/log.ts";
 import { every, type Timers } from "../shared/timer.ts";
 
-/** One queued write: runs inside the transaction. */
-export type Write = () => void;
+/** One queued write: runs inside the transaction; returns the bytes of row text it wrote. */
+export type Write = () => number;
 
 /** Writes queued at most; past it the oldest are dropped. */
 export const MAX_PENDING = 10_000;
@@ -26,8 +27,12 @@ export class Batch {
   private dropped = 0;
   private stop: (() => void) | null = null;
   private timers: Timers | null = null;
-  /** A sliced flush's next slice, due in the next turn; null when none is. */
+  /** The next turn's slice of the queue or step of the chore, when one is due; else null. */
   private nextSlice: unknown = null;
+  /** Upkeep run a step per turn (`startChore`); null when none runs. */
+  private chore: Iterator<unknown> | null = null;
+  /** Bytes of row text written since the database opened. */
+  bytesWritten = 0;
   /** Why writing was given up, or null. */
   failed: string | null = null;
 
@@ -71,12 +76,42 @@ export class Batch {
   /** One slice now; the rest a slice per turn of the event loop, until the queue is empty. */
   private flushSliced(): void {
     if (this.nextSlice !== null) return;
-    this.write(FLUSH_SLICE);
-    if (this.pending.length === 0 || this.failed !== null || this.timers === null) return;
-    this.nextSlice = this.timers.set(() => {
-      this.nextSlice = null;
-      this.flushSliced();
-    }, 0);
+    this.turn();
+  }
+
+  /**
+   * Runs `steps` one per turn of the event loop from the next, after the queue's slices, until
+   * done (without timers, all now). Ignored while another chore runs. A step that throws gives
+   * the database up.
+   */
+  startChore(steps: Iterator<unknown>): void {
+    if (this.chore !== null || this.failed !== null) return;
+    this.chore = steps;
+    if (this.timers === null) {
+      while (this.chore !== null) this.step();
+    } else if (this.nextSlice === null) {
+      this.nextSlice = this.timers.set(() => this.turn(), 0);
+    }
+  }
+
+  /** One unit of work: a slice of the queue, else a step of the chore; the next turn's armed. */
+  private turn(): void {
+    this.nextSlice = null;
+    if (this.pending.length > 0) this.write(FLUSH_SLICE);
+    else if (this.chore !== null) this.step();
+    // The work may have started a chore, which armed the next turn itself.
+    if (this.failed !== null || this.timers === null || this.nextSlice !== null) return;
+    if (this.pending.length === 0 && this.chore === null) return;
+    this.nextSlice = this.timers.set(() => this.turn(), 0);
+  }
+
+  private step(): void {
+    try {
+      if (this.chore?.next().done) this.chore = null;
+    } catch (err) {
+      this.chore = null;
+      this.giveUp(err);
+    }
   }
 
   /** Writes the oldest `max` queued writes in one transaction; the bounds are kept after the last. */
@@ -85,9 +120,11 @@ export class Batch {
     const writes = max >= this.pending.length ? this.pending : this.pending.slice(0, max);
     this.pending = writes === this.pending ? [] : this.pending.slice(max);
     try {
+      let bytes = 0;
       this.transaction(() => {
-        for (const write of writes) write();
+        for (const write of writes) bytes += write();
       });
+      this.bytesWritten += bytes;
       this.dropped = 0;
       if (this.pending.length === 0) this.afterFlush();
     } catch (err) {
@@ -101,6 +138,8 @@ export class Batch {
     this.stop = null;
     if (this.nextSlice !== null) this.timers?.clear(this.nextSlice);
     this.nextSlice = null;
+    // Upkeep left undone is done at the next open.
+    this.chore = null;
     this.flush();
   }
 

@@ -9,7 +9,8 @@ import { dirname } from "node:path";
 import type { Logger } from "../shared/log.ts";
 import type { Timers } from "../shared/timer.ts";
 import { Batch } from "./batch.ts";
-import { type Bounds, liveBytes, prune } from "./prune.ts";
+import { CHECKPOINT_BYTES, Checkpointer, type CheckpointThread } from "./checkpoint.ts";
+import { type Bounds, liveBytes, prune, pruneSteps } from "./prune.ts";
 import { RequestRows } from "./requests.ts";
 import { ResponseRows } from "./responses.ts";
 import { UsageRows } from "./usage.ts";
@@ -56,7 +57,14 @@ export interface StoreOptions {
   log: Logger;
   /** Wall-clock epoch ms (rows' ages); default `Date.now`. */
   now?: () => number;
+  /** What runs the WAL checkpoints (checkpoint.ts); default a worker thread. */
+  checkpointThread?: () => CheckpointThread;
+  /** Each checkpoint's answer (tests). */
+  onCheckpoint?: ConstructorParameters<typeof Checkpointer>[4];
 }
+
+/** SQLite's own checkpoint threshold, in pages, restored when the worker cannot run. */
+const AUTOCHECKPOINT_PAGES = 1000;
 
 /** The bounds are kept after every this many writes of the queue (about a minute). */
 const PRUNE_EVERY = 60;
@@ -67,6 +75,10 @@ export class StateDb {
   readonly usage: UsageRows;
   private readonly batch: Batch;
   private flushes = 0;
+  /** Null for a database in memory (no log to checkpoint). */
+  private readonly checkpointer: Checkpointer | null;
+  /** `batch.bytesWritten` at the last checkpoint. */
+  private checkpointedAt = 0;
 
   private constructor(
     private readonly db: Database,
@@ -74,12 +86,21 @@ export class StateDb {
     private readonly opts: StoreOptions,
   ) {
     const now = opts.now ?? Date.now;
+    this.checkpointer =
+      file === ":memory:"
+        ? null
+        : new Checkpointer(
+            file,
+            opts.log,
+            () => db.run(`PRAGMA wal_autocheckpoint = ${AUTOCHECKPOINT_PAGES}`),
+            opts.checkpointThread,
+            opts.onCheckpoint,
+          );
+    if (this.checkpointer !== null) db.run("PRAGMA wal_autocheckpoint = 0");
     this.batch = new Batch(
       (fn) => db.transaction(fn)(),
       opts.log,
-      () => {
-        if (++this.flushes % PRUNE_EVERY === 0) this.prune();
-      },
+      () => this.afterFlush(now),
     );
     this.responses = new ResponseRows(db, this.batch, now);
     this.requests = new RequestRows(db, this.batch);
@@ -163,6 +184,7 @@ export class StateDb {
   /** The last write, then the file is closed. */
   close(): void {
     this.batch.close();
+    this.checkpointer?.close();
     try {
       this.db.close();
     } catch {
@@ -170,6 +192,18 @@ export class StateDb {
     }
   }
 
+  /** The queue is written: a checkpoint once enough was, the bounds about once a minute. */
+  private afterFlush(now: () => number): void {
+    if (this.batch.bytesWritten - this.checkpointedAt >= CHECKPOINT_BYTES) {
+      this.checkpointedAt = this.batch.bytesWritten;
+      this.checkpointer?.run();
+    }
+    if (++this.flushes % PRUNE_EVERY === 0) {
+      this.batch.startChore(pruneSteps(this.db, this.opts.bounds, now()));
+    }
+  }
+
+  /** The bounds, all at once (at open). */
   private prune(): void {
     try {
       prune(this.db, this.opts.bounds, (this.opts.now ?? Date.now)());

@@ -21,11 +21,14 @@ export class RequestRows {
   put(r: RequestRecord, capture: (() => CaptureJson | null) | null): void {
     this.batch.add(() => {
       const c = capture?.() ?? null;
+      const record = JSON.stringify(r);
+      const captured = c === null ? null : JSON.stringify(c);
       this.db
         .query(
           "INSERT OR REPLACE INTO requests (id, time_ms, key, record, capture) VALUES (?, ?, ?, ?, ?)",
         )
-        .run(r.id, r.time, r.key, JSON.stringify(r), c === null ? null : JSON.stringify(c));
+        .run(r.id, r.time, r.key, record, captured);
+      return r.key.length + record.length + (captured?.length ?? 0);
     });
   }
 

@@ -46,7 +46,7 @@ export class ResponseRows {
     this.queued.set(id, entry);
     const created = this.now();
     this.batch.add(() => {
-      if (this.queued.get(id) !== entry) return; // replaced or deleted since
+      if (this.queued.get(id) !== entry) return 0; // replaced or deleted since
       this.queued.delete(id);
       const body = JSON.stringify({
         response: entry.response,
@@ -58,15 +58,17 @@ export class ResponseRows {
           "INSERT OR REPLACE INTO responses (id, owner, created_ms, bytes, body) VALUES (?, ?, ?, ?, ?)",
         )
         .run(id, entry.owner, created, body.length, body);
+      return id.length + entry.owner.length + body.length;
     });
   }
 
   delete(id: string): void {
     this.queued.set(id, null);
     this.batch.add(() => {
-      if (this.queued.get(id) !== null) return;
+      if (this.queued.get(id) !== null) return 0;
       this.queued.delete(id);
       this.db.query("DELETE FROM responses WHERE id = ?").run(id);
+      return 0;
     });
   }
 }

@@ -8,6 +8,9 @@ import type { Database } from "bun:sqlite";
 import type { UsageRow } from "../observe/usage.ts";
 import type { Batch } from "./batch.ts";
 
+/** What a usage row's seven numbers take, roughly, beside its names (`Batch.bytesWritten`). */
+const USAGE_NUMBERS_BYTES = 56;
+
 export class UsageRows {
   /**
    * Rows queued and not yet written: one write per row per flush, of its values then. The book
@@ -41,6 +44,8 @@ export class UsageRows {
           row.wait_ms,
           row.swaps,
         );
+      // Seven numbers beside the two names.
+      return row.key.length + row.model.length + USAGE_NUMBERS_BYTES;
     });
   }
 

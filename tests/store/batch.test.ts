@@ -2,7 +2,7 @@
 import { describe, expect, test } from "bun:test";
 import { createLogger } from "../../src/shared/log.ts";
 import { Batch, FLUSH_SLICE, MAX_PENDING } from "../../src/store/batch.ts";
-import { FakeTimers } from "../support/fake-timers.ts";
+import { FakeTimers, turnTimers } from "../support/fake-timers.ts";
 
 function setup() {
   const transactions: number[] = [];
@@ -20,6 +20,7 @@ function setup() {
   const write = (name: string) => () => {
     if (!inside) throw new Error("written outside the transaction");
     written.push(name);
+    return name.length;
   };
   return { batch, transactions, written, lines, write };
 }
@@ -97,5 +98,91 @@ describe("the queue", () => {
     t.batch.flush();
     expect(t.written).toEqual([]);
     expect(t.batch.size).toBe(0);
+  });
+
+  test("the bytes each write reports are summed (what the checkpoints are paced by)", () => {
+    const t = setup();
+    t.batch.add(t.write("abc"));
+    t.batch.add(t.write("de"));
+    t.batch.flush();
+    t.batch.add(t.write("f"));
+    t.batch.flush();
+    expect(t.batch.bytesWritten).toBe(6);
+  });
+});
+
+describe("chores", () => {
+  /** A chore of `n` steps, each recording itself in `log`. */
+  function* steps(log: string[], n: number) {
+    for (let i = 0; i < n; i++) {
+      log.push(`step${i}`);
+      yield;
+    }
+  }
+
+  test("a step per turn of the event loop, after the queue's slices; one chore at a time", () => {
+    const t = setup();
+    const { timers, turns, turn } = turnTimers();
+    t.batch.start(timers);
+    const log: string[] = [];
+    for (let i = 0; i < FLUSH_SLICE + 1; i++) t.batch.add(t.write(String(i)));
+    timers.advance(1000);
+    expect(t.transactions).toEqual([FLUSH_SLICE]);
+    t.batch.startChore(steps(log, 3));
+    t.batch.startChore(steps(["other"], 1)); // ignored: one runs
+    // Nothing runs until the next turn, and the queue's slice goes first.
+    expect(log).toEqual([]);
+    turn();
+    expect(t.transactions).toEqual([FLUSH_SLICE, 1]);
+    expect(log).toEqual([]);
+    turn();
+    expect(log).toEqual(["step0"]);
+    // A write queued meanwhile is written before the next step.
+    t.batch.add(t.write("late"));
+    turn();
+    expect(t.written.at(-1)).toBe("late");
+    expect(log).toEqual(["step0"]);
+    turn();
+    turn();
+    expect(log).toEqual(["step0", "step1", "step2"]);
+    turn(); // the generator's end: no further turn
+    expect(turns.size).toBe(0);
+    // That one is done: a new one may start, from the next turn.
+    t.batch.startChore(steps(log, 1));
+    expect(log).toHaveLength(3);
+    turn();
+    expect(log.at(-1)).toBe("step0");
+    t.batch.close();
+    expect(turns.size).toBe(0);
+    expect(timers.pending).toBe(0);
+  });
+
+  test("close drops a chore under way; without timers a chore runs whole at once", () => {
+    const t = setup();
+    const { timers, turns, turn } = turnTimers();
+    t.batch.start(timers);
+    const log: string[] = [];
+    t.batch.startChore(steps(log, 5));
+    turn();
+    expect(log).toEqual(["step0"]);
+    t.batch.close();
+    expect(turns.size).toBe(0);
+    expect(log).toEqual(["step0"]);
+    const idle = setup();
+    const all: string[] = [];
+    idle.batch.startChore(steps(all, 4));
+    expect(all).toHaveLength(4);
+  });
+
+  test("a step that throws gives the database up", () => {
+    const t = setup();
+    t.batch.startChore(
+      (function* () {
+        yield;
+        throw new Error("database disk image is malformed");
+      })(),
+    );
+    expect(t.batch.failed).toBe("database disk image is malformed");
+    expect(t.lines[0]).toContain("qm goes on with memory only");
   });
 });

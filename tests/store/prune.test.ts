@@ -1,10 +1,14 @@
 /** The database's bounds: rows past `max_age_days` go; past `max_mb` the oldest go first. */
+
+import { Database } from "bun:sqlite";
 import { afterAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createLogger } from "../../src/shared/log.ts";
 import { StateDb } from "../../src/store/database.ts";
+import { PRUNE_SLICE, pruneSteps } from "../../src/store/prune.ts";
+import { turnTimers } from "../support/fake-timers.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "qm-prune-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -86,6 +90,65 @@ describe("bounds", () => {
     // The newest are the ones kept.
     expect(db.responses.get("resp_199")).not.toBeNull();
     expect(db.responses.get("resp_000")).toBeNull();
+    db.close();
+  });
+
+  test("in steps: no step deletes more than PRUNE_SLICE rows, and the steps end with the bounds kept", () => {
+    const file = join(dir, "steps.db");
+    const db = open(file, 0, { maxAgeMs: 100 * DAY, maxBytes: 1 << 30 });
+    const n = 3 * PRUNE_SLICE + 17;
+    for (let i = 1; i <= n; i++) db.requests.put(rec(i, i <= n - 10 ? 0 : 10 * DAY), null);
+    db.close();
+    const raw = new Database(file);
+    const count = () => raw.query<{ n: number }, []>("SELECT COUNT(*) AS n FROM requests").get()!.n;
+    const steps = pruneSteps(raw, { maxAgeMs: DAY, maxBytes: 1 << 30 }, 10 * DAY);
+    const after: number[] = [];
+    let before = count();
+    for (let r = steps.next(); !r.done; r = steps.next()) {
+      const now = count();
+      expect(before - now).toBeLessThanOrEqual(PRUNE_SLICE);
+      after.push(now);
+      before = now;
+    }
+    expect(count()).toBe(10);
+    expect(after.slice(0, 4)).toEqual([
+      n - PRUNE_SLICE,
+      n - 2 * PRUNE_SLICE,
+      n - 3 * PRUNE_SLICE,
+      10,
+    ]);
+    raw.close();
+  });
+
+  test("while serving, the bounds are kept about once a minute, a step per turn", () => {
+    const file = join(dir, "serving.db");
+    let now = 0;
+    const r = StateDb.open(file, {
+      bounds: { maxAgeMs: DAY, maxBytes: 1 << 30 },
+      log,
+      now: () => now,
+    });
+    if (!r.ok) throw new Error(r.reason);
+    const db = r.db;
+    const { timers, turns, turn } = turnTimers();
+    db.start(timers);
+    for (let i = 1; i <= 2 * PRUNE_SLICE; i++) db.requests.put(rec(i, 0), null);
+    timers.advance(1000);
+    while (turns.size > 0) turn(); // the rest of that flush, a slice per turn
+    now = 2 * DAY;
+    // 59 more flushes that wrote something; the 60th starts the bounds' steps, from the next turn.
+    for (let s = 0; s < 59; s++) {
+      db.requests.put(rec(10_000 + s, now), null);
+      timers.advance(1000);
+    }
+    expect(turns.size).toBe(1);
+    expect(db.counts().requests).toBe(2 * PRUNE_SLICE + 59);
+    turn();
+    expect(db.counts().requests).toBe(PRUNE_SLICE + 59);
+    turn();
+    expect(db.counts().requests).toBe(59);
+    while (turns.size > 0) turn();
+    expect(db.counts().requests).toBe(59);
     db.close();
   });
 });

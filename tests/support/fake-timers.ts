@@ -39,3 +39,31 @@ export class FakeTimers implements Timers {
     this.t = end;
   }
 }
+
+/**
+ * Fake timers whose 0 ms timers (the event loop's next turn) wait in `turns` until `turn()`
+ * runs the oldest: work done a slice per turn can be watched a turn at a time.
+ */
+export function turnTimers() {
+  const timers = new FakeTimers();
+  const turns = new Map<number, () => void>();
+  let id = 1_000_000;
+  const set = timers.set.bind(timers);
+  const clear = timers.clear.bind(timers);
+  timers.set = (fn, ms) => {
+    if (ms !== 0) return set(fn, ms);
+    turns.set(++id, fn);
+    return id;
+  };
+  timers.clear = (h) => {
+    turns.delete(h as number);
+    clear(h);
+  };
+  const turn = () => {
+    const [first] = turns;
+    if (!first) throw new Error("no turn is due");
+    turns.delete(first[0]);
+    first[1]();
+  };
+  return { timers, turns, turn };
+}

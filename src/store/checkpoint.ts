@@ -1,0 +1,116 @@
+/**
+ * WAL checkpoints off qm's thread. SQLite copies the write-ahead log back into the file at a
+ * checkpoint and `fsync`s both; left to itself it does that inside a commit once the log
+ * holds 1 000 pages — on qm's event loop, 20 – 30 ms on this box's disk, every few seconds
+ * under thousands of requests a second, every stream held up meanwhile. So qm's connection
+ * never checkpoints (`wal_autocheckpoint = 0`): once `CHECKPOINT_BYTES` of rows were written
+ * since the last one, a worker thread opens the file, runs a passive checkpoint (it never
+ * waits for qm's writes, nor they for it) and closes it again. The worker starts with the
+ * first checkpoint a qm needs; one that cannot start, or fails, hands checkpoints back to
+ * SQLite's own (said once in the log). Design: design.md, "Checkpoints".
+ */
+import type { Logger } from "../shared/log.ts";
+
+/** Row text written between checkpoints (SQLite's own default is about 4 MiB of log). */
+export const CHECKPOINT_BYTES = 4 << 20;
+
+/** A passive checkpoint's answer (SQLite's `wal_checkpoint` row), or why it failed. */
+export type CheckpointResult =
+  | { ok: true; busy: number; log: number; checkpointed: number }
+  | { ok: false; error: string };
+
+/** What runs checkpoints: a Worker (`checkpointWorker`), or a stand-in in tests. */
+export interface CheckpointThread {
+  /** Checkpoints the database file at this path, and answers a `CheckpointResult`. */
+  postMessage(file: string): void;
+  onmessage: ((event: MessageEvent<CheckpointResult>) => void) | null;
+  onerror: ((event: ErrorEvent) => void) | null;
+  terminate(): void;
+}
+
+/**
+ * The worker's code, as a module of its own: it answers each path with one passive checkpoint
+ * on a connection of its own, closed again (between checkpoints the worker holds no file).
+ */
+const WORKER_SOURCE = `
+import { Database } from "bun:sqlite";
+self.onmessage = (event) => {
+  let db = null;
+  try {
+    db = new Database(event.data, { readwrite: true, create: false });
+    const r = db.query("PRAGMA wal_checkpoint(PASSIVE)").get();
+    postMessage({ ok: true, busy: r.busy, log: r.log, checkpointed: r.checkpointed });
+  } catch (err) {
+    postMessage({ ok: false, error: err instanceof Error ? err.message : String(err) });
+  } finally {
+    try { db?.close(); } catch {}
+  }
+};
+`;
+
+/** A worker thread that checkpoints; it does not keep qm running. */
+export function checkpointWorker(): CheckpointThread {
+  const url = URL.createObjectURL(new Blob([WORKER_SOURCE], { type: "text/javascript" }));
+  const worker = new Worker(url);
+  worker.unref();
+  return worker as unknown as CheckpointThread;
+}
+
+export class Checkpointer {
+  private thread: CheckpointThread | null = null;
+  private running = false;
+  /** Why checkpoints went back to SQLite's own, or null. */
+  failed: string | null = null;
+
+  constructor(
+    /** The database file. */
+    private readonly file: string,
+    private readonly log: Logger,
+    /** Checkpoints could not run here: SQLite's own must (once). */
+    private readonly onFailed: () => void,
+    private readonly makeThread: () => CheckpointThread = checkpointWorker,
+    /** Each checkpoint's answer (tests, to wait for one without sleeping). */
+    private readonly onResult: (r: CheckpointResult) => void = () => {},
+  ) {}
+
+  /** Checkpoints now, off qm's thread, unless one is running (it will have covered most). */
+  run(): void {
+    if (this.running || this.failed !== null) return;
+    if (this.thread === null) {
+      try {
+        this.thread = this.makeThread();
+      } catch (err) {
+        this.fail(err instanceof Error ? err.message : String(err));
+        return;
+      }
+      this.thread.onmessage = (event) => this.answered(event.data);
+      this.thread.onerror = (event) => {
+        this.running = false;
+        this.fail(event.message || "the checkpoint worker failed");
+      };
+    }
+    this.running = true;
+    this.thread.postMessage(this.file);
+  }
+
+  /** Stops the worker (a checkpoint under way is left to finish or to the next open). */
+  close(): void {
+    this.thread?.terminate();
+    this.thread = null;
+    this.running = false;
+  }
+
+  private answered(r: CheckpointResult): void {
+    this.running = false;
+    if (!r.ok) this.fail(r.error);
+    this.onResult(r);
+  }
+
+  private fail(why: string): void {
+    if (this.failed !== null) return;
+    this.failed = why;
+    this.close();
+    this.log.warn(`WAL checkpoints on a worker thread failed (${why}); SQLite checkpoints itself`);
+    this.onFailed();
+  }
+}

@@ -1,0 +1,135 @@
+/** WAL checkpoints off qm's thread: a worker's, paced by the bytes written; SQLite's own as the fallback. */
+import { afterAll, describe, expect, test } from "bun:test";
+import { mkdtempSync, rmSync, statSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createLogger } from "../../src/shared/log.ts";
+import {
+  CHECKPOINT_BYTES,
+  type CheckpointResult,
+  type CheckpointThread,
+} from "../../src/store/checkpoint.ts";
+import { StateDb, type StoreOptions } from "../../src/store/database.ts";
+
+const dir = mkdtempSync(join(tmpdir(), "qm-checkpoint-"));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+/** A stand-in thread: records what it was asked; `answer` replies as the worker would. */
+function standIn() {
+  const asked: string[] = [];
+  let terminated = 0;
+  const thread: CheckpointThread = {
+    onmessage: null,
+    onerror: null,
+    postMessage: (file) => asked.push(file),
+    terminate: () => {
+      terminated++;
+    },
+  };
+  const answer = (r: CheckpointResult) =>
+    thread.onmessage?.({ data: r } as MessageEvent<CheckpointResult>);
+  return { thread, asked, answer, terminated: () => terminated };
+}
+
+function open(name: string, opts: Partial<StoreOptions> = {}) {
+  const lines: string[] = [];
+  const file = join(dir, name);
+  const r = StateDb.open(file, {
+    bounds: { maxAgeMs: 1e12, maxBytes: 1 << 30 },
+    log: createLogger("warn", (l) => lines.push(l)),
+    ...opts,
+  });
+  if (!r.ok) throw new Error(r.reason);
+  return { db: r.db, file, lines };
+}
+
+const FILLER = "x".repeat(64 * 1024);
+/** Writes about `bytes` of stored Responses, a flush per 1 MiB. */
+function write(db: StateDb, bytes: number, from = 0): number {
+  let i = from;
+  for (let n = 0; n < bytes; n += FILLER.length) {
+    db.responses.put(`resp_${i++}`, {
+      owner: "k",
+      response: { filler: FILLER },
+      conversation: [],
+      inputItems: [],
+    });
+    if (i % 16 === 0) db.flush();
+  }
+  db.flush();
+  return i;
+}
+
+const walBytes = (file: string) => statSync(`${file}-wal`).size;
+
+describe("checkpoints", () => {
+  test("qm's connection never checkpoints; the thread is asked once CHECKPOINT_BYTES were written", () => {
+    const t = standIn();
+    const { db, file } = open("paced.db", { checkpointThread: () => t.thread });
+    write(db, CHECKPOINT_BYTES / 2);
+    expect(t.asked).toEqual([]);
+    const next = write(db, CHECKPOINT_BYTES / 2 + FILLER.length, 1000);
+    expect(t.asked).toEqual([file]);
+    // A checkpoint still running is not asked for again; past the next CHECKPOINT_BYTES,
+    // once it answered, it is.
+    write(db, CHECKPOINT_BYTES, next);
+    expect(t.asked).toHaveLength(1);
+    // SQLite's own would have checkpointed at 1 000 pages and begun the log again.
+    expect(walBytes(file)).toBeGreaterThan(2 * CHECKPOINT_BYTES);
+    t.answer({ ok: true, busy: 0, log: 10, checkpointed: 10 });
+    write(db, CHECKPOINT_BYTES + FILLER.length, 5000);
+    expect(t.asked).toHaveLength(2);
+    db.close();
+    expect(t.terminated()).toBe(1);
+  });
+
+  test("the worker thread checkpoints the whole log, and the rows stay readable", async () => {
+    const results: CheckpointResult[] = [];
+    let done: () => void = () => {};
+    const answered = new Promise<void>((resolve) => {
+      done = resolve;
+    });
+    const { db } = open("worker.db", {
+      onCheckpoint: (r) => {
+        results.push(r);
+        done();
+      },
+    });
+    write(db, CHECKPOINT_BYTES + FILLER.length);
+    await answered;
+    expect(results).toHaveLength(1);
+    const r = results[0]!;
+    if (!r.ok) throw new Error(r.error);
+    expect(r.log).toBeGreaterThan(1000);
+    expect(r.checkpointed).toBe(r.log);
+    expect(db.responses.get("resp_3")).not.toBeNull();
+    db.close();
+  });
+
+  test("a checkpoint that fails, or a thread that cannot start: said once, SQLite checkpoints itself", () => {
+    const t = standIn();
+    const failing = open("fails.db", { checkpointThread: () => t.thread });
+    let next = write(failing.db, CHECKPOINT_BYTES + FILLER.length);
+    t.answer({ ok: false, error: "database is locked" });
+    expect(failing.lines).toHaveLength(1);
+    expect(failing.lines[0]).toContain(
+      "WAL checkpoints on a worker thread failed (database is locked); SQLite checkpoints itself",
+    );
+    const high = walBytes(failing.file);
+    next = write(failing.db, 3 * CHECKPOINT_BYTES, next);
+    // SQLite's own checkpoints begin the log again: it grows no further.
+    expect(walBytes(failing.file)).toBeLessThanOrEqual(high + CHECKPOINT_BYTES / 4);
+    expect(t.asked).toHaveLength(1);
+    failing.db.close();
+
+    const none = open("none.db", {
+      checkpointThread: () => {
+        throw new Error("no threads here");
+      },
+    });
+    write(none.db, CHECKPOINT_BYTES + FILLER.length);
+    expect(none.lines).toHaveLength(1);
+    expect(none.lines[0]).toContain("(no threads here)");
+    none.db.close();
+  });
+});

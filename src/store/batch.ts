@@ -13,6 +13,9 @@ import { every, type Timers } from "../shared/timer.ts";
 /** One queued write: runs inside the transaction; returns the bytes of row text it wrote. */
 export type Write = () => number;
 
+/** What one step of a chore is taken to add to the write-ahead log (`logBytes`). */
+export const STEP_LOG_BYTES = 512 << 10;
+
 /** Writes queued at most; past it the oldest are dropped. */
 export const MAX_PENDING = 10_000;
 export const FLUSH_MS = 1000;
@@ -31,8 +34,11 @@ export class Batch {
   private nextSlice: unknown = null;
   /** Upkeep run a step per turn (`startChore`); null when none runs. */
   private chore: Iterator<unknown> | null = null;
-  /** Bytes of row text written since the database opened. */
-  bytesWritten = 0;
+  /**
+   * About what the writes added to the write-ahead log since the database opened: the row
+   * text written, and `STEP_LOG_BYTES` per step of a chore (what paces the checkpoints).
+   */
+  logBytes = 0;
   /** Why writing was given up, or null. */
   failed: string | null = null;
 
@@ -42,6 +48,10 @@ export class Batch {
     private readonly log: Logger,
     /** After each write of the queue (the database's bounds are kept then). */
     private readonly afterFlush: () => void = () => {},
+    /** After each turn's work, a slice of the queue or a step of the chore (checkpoints). */
+    private readonly afterWork: () => void = () => {},
+    /** Whether the chore may step now; when it may again, `resume()`. */
+    private readonly choreMayStep: () => boolean = () => true,
   ) {}
 
   get size(): number {
@@ -71,6 +81,7 @@ export class Batch {
   /** Writes what is queued now, in one transaction. */
   flush(): void {
     this.write(this.pending.length);
+    if (this.failed === null) this.afterWork();
   }
 
   /** One slice now; the rest a slice per turn of the event loop, until the queue is empty. */
@@ -94,19 +105,34 @@ export class Batch {
     }
   }
 
-  /** One unit of work: a slice of the queue, else a step of the chore; the next turn's armed. */
+  /** A chore held back by `choreMayStep` may step again: the next turn is armed. */
+  resume(): void {
+    if (this.chore === null || this.nextSlice !== null || this.timers === null) return;
+    if (this.failed !== null) return;
+    this.nextSlice = this.timers.set(() => this.turn(), 0);
+  }
+
+  /**
+   * One unit of work: a slice of the queue, else a step of the chore (if it may step now); the
+   * next turn is armed while either has more (a chore held back waits for `resume`).
+   */
   private turn(): void {
     this.nextSlice = null;
+    let worked = true;
     if (this.pending.length > 0) this.write(FLUSH_SLICE);
-    else if (this.chore !== null) this.step();
+    else if (this.chore !== null && this.choreMayStep()) this.step();
+    else worked = false;
+    if (worked && this.failed === null) this.afterWork();
     // The work may have started a chore, which armed the next turn itself.
     if (this.failed !== null || this.timers === null || this.nextSlice !== null) return;
-    if (this.pending.length === 0 && this.chore === null) return;
-    this.nextSlice = this.timers.set(() => this.turn(), 0);
+    if (this.pending.length > 0 || (this.chore !== null && this.choreMayStep())) {
+      this.nextSlice = this.timers.set(() => this.turn(), 0);
+    }
   }
 
   private step(): void {
     try {
+      this.logBytes += STEP_LOG_BYTES;
       if (this.chore?.next().done) this.chore = null;
     } catch (err) {
       this.chore = null;
@@ -124,7 +150,7 @@ export class Batch {
       this.transaction(() => {
         for (const write of writes) bytes += write();
       });
-      this.bytesWritten += bytes;
+      this.logBytes += bytes;
       this.dropped = 0;
       if (this.pending.length === 0) this.afterFlush();
     } catch (err) {

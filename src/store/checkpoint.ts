@@ -3,15 +3,15 @@
  * checkpoint and `fsync`s both; left to itself it does that inside a commit once the log
  * holds 1 000 pages — on qm's event loop, 20 – 30 ms on this box's disk, every few seconds
  * under thousands of requests a second, every stream held up meanwhile. So qm's connection
- * never checkpoints (`wal_autocheckpoint = 0`): once `CHECKPOINT_BYTES` of rows were written
- * since the last one, a worker thread opens the file, runs a passive checkpoint (it never
- * waits for qm's writes, nor they for it) and closes it again. The worker starts with the
+ * never checkpoints (`wal_autocheckpoint = 0`): once about `CHECKPOINT_BYTES` went into the
+ * log since the last checkpoint (`Batch.logBytes`), a worker thread opens the file, runs a passive checkpoint (it never waits for qm's writes,
+ * nor they for it) and closes it again. The worker starts with the
  * first checkpoint a qm needs; one that cannot start, or fails, hands checkpoints back to
  * SQLite's own (said once in the log). Design: design.md, "Checkpoints".
  */
 import type { Logger } from "../shared/log.ts";
 
-/** Row text written between checkpoints (SQLite's own default is about 4 MiB of log). */
+/** Log written between checkpoints (SQLite's own is 1 000 pages, about 4 MiB). */
 export const CHECKPOINT_BYTES = 4 << 20;
 
 /** A passive checkpoint's answer (SQLite's `wal_checkpoint` row), or why it failed. */
@@ -58,7 +58,8 @@ export function checkpointWorker(): CheckpointThread {
 
 export class Checkpointer {
   private thread: CheckpointThread | null = null;
-  private running = false;
+  /** A checkpoint is under way. */
+  running = false;
   /** Why checkpoints went back to SQLite's own, or null. */
   failed: string | null = null;
 
@@ -69,7 +70,7 @@ export class Checkpointer {
     /** Checkpoints could not run here: SQLite's own must (once). */
     private readonly onFailed: () => void,
     private readonly makeThread: () => CheckpointThread = checkpointWorker,
-    /** Each checkpoint's answer (tests, to wait for one without sleeping). */
+    /** Each checkpoint's answer, or the worker's failure as one. */
     private readonly onResult: (r: CheckpointResult) => void = () => {},
   ) {}
 
@@ -84,10 +85,8 @@ export class Checkpointer {
         return;
       }
       this.thread.onmessage = (event) => this.answered(event.data);
-      this.thread.onerror = (event) => {
-        this.running = false;
-        this.fail(event.message || "the checkpoint worker failed");
-      };
+      this.thread.onerror = (event) =>
+        this.answered({ ok: false, error: event.message || "the checkpoint worker failed" });
     }
     this.running = true;
     this.thread.postMessage(this.file);

@@ -9,7 +9,12 @@ import { dirname } from "node:path";
 import type { Logger } from "../shared/log.ts";
 import type { Timers } from "../shared/timer.ts";
 import { Batch } from "./batch.ts";
-import { CHECKPOINT_BYTES, Checkpointer, type CheckpointThread } from "./checkpoint.ts";
+import {
+  CHECKPOINT_BYTES,
+  Checkpointer,
+  type CheckpointResult,
+  type CheckpointThread,
+} from "./checkpoint.ts";
 import { type Bounds, liveBytes, prune, pruneSteps } from "./prune.ts";
 import { RequestRows } from "./requests.ts";
 import { ResponseRows } from "./responses.ts";
@@ -60,7 +65,7 @@ export interface StoreOptions {
   /** What runs the WAL checkpoints (checkpoint.ts); default a worker thread. */
   checkpointThread?: () => CheckpointThread;
   /** Each checkpoint's answer (tests). */
-  onCheckpoint?: ConstructorParameters<typeof Checkpointer>[4];
+  onCheckpoint?: (r: CheckpointResult) => void;
 }
 
 /** SQLite's own checkpoint threshold, in pages, restored when the worker cannot run. */
@@ -77,7 +82,7 @@ export class StateDb {
   private flushes = 0;
   /** Null for a database in memory (no log to checkpoint). */
   private readonly checkpointer: Checkpointer | null;
-  /** `batch.bytesWritten` at the last checkpoint. */
+  /** `batch.logBytes` at the last checkpoint. */
   private checkpointedAt = 0;
 
   private constructor(
@@ -94,13 +99,24 @@ export class StateDb {
             opts.log,
             () => db.run(`PRAGMA wal_autocheckpoint = ${AUTOCHECKPOINT_PAGES}`),
             opts.checkpointThread,
-            opts.onCheckpoint,
+            (r) => {
+              opts.onCheckpoint?.(r);
+              this.checkpointed(r.ok);
+            },
           );
     if (this.checkpointer !== null) db.run("PRAGMA wal_autocheckpoint = 0");
     this.batch = new Batch(
       (fn) => db.transaction(fn)(),
       opts.log,
-      () => this.afterFlush(now),
+      () => {
+        if (++this.flushes % PRUNE_EVERY === 0) {
+          this.batch.startChore(pruneSteps(db, opts.bounds, now()));
+        }
+      },
+      () => this.checkpointIfDue(),
+      // The bounds' steps wait for a checkpoint under way: with nothing written meanwhile it
+      // takes in the whole log, and the next write begins the log again.
+      () => !(this.checkpointer?.running ?? false),
     );
     this.responses = new ResponseRows(db, this.batch, now);
     this.requests = new RequestRows(db, this.batch);
@@ -192,15 +208,31 @@ export class StateDb {
     }
   }
 
-  /** The queue is written: a checkpoint once enough was, the bounds about once a minute. */
-  private afterFlush(now: () => number): void {
-    if (this.batch.bytesWritten - this.checkpointedAt >= CHECKPOINT_BYTES) {
-      this.checkpointedAt = this.batch.bytesWritten;
+  /**
+   * After a write: a checkpoint once about `CHECKPOINT_BYTES` went into the log since the last.
+   * (Not the log file's size: a log begun again keeps its size and is written over; cut back
+   * to nothing each time, its growth made the next writes wait on the file system.)
+   */
+  private checkpointIfDue(): void {
+    if (this.checkpointer === null || this.checkpointer.running) return;
+    if (this.batch.logBytes - this.checkpointedAt < CHECKPOINT_BYTES) return;
+    this.checkpointedAt = this.batch.logBytes;
+    this.checkpointer.run();
+  }
+
+  /**
+   * A checkpoint answered. What was written while it ran is in the log past what it copied,
+   * and SQLite begins the log again only once a checkpoint took in all of it: so if anything
+   * was, one more runs at once (it has only that to copy). Otherwise the bounds' steps, held
+   * back meanwhile, go on.
+   */
+  private checkpointed(ok: boolean): void {
+    if (ok && this.batch.logBytes > this.checkpointedAt) {
+      this.checkpointedAt = this.batch.logBytes;
       this.checkpointer?.run();
+      return;
     }
-    if (++this.flushes % PRUNE_EVERY === 0) {
-      this.batch.startChore(pruneSteps(this.db, this.opts.bounds, now()));
-    }
+    this.batch.resume();
   }
 
   /** The bounds, all at once (at open). */

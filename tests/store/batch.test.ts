@@ -1,7 +1,7 @@
 /** The write queue: nothing written until the flush; one transaction; a failing write given up. */
 import { describe, expect, test } from "bun:test";
 import { createLogger } from "../../src/shared/log.ts";
-import { Batch, FLUSH_SLICE, MAX_PENDING } from "../../src/store/batch.ts";
+import { Batch, FLUSH_SLICE, MAX_PENDING, STEP_LOG_BYTES } from "../../src/store/batch.ts";
 import { FakeTimers, turnTimers } from "../support/fake-timers.ts";
 
 function setup() {
@@ -99,16 +99,6 @@ describe("the queue", () => {
     expect(t.written).toEqual([]);
     expect(t.batch.size).toBe(0);
   });
-
-  test("the bytes each write reports are summed (what the checkpoints are paced by)", () => {
-    const t = setup();
-    t.batch.add(t.write("abc"));
-    t.batch.add(t.write("de"));
-    t.batch.flush();
-    t.batch.add(t.write("f"));
-    t.batch.flush();
-    expect(t.batch.bytesWritten).toBe(6);
-  });
 });
 
 describe("chores", () => {
@@ -155,6 +145,45 @@ describe("chores", () => {
     t.batch.close();
     expect(turns.size).toBe(0);
     expect(timers.pending).toBe(0);
+  });
+
+  test("the log written is counted: each write's bytes, and STEP_LOG_BYTES per step of a chore", () => {
+    const t = setup();
+    t.batch.add(t.write("abc"));
+    t.batch.add(t.write("de"));
+    t.batch.flush();
+    t.batch.startChore(steps([], 2));
+    expect(t.batch.logBytes).toBe(5 + 3 * STEP_LOG_BYTES); // two steps, and the one that ends it
+  });
+
+  test("a chore held back (a checkpoint under way) waits for resume; the queue's slices do not", () => {
+    let mayStep = false;
+    const written: string[] = [];
+    const batch = new Batch(
+      (fn) => fn(),
+      createLogger("warn", () => {}),
+      () => {},
+      () => {},
+      () => mayStep,
+    );
+    const { timers, turns, turn } = turnTimers();
+    batch.start(timers);
+    const log: string[] = [];
+    batch.startChore(steps(log, 2));
+    turn();
+    expect(log).toEqual([]);
+    expect(turns.size).toBe(0); // no turn spins while it waits
+    batch.add(() => written.push("x"));
+    timers.advance(1000);
+    expect(written).toEqual(["x"]);
+    expect(turns.size).toBe(0);
+    mayStep = true;
+    batch.resume();
+    turn();
+    expect(log).toEqual(["step0"]);
+    turn();
+    expect(log).toEqual(["step0", "step1"]);
+    batch.close();
   });
 
   test("close drops a chore under way; without timers a chore runs whole at once", () => {

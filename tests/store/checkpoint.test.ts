@@ -1,4 +1,4 @@
-/** WAL checkpoints off qm's thread: a worker's, paced by the bytes written; SQLite's own as the fallback. */
+/** WAL checkpoints off qm's thread: a worker's, paced by what was written; SQLite's own as the fallback. */
 import { afterAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -10,6 +10,7 @@ import {
   type CheckpointThread,
 } from "../../src/store/checkpoint.ts";
 import { StateDb, type StoreOptions } from "../../src/store/database.ts";
+import { turnTimers } from "../support/fake-timers.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "qm-checkpoint-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -66,19 +67,25 @@ describe("checkpoints", () => {
   test("qm's connection never checkpoints; the thread is asked once CHECKPOINT_BYTES were written", () => {
     const t = standIn();
     const { db, file } = open("paced.db", { checkpointThread: () => t.thread });
-    write(db, CHECKPOINT_BYTES / 2);
+    let next = write(db, CHECKPOINT_BYTES / 2);
     expect(t.asked).toEqual([]);
-    const next = write(db, CHECKPOINT_BYTES / 2 + FILLER.length, 1000);
+    next = write(db, CHECKPOINT_BYTES / 2 + FILLER.length, next);
     expect(t.asked).toEqual([file]);
-    // A checkpoint still running is not asked for again; past the next CHECKPOINT_BYTES,
-    // once it answered, it is.
-    write(db, CHECKPOINT_BYTES, next);
+    // A checkpoint still running is not asked for again.
+    next = write(db, CHECKPOINT_BYTES, next);
     expect(t.asked).toHaveLength(1);
     // SQLite's own would have checkpointed at 1 000 pages and begun the log again.
     expect(walBytes(file)).toBeGreaterThan(2 * CHECKPOINT_BYTES);
+    // Answered: more went in while it ran, so one more runs at once (the log begins again
+    // only once a checkpoint took in all of it); then none until another CHECKPOINT_BYTES.
     t.answer({ ok: true, busy: 0, log: 10, checkpointed: 10 });
-    write(db, CHECKPOINT_BYTES + FILLER.length, 5000);
     expect(t.asked).toHaveLength(2);
+    t.answer({ ok: true, busy: 0, log: 10, checkpointed: 10 });
+    expect(t.asked).toHaveLength(2);
+    next = write(db, CHECKPOINT_BYTES / 2, next);
+    expect(t.asked).toHaveLength(2);
+    write(db, CHECKPOINT_BYTES / 2 + FILLER.length, next);
+    expect(t.asked).toHaveLength(3);
     db.close();
     expect(t.terminated()).toBe(1);
   });
@@ -89,7 +96,7 @@ describe("checkpoints", () => {
     const answered = new Promise<void>((resolve) => {
       done = resolve;
     });
-    const { db } = open("worker.db", {
+    const { db, file } = open("worker.db", {
       onCheckpoint: (r) => {
         results.push(r);
         done();
@@ -103,6 +110,10 @@ describe("checkpoints", () => {
     expect(r.log).toBeGreaterThan(1000);
     expect(r.checkpointed).toBe(r.log);
     expect(db.responses.get("resp_3")).not.toBeNull();
+    // The next writes begin the log again: it grows no further.
+    const high = walBytes(file);
+    write(db, CHECKPOINT_BYTES / 2, 10_000);
+    expect(walBytes(file)).toBe(high);
     db.close();
   });
 
@@ -131,5 +142,49 @@ describe("checkpoints", () => {
     expect(none.lines).toHaveLength(1);
     expect(none.lines[0]).toContain("(no threads here)");
     none.db.close();
+  });
+
+  test("the bounds' steps wait while a checkpoint runs, and go on once it answered", () => {
+    const t = standIn();
+    let now = 0;
+    const { db } = open("held.db", {
+      checkpointThread: () => t.thread,
+      bounds: { maxAgeMs: 1000, maxBytes: 1 << 30 },
+      now: () => now,
+    });
+    const { timers, turns, turn } = turnTimers();
+    db.start(timers);
+    write(db, CHECKPOINT_BYTES + FILLER.length); // a checkpoint under way from here
+    expect(t.asked).toHaveLength(1);
+    now = 10_000; // every Response written is past max_age now
+    // The 60th write of the queue starts the bounds' steps.
+    for (let s = 0; s < 59; s++) {
+      db.usage.put({
+        hour: 0,
+        key: `k${s}`,
+        model: "m",
+        requests: 1,
+        prompt_tokens: 0,
+        completion_tokens: 0,
+        cached_tokens: 0,
+        wait_ms: 0,
+        swaps: 0,
+      });
+      timers.advance(1000);
+    }
+    const before = db.counts().responses;
+    expect(turns.size).toBe(1);
+    turn(); // held back: nothing deleted, no turn spins
+    expect(db.counts().responses).toBe(before);
+    expect(turns.size).toBe(0);
+    // Answered, with writes made while it ran: one more checkpoint first, then the steps.
+    t.answer({ ok: true, busy: 0, log: 10, checkpointed: 10 });
+    expect(t.asked).toHaveLength(2);
+    expect(turns.size).toBe(0);
+    t.answer({ ok: true, busy: 0, log: 10, checkpointed: 10 });
+    expect(turns.size).toBe(1);
+    turn();
+    expect(db.counts().responses).toBeLessThan(before);
+    db.close();
   });
 });

@@ -254,7 +254,9 @@ async function against(rev: string): Promise<void> {
   if (!Number.isInteger(rounds) || rounds < 1) throw new Error("--rounds: a whole number ≥ 1");
   const sectionsAt = process.argv.indexOf("--sections");
   const names = sectionsAt < 0 ? null : (process.argv[sectionsAt + 1] ?? "").split(",");
-  const sections = SIDE_SECTIONS.filter((s) => names === null || names.includes(s.name));
+  const sections = SIDE_SECTIONS.filter((s) =>
+    names === null ? !s.optional : names.includes(s.name),
+  );
   const unknown = (names ?? []).filter((n) => !SIDE_SECTIONS.some((s) => s.name === n));
   if (unknown.length > 0) {
     throw new Error(

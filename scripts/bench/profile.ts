@@ -75,6 +75,8 @@ async function main(): Promise<void> {
       config,
     ],
     join(out, `${label}-${workload}.log`),
+    // Its own state, as a fresh install's (not the user's database).
+    { XDG_STATE_HOME: join(out, `state-${label}-${workload}`) },
   );
   const url = `http://127.0.0.1:${port}`;
   for (let i = 0; i < 300; i++) {

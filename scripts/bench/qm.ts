@@ -143,6 +143,11 @@ export async function startQm(dir: string, s: QmSetup): Promise<Qm> {
 }
 
 /** `dist/qm serve` on the config `toml` (listening on `listenPort`), once healthy. */
+/** `XDG_STATE_HOME` of the qm `startQmWith` starts as `name` in `dir`. */
+export function qmStateHome(dir: string, name: string): string {
+  return join(dir, `state-${name}`);
+}
+
 export async function startQmWith(
   dir: string,
   name: string,
@@ -153,7 +158,11 @@ export async function startQmWith(
   const configPath = join(dir, `${name}.toml`);
   await Bun.write(configPath, toml);
   const logFile = join(dir, `${name}.log`);
-  const proc = startPlain(name, [bin, "serve", "-c", configPath], logFile);
+  // Each qm its own state (database, load times): a fresh install's, not the user's, and not
+  // the last run's (a database grown over many runs costs more per row and prunes at open).
+  const proc = startPlain(name, [bin, "serve", "-c", configPath], logFile, {
+    XDG_STATE_HOME: qmStateHome(dir, name),
+  });
   const url = `http://127.0.0.1:${listenPort}`;
   const deadline = Date.now() + 15_000;
   while (Date.now() < deadline) {

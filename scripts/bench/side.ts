@@ -8,10 +8,10 @@
 import { join } from "node:path";
 import type { Binary } from "./against.ts";
 import { type ControlFiles, controlModels, controlRuns } from "./control.ts";
-import { streamLoad } from "./load.ts";
+import { closedLoop, streamLoad } from "./load.ts";
 import { nonStreamCells } from "./nonstream.ts";
 import { startListening, stopChild } from "./procs.ts";
-import { load, type Qm, startQmWith } from "./qm.ts";
+import { load, type Qm, qmStateHome, startQmWith } from "./qm.ts";
 import {
   cpuMs,
   dropFromPageCache,
@@ -34,6 +34,8 @@ export interface SideContext {
 
 export interface SideSection {
   name: string;
+  /** Run only when named (`--sections NAME`), not by default. */
+  optional?: boolean;
   /** Which way each figure is better. */
   better: Record<string, Better>;
   run(b: Binary, ctx: SideContext): Promise<Figures>;
@@ -85,7 +87,7 @@ async function withQm<T>(
   b: Binary,
   ctx: SideContext,
   models: string,
-  fn: (qm: Qm) => Promise<T>,
+  fn: (qm: Qm, stateDir: string) => Promise<T>,
 ): Promise<T> {
   const port = freePort();
   const name = `side-${b.label}-${++serial}`;
@@ -93,7 +95,7 @@ async function withQm<T>(
   dropFromPageCache(b.bin);
   const qm = await startQmWith(ctx.dir, name, port, serverToml(port) + models, b.bin);
   try {
-    return await fn(qm);
+    return await fn(qm, join(qmStateHome(ctx.dir, name), "quartermaster"));
   } finally {
     await stopChild(qm.pid);
   }
@@ -336,12 +338,61 @@ const memory: SideSection = {
     ),
 };
 
+const STORE_RUN_MS = 75_000;
+const STORE_MAX_MB = 16;
+
+/**
+ * The store under one client's steady load with its database past its size bound
+ * (`max_mb = 16`): the longest any request took, how many took over 10 ms, and the largest the
+ * write-ahead log grew. 75 s, so the bounds (kept about once a minute) run once. Only when
+ * named (`--sections store`), and only against a revision with the store (a4cea4f and later).
+ */
+const store: SideSection = {
+  name: "store",
+  optional: true,
+  better: { request_ms_max: "lower", requests_over_10ms: "lower", wal_mb_max: "lower" },
+  run: (b, ctx) =>
+    withQm(
+      b,
+      ctx,
+      `${lone("side-store", demoCmd(ctx.upstreamQm, "--token-ms 0 --tokens 16"))}
+[store]
+max_mb = ${STORE_MAX_MB}
+`,
+      async (qm, stateDir) => {
+        await load(qm, "side-store");
+        const wal = join(stateDir, "qm.db-wal");
+        let walMax = 0;
+        const sampler = setInterval(() => {
+          const size = Bun.file(wal).size;
+          if (Number.isFinite(size)) walMax = Math.max(walMax, size);
+        }, 250);
+        const body = JSON.stringify({
+          model: "side-store",
+          messages: [{ role: "user", content: "hello" }],
+          max_tokens: 16,
+        });
+        const res = await closedLoop(`${qm.url}/v1/chat/completions`, body, 1, STORE_RUN_MS);
+        clearInterval(sampler);
+        return {
+          request_ms_max: round(
+            res.latencies.reduce((m, x) => Math.max(m, x), 0),
+            1,
+          ),
+          requests_over_10ms: res.latencies.filter((x) => x > 10).length,
+          wal_mb_max: round(walMax / 2 ** 20, 1),
+        };
+      },
+    ),
+};
+
 export const SIDE_SECTIONS: readonly SideSection[] = [
   request,
   firehose,
   realistic,
   control,
   memory,
+  store,
 ];
 
 interface Row {

@@ -84,7 +84,8 @@ export async function startQm(dir: string, name: string, toml: string): Promise<
   const configPath = join(dir, `${name}.toml`);
   const logPath = join(dir, `${name}.log`);
   await Bun.write(configPath, toml);
-  const env = { [RUN_ENV]: RUN, [INSTANCE_ENV]: name };
+  // Its own state (database, load times), as a fresh install's, not the user's.
+  const env = { [RUN_ENV]: RUN, [INSTANCE_ENV]: name, XDG_STATE_HOME: join(dir, `state-${name}`) };
   const proc = startPlain(`qm ${name}`, [QM_BIN, "serve", "-c", configPath], logPath, env);
   const deadline = Date.now() + 15_000;
   while (Date.now() < deadline && proc.exitCode === null) {

@@ -23,7 +23,7 @@ export const FLUSH_MS = 1000;
  * Writes per transaction of the once-a-second flush: a longer queue (thousands of requests a
  * second) is written a slice per turn of the event loop, so no stream waits for all of it.
  */
-export const FLUSH_SLICE = 256;
+export const FLUSH_SLICE = 64;
 
 export class Batch {
   private pending: Write[] = [];

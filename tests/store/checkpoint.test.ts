@@ -11,6 +11,7 @@ import {
 } from "../../src/store/checkpoint.ts";
 import { StateDb, type StoreOptions } from "../../src/store/database.ts";
 import { turnTimers } from "../support/fake-timers.ts";
+import { usageRow } from "../support/store-rows.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "qm-checkpoint-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -159,17 +160,7 @@ describe("checkpoints", () => {
     now = 10_000; // every Response written is past max_age now
     // The 60th write of the queue starts the bounds' steps.
     for (let s = 0; s < 59; s++) {
-      db.usage.put({
-        hour: 0,
-        key: `k${s}`,
-        model: "m",
-        requests: 1,
-        prompt_tokens: 0,
-        completion_tokens: 0,
-        cached_tokens: 0,
-        wait_ms: 0,
-        swaps: 0,
-      });
+      db.usage.put(usageRow({ key: `k${s}` }));
       timers.advance(1000);
     }
     const before = db.counts().responses;

@@ -11,6 +11,7 @@ import { join, resolve } from "node:path";
 import type { RequestRecord } from "../../src/observe/record.ts";
 import { createLogger } from "../../src/shared/log.ts";
 import { StateDb } from "../../src/store/database.ts";
+import { usageRow } from "../support/store-rows.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "qm-store-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -113,17 +114,7 @@ describe("rows", () => {
 
   test("a usage row changed twice before a flush is written once, with its last value", () => {
     const db = open(":memory:");
-    const row = {
-      hour: 0,
-      key: "a",
-      model: "m",
-      requests: 1,
-      prompt_tokens: 0,
-      completion_tokens: 0,
-      cached_tokens: 0,
-      wait_ms: 0,
-      swaps: 0,
-    };
+    const row = usageRow({ key: "a" });
     db.usage.put(row);
     row.requests = 2;
     db.usage.put(row);

@@ -9,6 +9,7 @@ import { createLogger } from "../../src/shared/log.ts";
 import { StateDb } from "../../src/store/database.ts";
 import { PRUNE_SLICE, pruneSteps } from "../../src/store/prune.ts";
 import { turnTimers } from "../support/fake-timers.ts";
+import { usageRow } from "../support/store-rows.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "qm-prune-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -46,17 +47,7 @@ describe("bounds", () => {
     let db = open(file, 0, big);
     for (let day = 0; day < 10; day++) {
       db.requests.put(rec(day + 1, day * DAY), null);
-      db.usage.put({
-        hour: day * DAY,
-        key: "k",
-        model: "m",
-        requests: 1,
-        prompt_tokens: 0,
-        completion_tokens: 0,
-        cached_tokens: 0,
-        wait_ms: 0,
-        swaps: 0,
-      });
+      db.usage.put(usageRow({ hour: day * DAY }));
     }
     db.close();
     db = open(file, 10 * DAY, { maxAgeMs: 3.5 * DAY, maxBytes: 1 << 30 });

@@ -60,6 +60,8 @@ export class Checkpointer {
   private thread: CheckpointThread | null = null;
   /** A checkpoint is under way. */
   running = false;
+  /** `close` was called: nothing more starts, and a late answer is ignored. */
+  private closed = false;
   /** Why checkpoints went back to SQLite's own, or null. */
   failed: string | null = null;
 
@@ -76,7 +78,7 @@ export class Checkpointer {
 
   /** Checkpoints now, off qm's thread, unless one is running (it will have covered most). */
   run(): void {
-    if (this.running || this.failed !== null) return;
+    if (this.running || this.failed !== null || this.closed) return;
     if (this.thread === null) {
       try {
         this.thread = this.makeThread();
@@ -92,14 +94,24 @@ export class Checkpointer {
     this.thread.postMessage(this.file);
   }
 
-  /** Stops the worker (a checkpoint under way is left to finish or to the next open). */
+  /** Stops the worker for good (a checkpoint under way is left to finish or to the next open). */
   close(): void {
-    this.thread?.terminate();
+    this.closed = true;
+    this.stopThread();
+  }
+
+  private stopThread(): void {
+    if (this.thread !== null) {
+      this.thread.onmessage = null;
+      this.thread.onerror = null;
+      this.thread.terminate();
+    }
     this.thread = null;
     this.running = false;
   }
 
   private answered(r: CheckpointResult): void {
+    if (this.closed) return;
     this.running = false;
     if (!r.ok) this.fail(r.error);
     this.onResult(r);
@@ -108,7 +120,7 @@ export class Checkpointer {
   private fail(why: string): void {
     if (this.failed !== null) return;
     this.failed = why;
-    this.close();
+    this.stopThread();
     this.log.warn(`WAL checkpoints on a worker thread failed (${why}); SQLite checkpoints itself`);
     this.onFailed();
   }

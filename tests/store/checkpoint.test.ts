@@ -85,10 +85,19 @@ describe("checkpoints", () => {
     expect(t.asked).toHaveLength(2);
     next = write(db, CHECKPOINT_BYTES / 2, next);
     expect(t.asked).toHaveLength(2);
-    write(db, CHECKPOINT_BYTES / 2 + FILLER.length, next);
+    next = write(db, CHECKPOINT_BYTES / 2 + FILLER.length, next);
     expect(t.asked).toHaveLength(3);
+    // Written while the third runs; then closed before its answer is handled.
+    write(db, FILLER.length, next + 1000);
+    const late = t.thread.onmessage;
     db.close();
     expect(t.terminated()).toBe(1);
+    expect(t.thread.onmessage).toBeNull();
+    // An answer already on its way starts nothing after the close (no thread on a closed file).
+    late?.({
+      data: { ok: true, busy: 0, log: 10, checkpointed: 10 },
+    } as MessageEvent<CheckpointResult>);
+    expect(t.asked).toHaveLength(3);
   });
 
   test("the worker thread checkpoints the whole log, and the rows stay readable", async () => {

@@ -105,6 +105,11 @@ export function setTimeoutSignal(
   return { signal: ctl.signal, cancel: () => handle !== null && timers.clear(handle) };
 }
 
+/** A real timer that does not keep the process alive (a fake one has nothing to undo). */
+export function unrefTimer(handle: unknown): void {
+  (handle as { unref?: () => void } | null)?.unref?.();
+}
+
 /**
  * Runs `fn` every `ms` until the returned function is called: one timer at a time, re-armed
  * after each run (a run that overruns delays the next rather than piling up). `unref`: a real
@@ -120,7 +125,7 @@ export function every(
   let handle: unknown;
   const arm = () => {
     handle = timers.set(tick, ms);
-    if (opts.unref) (handle as { unref?: () => void } | null)?.unref?.();
+    if (opts.unref) unrefTimer(handle);
   };
   const tick = () => {
     if (stopped) return;

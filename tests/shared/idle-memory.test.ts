@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { IdleMemory, QUIET_MS } from "../../src/shared/idle-memory.ts";
+import { IdleMemory, QUIET_MS, SETTLE_MS } from "../../src/shared/idle-memory.ts";
 import { Sweep, type Swept } from "../../src/shared/sweep.ts";
 import { FakeTimers } from "../support/fake-timers.ts";
 
@@ -15,8 +15,23 @@ function watched() {
 }
 
 describe("IdleMemory", () => {
-  test("what start-up left is given back once qm has been quiet for a period", () => {
+  test("what start-up left is given back once start-up has settled, and only once", () => {
     const w = watched();
+    w.timers.advance(SETTLE_MS - 1);
+    expect(w.released()).toBe(0);
+    w.timers.advance(1);
+    expect(w.released()).toBe(1);
+    w.timers.advance(10 * QUIET_MS);
+    expect(w.released()).toBe(1);
+  });
+
+  test("work begun before start-up settled: no release then; once qm has been quiet for a period", () => {
+    const w = watched();
+    const e = entry();
+    w.work.add(e);
+    w.work.delete(e);
+    w.timers.advance(SETTLE_MS);
+    expect(w.released()).toBe(0);
     w.timers.advance(QUIET_MS);
     expect(w.released()).toBe(0);
     w.timers.advance(QUIET_MS);
@@ -27,7 +42,8 @@ describe("IdleMemory", () => {
 
   test("never while work keeps coming; once after it stops", () => {
     const w = watched();
-    w.timers.advance(2 * QUIET_MS);
+    w.timers.advance(2 * QUIET_MS); // the start-up's release
+    expect(w.released()).toBe(1);
     for (let i = 0; i < 5; i++) {
       const e = entry();
       w.work.add(e);

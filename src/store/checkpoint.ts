@@ -4,10 +4,11 @@
  * holds 1 000 pages — on qm's event loop, 20 – 30 ms on this box's disk, every few seconds
  * under thousands of requests a second, every stream held up meanwhile. So qm's connection
  * never checkpoints (`wal_autocheckpoint = 0`): once about `CHECKPOINT_BYTES` went into the
- * log since the last checkpoint (`Batch.logBytes`), a worker thread opens the file, runs a passive checkpoint (it never waits for qm's writes,
- * nor they for it) and closes it again. The worker starts with the
- * first checkpoint a qm needs; one that cannot start, or fails, hands checkpoints back to
- * SQLite's own (said once in the log). Design: design.md, "Checkpoints".
+ * log since the last checkpoint (`Batch.logBytes`), a worker thread opens the file, runs a
+ * passive checkpoint (it never waits for qm's writes, nor they for it) and closes it again.
+ * The worker starts with the first checkpoint a qm needs; one that cannot start, or fails,
+ * hands checkpoints back to SQLite's own (said once in the log). Design: design.md,
+ * "Checkpoints off the event loop".
  */
 import type { Logger } from "../shared/log.ts";
 
@@ -63,7 +64,7 @@ export class Checkpointer {
   /** `close` was called: nothing more starts, and a late answer is ignored. */
   private closed = false;
   /** Why checkpoints went back to SQLite's own, or null. */
-  failed: string | null = null;
+  private failed: string | null = null;
 
   constructor(
     /** The database file. */

@@ -88,7 +88,7 @@ export function buildStatus(inputs: StatusInputs): StatusJson {
       queued: s.queued,
       queue_positions: inputs.positionsOf(s.id),
       held_until_ms: s.heldUntil === null ? null : toEpoch(s.heldUntil),
-      held_reason: s.hold === null ? null : heldReason(s.hold.gapMs, s.hold.swapBackMs),
+      held_reason: s.hold === null ? null : heldReason(s.hold),
       hold:
         s.hold === null
           ? null
@@ -196,10 +196,22 @@ function prefetchedJson(fraction: number | null): number | null {
   return fraction >= 1 ? 1 : Math.min(0.99, Math.round(fraction * 100) / 100);
 }
 
-/** `gap 2.1 s expected, swap 6.3 s`: why a cost-policy hold stands. */
-export function heldReason(gapMs: number, swapMs: number): string {
+/**
+ * Why a cost-policy hold stands: `gap 2.1 s expected, swap 6.3 s`; before any tool gap has been
+ * measured, `no gap measured yet (hold up to 12.5 s), swap 6.3 s`: the hold then lasts at most
+ * its window and gives way as the gap so far grows (src/scheduler/design.md, "The first round").
+ */
+export function heldReason(hold: {
+  gapMs: number;
+  windowMs: number;
+  swapBackMs: number;
+  measured: boolean;
+}): string {
   const sec = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
-  return `gap ${sec(gapMs)} expected, swap ${sec(swapMs)}`;
+  const swap = `swap ${sec(hold.swapBackMs)}`;
+  return hold.measured
+    ? `gap ${sec(hold.gapMs)} expected, ${swap}`
+    : `no gap measured yet (hold up to ${sec(hold.windowMs)}), ${swap}`;
 }
 
 export function round(n: number): number {

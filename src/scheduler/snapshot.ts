@@ -54,6 +54,8 @@ export function schedulerSnapshot(p: SnapshotParts) {
               gapMs: m.hold.typicalMs,
               windowMs: m.hold.windowMs,
               swapBackMs: m.hold.swapBackMs,
+              /** `prior`: no gap measured yet; the figures are the configured window's. */
+              measured: m.hold.source !== "prior",
             }
           : null,
       holdEnded: m.holdEnded,

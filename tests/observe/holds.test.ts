@@ -100,7 +100,7 @@ test('hold_policy = "cost": a hold dropped for a waiter is counted by reason and
   expect(events.map((e) => e.hold)).toEqual(["granted"]);
   expect(events[0]).toMatchObject({ gap_ms: 10_000, swap_ms: 2000 });
   expect(rt.status().models.find((m) => m.id === "a")).toMatchObject({
-    held_reason: "gap 10.0 s expected, swap 2.0 s",
+    held_reason: "no gap measured yet (hold up to 12.5 s), swap 2.0 s",
     hold: { gap_ms: 10_000, window_ms: 12_500, swap_ms: 2000 },
   });
   // b waits while the gap so far is short: no gap measured yet, x more of it is expected and
@@ -129,4 +129,29 @@ test('hold_policy = "cost": a hold dropped for a waiter is counted by reason and
   const text = await rt.metrics.text();
   expect(text).toContain('qm_holds_dropped_total{model="a",reason="cost"} 1');
   expect(sample(text, "qm_holds_preempted_total", "a")).toBeNull();
+});
+
+test('hold_policy = "cost": once its loop has come back, a hold names the gap it expects', async () => {
+  const { cfg, timers, fakes, rt, events } = runtime("");
+  const acquire = (toolResult: boolean) =>
+    track(
+      rt.acquire(cfg.models.a!, new AbortController().signal, { conversation: "c-a", toolResult }),
+    );
+  const a1 = acquire(false);
+  await settle();
+  timers.advance(2000);
+  fakes.of("a").ready();
+  await settle();
+  a1.value!.release({ toolCalls: true });
+  // The loop comes back with its tool's result 3 s later: the gap is measured.
+  timers.advance(3000);
+  const a2 = acquire(true);
+  await settle();
+  a2.value!.release({ toolCalls: true });
+  expect(events.map((e) => e.hold)).toEqual(["granted", "granted"]);
+  expect(events[1]).toMatchObject({ gap_ms: 3000, swap_ms: 2000 });
+  expect(rt.status().models.find((m) => m.id === "a")).toMatchObject({
+    held_reason: "gap 3.0 s expected, swap 2.0 s",
+    hold: { gap_ms: 3000, swap_ms: 2000 },
+  });
 });

@@ -239,6 +239,7 @@ describe('hold_policy = "cost" in the scheduler', () => {
       gapMs: 2000,
       windowMs: 2500,
       swapBackMs: 8000,
+      measured: true,
     });
     expect(h.whys.at(-1)).toBe("a:granted gap=2000 swap=8000 ");
     // Its gap spent, the hold is dropped at once.

@@ -311,7 +311,7 @@ describe.skipIf(!HAVE_CHROMIUM)("the dashboard in Chromium", () => {
   );
 
   test(
-    "a hold after a tool call counts down live; the tabs answer the arrow keys",
+    "a hold after a tool call counts down live, then says how it ended; the tabs answer the arrow keys",
     async () => {
       const res = await api("/v1/chat/completions", {
         method: "POST",
@@ -332,6 +332,22 @@ describe.skipIf(!HAVE_CHROMIUM)("the dashboard in Chromium", () => {
       // Ticking in the page, from the status' hold end: the next second shows less.
       await hold.filter({ hasText: new RegExp(`^(?!${first}$)`) }).waitFor();
       await shot("13-hold");
+      // A 1 ms hold in its place runs out at once: the row says how its last hold ended.
+      const again = await api("/v1/chat/completions", {
+        method: "POST",
+        headers: { "content-type": "application/json", "x-qm-hold-ms": "1" },
+        body: JSON.stringify({
+          model: "tools",
+          messages: [{ role: "user", content: "weather again?" }],
+          tools: [{ type: "function", function: { name: "get_weather", parameters: {} } }],
+        }),
+      });
+      expect(again.status).toBe(200);
+      await again.arrayBuffer();
+      await row("tools")
+        .locator('[data-cell="hold-why"]', { hasText: /^expired: gap spent, \d+s ago$/ })
+        .waitFor();
+      expect(await hold.innerText()).toStartWith("–");
       const tab = page.getByRole("tab", { name: "Models" });
       await tab.focus();
       await page.keyboard.press("ArrowRight");

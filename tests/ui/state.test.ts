@@ -4,6 +4,7 @@ import {
   busy,
   type Dash,
   EMPTY,
+  holdNote,
   loadElapsed,
   loadFraction,
   MAX_REQUESTS,
@@ -116,6 +117,15 @@ describe("the dashboard's state", () => {
     expect(refetch).toBe(true);
     expect(dash.status).toBe(before.status);
     expect(dash.lastEventId).toBe(4);
+  });
+
+  test("a hold event (granted, dropped, …) asks for the status: its deadline and why", () => {
+    const before = start();
+    const hold = { type: "hold", model: "a", hold: "dropped", until_ms: 5000, reason: "cost" };
+    const { dash, refetch } = applyEvent(before, ev("hold", hold, 5), 2000);
+    expect(refetch).toBe(true);
+    expect(dash.status).toBe(before.status);
+    expect(dash.lastEventId).toBe(5);
   });
 
   test("starting: the load begins now, with its expectation; progress ticks on", () => {
@@ -275,5 +285,24 @@ describe("event: load", () => {
     expect(loadFraction(d, d.status!.models[0]!, 10_500)).toBe(0.15);
     const stopped = start();
     expect(applyEvent(stopped, ev("load", load), 1).dash.status).toEqual(stopped.status);
+  });
+});
+
+describe("holdNote", () => {
+  const now = 1_800_000_000_000;
+  test("while held, why (cost policy); held with no reason (fixed), nothing", () => {
+    const why = "gap 2.1 s expected, swap 6.3 s";
+    expect(holdNote(model("a", { held_until_ms: now + 5000, held_reason: why }), now)).toBe(why);
+    expect(holdNote(model("a", { held_until_ms: now + 5000, held_reason: null }), now)).toBeNull();
+  });
+  test("after a hold, how it ended and how long ago, until the next one", () => {
+    const ended = { how: "dropped", reason: "cost", at_ms: now - 12_000 };
+    expect(holdNote(model("a", { hold_ended: ended }), now)).toBe("dropped: cost, 12s ago");
+    // A hold whose deadline has just passed, before the status says how it ended.
+    expect(holdNote(model("a", { held_until_ms: now - 1, held_reason: "x" }), now)).toBeNull();
+    // A new hold: its reason, not the last one's end.
+    const held = model("a", { held_until_ms: now + 1, held_reason: "r", hold_ended: ended });
+    expect(holdNote(held, now)).toBe("r");
+    expect(holdNote(model("a"), now)).toBeNull();
   });
 });

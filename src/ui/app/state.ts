@@ -4,6 +4,7 @@
  * and says whether the status should be read again — a state change or a finished request moves
  * figures (in-flight, VRAM used, load expectations) that the event itself does not carry.
  */
+import { duration } from "./format.ts";
 import type { ModelState, ModelStatus, RequestRecord, Status } from "./wire.ts";
 
 /** Recent requests kept for the Activity and Performance pages (the DOM shows fewer). */
@@ -65,6 +66,10 @@ export function applyEvent(d: Dash, e: SseEvent, now: number): { dash: Dash; ref
     }
     case "config":
       // A config reload may add, remove or change models: read the status afresh.
+      return { dash: base, refetch: true };
+    case "hold":
+      // Granted, expired, preempted or dropped: the status has its deadline, why, and how the
+      // last one ended.
       return { dash: base, refetch: true };
     default:
       return { dash: base, refetch: false };
@@ -156,6 +161,18 @@ export function loadElapsed(d: Dash, m: ModelStatus, now: number): number | null
   if (!m.load) return null;
   const start = d.loadStart[m.id];
   return start === undefined ? m.load.elapsed_ms : Math.max(0, now - start);
+}
+
+/**
+ * The line under a model's hold: while it is held, why (`gap 2.1 s expected, swap 6.3 s`, under
+ * `hold_policy = "cost"`); otherwise how its last hold ended (`dropped: cost, 12s ago`); null
+ * when there is nothing to say.
+ */
+export function holdNote(m: ModelStatus, now: number): string | null {
+  if (m.held_until_ms !== null && m.held_until_ms > now) return m.held_reason ?? null;
+  const end = m.hold_ended;
+  if (!end) return null;
+  return `${end.how}: ${end.reason}, ${duration(Math.max(0, now - end.at_ms))} ago`;
 }
 
 /** Anything that changes by itself in the next seconds (loads, queues, prefetch, requests). */

@@ -16,6 +16,12 @@ export interface ModelStatus {
   held_until_ms: number | null;
   /** Why it is held (`hold_policy = "cost"`): `gap 2.1 s expected, swap 6.3 s`. */
   held_reason?: string | null;
+  /**
+   * How its last hold ended, until its next one: `how` `expired` / `preempted` / `dropped`,
+   * `reason` (`gap spent`, `loop ended`, `patience`, `cost`, `fairness`, `priority`), `at_ms`
+   * epoch ms. Absent from an older qm.
+   */
+  hold_ended?: { how: string; reason: string; at_ms: number } | null;
   est_vram_gb: number;
   est_ram_gb: number;
   pid: number | null;

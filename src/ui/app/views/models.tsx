@@ -3,7 +3,7 @@ import { useState } from "preact/hooks";
 import { HttpError, post } from "../api.ts";
 import { count, duration, gb, ms, NONE, percent, remaining } from "../format.ts";
 import { hrefOf, useNow } from "../hooks.ts";
-import { type Dash, loadElapsed, loadFraction } from "../state.ts";
+import { type Dash, holdNote, loadElapsed, loadFraction } from "../state.ts";
 import type { ModelStatus } from "../wire.ts";
 import { Progress, StateBadge, VramBar } from "./bits.tsx";
 
@@ -127,6 +127,7 @@ function ModelRow(props: {
 }) {
   const { m, fraction, elapsed, now, pending, act } = props;
   const hold = remaining(m.held_until_ms, now);
+  const whyHold = holdNote(m, now);
   const unloadIn = remaining(m.unload_at_ms, now);
   const loaded = m.state === "ready" || m.state === "starting";
   return (
@@ -164,12 +165,13 @@ function ModelRow(props: {
         )}
       </td>
       <td class="num">{count(m.leases)}</td>
-      <td
-        class="num"
-        data-cell="hold"
-        title={hold === null ? undefined : (m.held_reason ?? undefined)}
-      >
+      <td class="num" data-cell="hold">
         {hold === null ? NONE : duration(hold)}
+        {whyHold !== null && (
+          <span class="hold-why" data-cell="hold-why" title={whyHold}>
+            {whyHold}
+          </span>
+        )}
       </td>
       <td class="num">{m.est_vram_gb > 0 ? gb(m.est_vram_gb) : NONE}</td>
       <td data-cell="load">

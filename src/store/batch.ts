@@ -5,7 +5,8 @@
  * loses at most what was queued since the last write. The queue is bounded: past `MAX_PENDING`
  * the oldest writes are dropped (said once in the log). A write that fails is logged once and
  * the database is given up: qm goes on with memory only. Longer upkeep (the bounds, prune.ts)
- * runs as a chore: one bounded step per turn, after the queue's slices.
+ * runs as a chore: one bounded step per turn, after the queue's slices; what is queued while a
+ * chore runs still waits for the next flush.
  */
 import type { Logger } from "../shared/log.ts";
 import { every, type Timers } from "../shared/timer.ts";
@@ -35,10 +36,18 @@ export class Batch {
   /** Upkeep run a step per turn (`startChore`); null when none runs. */
   private chore: Iterator<unknown> | null = null;
   /**
+   * A flush is under way: the queue is written a slice per turn until it is empty. Between
+   * flushes what is queued waits for the next one, chore or not: a chore's turns write no rows,
+   * so the log has quiet spells in which a checkpoint can take all of it in (database.ts).
+   */
+  private flushing = false;
+  /**
    * About what the writes added to the write-ahead log since the database opened: the row
    * text written, and `STEP_LOG_BYTES` per step of a chore (what paces the checkpoints).
    */
   logBytes = 0;
+  /** The row text written since the database opened (what grows the file). */
+  rowBytes = 0;
   /** Why writing was given up, or null. */
   failed: string | null = null;
 
@@ -86,23 +95,25 @@ export class Batch {
 
   /** One slice now; the rest a slice per turn of the event loop, until the queue is empty. */
   private flushSliced(): void {
+    this.flushing = true;
     if (this.nextSlice !== null) return;
     this.turn();
   }
 
   /**
    * Runs `steps` one per turn of the event loop from the next, after the queue's slices, until
-   * done (without timers, all now). Ignored while another chore runs. A step that throws gives
-   * the database up.
+   * done (without timers, all now). Ignored while another chore runs (false). A step that throws
+   * gives the database up.
    */
-  startChore(steps: Iterator<unknown>): void {
-    if (this.chore !== null || this.failed !== null) return;
+  startChore(steps: Iterator<unknown>): boolean {
+    if (this.chore !== null || this.failed !== null) return false;
     this.chore = steps;
     if (this.timers === null) {
       while (this.chore !== null) this.step();
     } else if (this.nextSlice === null) {
       this.nextSlice = this.timers.set(() => this.turn(), 0);
     }
+    return true;
   }
 
   /** A chore held back by `choreMayStep` may step again: the next turn is armed. */
@@ -119,13 +130,16 @@ export class Batch {
   private turn(): void {
     this.nextSlice = null;
     let worked = true;
-    if (this.pending.length > 0) this.write(FLUSH_SLICE);
+    if (this.flushing && this.pending.length > 0) this.write(FLUSH_SLICE);
     else if (this.chore !== null && this.choreMayStep()) this.step();
     else worked = false;
     if (worked && this.failed === null) this.afterWork();
     // The work may have started a chore, which armed the next turn itself.
     if (this.failed !== null || this.timers === null || this.nextSlice !== null) return;
-    if (this.pending.length > 0 || (this.chore !== null && this.choreMayStep())) {
+    if (
+      (this.flushing && this.pending.length > 0) ||
+      (this.chore !== null && this.choreMayStep())
+    ) {
       this.nextSlice = this.timers.set(() => this.turn(), 0);
     }
   }
@@ -151,8 +165,12 @@ export class Batch {
         for (const write of writes) bytes += write();
       });
       this.logBytes += bytes;
+      this.rowBytes += bytes;
       this.dropped = 0;
-      if (this.pending.length === 0) this.afterFlush();
+      if (this.pending.length === 0) {
+        this.flushing = false;
+        this.afterFlush();
+      }
     } catch (err) {
       this.giveUp(err);
     }

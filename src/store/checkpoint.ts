@@ -15,6 +15,15 @@ import type { Logger } from "../shared/log.ts";
 /** Log written between checkpoints (SQLite's own is 1 000 pages, about 4 MiB). */
 export const CHECKPOINT_BYTES = 4 << 20;
 
+/**
+ * The most the log's file keeps once a checkpoint took it all in (`journal_size_limit`): SQLite
+ * writes the log again from its start but never shrinks the file, so a burst (the bounds'
+ * deletes, a checkpoint held up by a long read) would otherwise hold its high-water mark on
+ * disk for as long as qm runs. Truncated back to this at the first commit after the log begins
+ * again.
+ */
+export const WAL_KEEP_BYTES = 2 * CHECKPOINT_BYTES;
+
 /** A passive checkpoint's answer (SQLite's `wal_checkpoint` row), or why it failed. */
 export type CheckpointResult =
   | { ok: true; busy: number; log: number; checkpointed: number }
@@ -31,21 +40,23 @@ export interface CheckpointThread {
 
 /**
  * The worker's code, as a module of its own: it answers each path with one passive checkpoint
- * on a connection of its own, closed again (between checkpoints the worker holds no file).
+ * on a connection of its own, closed before the answer goes: by the time qm hears of it the
+ * worker holds no file (nor does it between checkpoints).
  */
 const WORKER_SOURCE = `
 import { Database } from "bun:sqlite";
 self.onmessage = (event) => {
   let db = null;
+  let answer;
   try {
     db = new Database(event.data, { readwrite: true, create: false });
     const r = db.query("PRAGMA wal_checkpoint(PASSIVE)").get();
-    postMessage({ ok: true, busy: r.busy, log: r.log, checkpointed: r.checkpointed });
+    answer = { ok: true, busy: r.busy, log: r.log, checkpointed: r.checkpointed };
   } catch (err) {
-    postMessage({ ok: false, error: err instanceof Error ? err.message : String(err) });
-  } finally {
-    try { db?.close(); } catch {}
+    answer = { ok: false, error: err instanceof Error ? err.message : String(err) };
   }
+  try { db?.close(); } catch {}
+  postMessage(answer);
 };
 `;
 

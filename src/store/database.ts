@@ -14,6 +14,7 @@ import {
   Checkpointer,
   type CheckpointResult,
   type CheckpointThread,
+  WAL_KEEP_BYTES,
 } from "./checkpoint.ts";
 import { type Bounds, liveBytes, prune, pruneSteps } from "./prune.ts";
 import { RequestRows } from "./requests.ts";
@@ -71,8 +72,13 @@ export interface StoreOptions {
 /** SQLite's own checkpoint threshold, in pages, restored when the worker cannot run. */
 const AUTOCHECKPOINT_PAGES = 1000;
 
-/** The bounds are kept after every this many writes of the queue (about a minute). */
+/** The bounds are kept after every this many writes of the queue (about a minute)… */
 const PRUNE_EVERY = 60;
+/**
+ * …or sooner, once rows of this share of `max_mb` were written since they were last kept: at
+ * thousands of requests a second a minute's rows are tens of MB, several times a small bound.
+ */
+const PRUNE_SHARE = 1 / 8;
 
 export class StateDb {
   readonly responses: ResponseRows;
@@ -80,6 +86,8 @@ export class StateDb {
   readonly usage: UsageRows;
   private readonly batch: Batch;
   private flushes = 0;
+  /** `batch.rowBytes` when the bounds were last kept. */
+  private prunedAt = 0;
   /** Null for a database in memory (no log to checkpoint). */
   private readonly checkpointer: Checkpointer | null;
   /** `batch.logBytes` at the last checkpoint. */
@@ -109,8 +117,11 @@ export class StateDb {
       (fn) => db.transaction(fn)(),
       opts.log,
       () => {
-        if (++this.flushes % PRUNE_EVERY === 0) {
-          this.batch.startChore(pruneSteps(db, opts.bounds, now()));
+        const written = this.batch.rowBytes - this.prunedAt;
+        if (++this.flushes < PRUNE_EVERY && written < opts.bounds.maxBytes * PRUNE_SHARE) return;
+        if (this.batch.startChore(pruneSteps(db, opts.bounds, now()))) {
+          this.flushes = 0;
+          this.prunedAt = this.batch.rowBytes;
         }
       },
       () => this.checkpointIfDue(),
@@ -149,6 +160,7 @@ export class StateDb {
       // Set before the first table: freed pages can then be given back (prune.ts).
       if (version === 0) db.run("PRAGMA auto_vacuum = INCREMENTAL");
       db.run("PRAGMA journal_mode = WAL");
+      db.run(`PRAGMA journal_size_limit = ${WAL_KEEP_BYTES}`);
       db.run("PRAGMA synchronous = NORMAL");
       db.run(SCHEMA);
       db.run(`PRAGMA user_version = ${VERSION}`);

@@ -1,4 +1,5 @@
 /** WAL checkpoints off qm's thread: a worker's, paced by what was written; SQLite's own as the fallback. */
+import { Database } from "bun:sqlite";
 import { afterAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -8,6 +9,7 @@ import {
   CHECKPOINT_BYTES,
   type CheckpointResult,
   type CheckpointThread,
+  WAL_KEEP_BYTES,
 } from "../../src/store/checkpoint.ts";
 import { StateDb, type StoreOptions } from "../../src/store/database.ts";
 import { turnTimers } from "../support/fake-timers.ts";
@@ -124,6 +126,26 @@ describe("checkpoints", () => {
     const high = walBytes(file);
     write(db, CHECKPOINT_BYTES / 2, 10_000);
     expect(walBytes(file)).toBe(high);
+    db.close();
+  });
+
+  test("a burst's log is cut back to WAL_KEEP_BYTES once a checkpoint took it all in", () => {
+    const t = standIn();
+    const { db, file } = open("burst.db", { checkpointThread: () => t.thread });
+    // A checkpoint asked for and not yet answered while three times as much goes in.
+    const next = write(db, 4 * CHECKPOINT_BYTES);
+    expect(t.asked).toHaveLength(1);
+    expect(walBytes(file)).toBeGreaterThan(WAL_KEEP_BYTES + CHECKPOINT_BYTES);
+    // The checkpoint the thread would run, on a connection of its own, taking in the whole log.
+    const other = new Database(file);
+    const row = other.query("PRAGMA wal_checkpoint(PASSIVE)").get() as Record<string, number>;
+    other.close();
+    expect(Object.values(row)).toEqual([0, expect.any(Number), expect.any(Number)]);
+    t.answer({ ok: true, busy: 0, log: 1, checkpointed: 1 });
+    // The next commit begins the log again and cuts the file back.
+    write(db, FILLER.length, next + 1000);
+    expect(walBytes(file)).toBeLessThanOrEqual(WAL_KEEP_BYTES);
+    expect(db.responses.get("resp_3")).not.toBeNull();
     db.close();
   });
 

@@ -142,4 +142,31 @@ describe("bounds", () => {
     expect(db.counts().requests).toBe(59);
     db.close();
   });
+
+  test("rows of an eighth of max_mb written since the bounds were kept: kept again, not a minute later", () => {
+    const file = join(dir, "busy.db");
+    let now = 0;
+    const r = StateDb.open(file, {
+      bounds: { maxAgeMs: DAY, maxBytes: 1 << 20 },
+      log,
+      now: () => now,
+    });
+    if (!r.ok) throw new Error(r.reason);
+    const db = r.db;
+    const { timers, turns, turn } = turnTimers();
+    db.start(timers);
+    // Rows past max_age, under an eighth of the bound (about 300 bytes each): the flush that
+    // writes them starts nothing.
+    for (let i = 1; i <= 200; i++) db.requests.put(rec(i, 0), null);
+    now = 2 * DAY;
+    timers.advance(1000);
+    while (turns.size > 0) turn();
+    expect(db.counts().requests).toBe(200);
+    // The second flush takes the rows written past 128 KiB: the bounds' steps start from it.
+    for (let i = 201; i <= 600; i++) db.requests.put(rec(i, 0), null);
+    timers.advance(1000);
+    while (turns.size > 0) turn();
+    expect(db.counts().requests).toBe(0);
+    db.close();
+  });
 });

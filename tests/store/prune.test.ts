@@ -22,6 +22,28 @@ function open(file: string, now: number, bounds: { maxAgeMs: number; maxBytes: n
   return r.db;
 }
 
+/** A database serving on turn timers (max_age one day), its wall clock set by `setNow`. */
+function serving(name: string, maxBytes: number) {
+  let now = 0;
+  const r = StateDb.open(join(dir, name), {
+    bounds: { maxAgeMs: DAY, maxBytes },
+    log,
+    now: () => now,
+  });
+  if (!r.ok) throw new Error(r.reason);
+  const { timers, turns, turn } = turnTimers();
+  r.db.start(timers);
+  return {
+    db: r.db,
+    timers,
+    turns,
+    turn,
+    setNow: (ms: number) => {
+      now = ms;
+    },
+  };
+}
+
 const rec = (id: number, time: number) => ({
   id,
   time,
@@ -112,24 +134,14 @@ describe("bounds", () => {
   });
 
   test("while serving, the bounds are kept about once a minute, a step per turn", () => {
-    const file = join(dir, "serving.db");
-    let now = 0;
-    const r = StateDb.open(file, {
-      bounds: { maxAgeMs: DAY, maxBytes: 1 << 30 },
-      log,
-      now: () => now,
-    });
-    if (!r.ok) throw new Error(r.reason);
-    const db = r.db;
-    const { timers, turns, turn } = turnTimers();
-    db.start(timers);
+    const { db, timers, turns, turn, setNow } = serving("serving.db", 1 << 30);
     for (let i = 1; i <= 2 * PRUNE_SLICE; i++) db.requests.put(rec(i, 0), null);
     timers.advance(1000);
     while (turns.size > 0) turn(); // the rest of that flush, a slice per turn
-    now = 2 * DAY;
+    setNow(2 * DAY);
     // 59 more flushes that wrote something; the 60th starts the bounds' steps, from the next turn.
     for (let s = 0; s < 59; s++) {
-      db.requests.put(rec(10_000 + s, now), null);
+      db.requests.put(rec(10_000 + s, 2 * DAY), null);
       timers.advance(1000);
     }
     expect(turns.size).toBe(1);
@@ -144,21 +156,11 @@ describe("bounds", () => {
   });
 
   test("rows of an eighth of max_mb written since the bounds were kept: kept again, not a minute later", () => {
-    const file = join(dir, "busy.db");
-    let now = 0;
-    const r = StateDb.open(file, {
-      bounds: { maxAgeMs: DAY, maxBytes: 1 << 20 },
-      log,
-      now: () => now,
-    });
-    if (!r.ok) throw new Error(r.reason);
-    const db = r.db;
-    const { timers, turns, turn } = turnTimers();
-    db.start(timers);
+    const { db, timers, turns, turn, setNow } = serving("busy.db", 1 << 20);
     // Rows past max_age, under an eighth of the bound (about 300 bytes each): the flush that
     // writes them starts nothing.
     for (let i = 1; i <= 200; i++) db.requests.put(rec(i, 0), null);
-    now = 2 * DAY;
+    setNow(2 * DAY);
     timers.advance(1000);
     while (turns.size > 0) turn();
     expect(db.counts().requests).toBe(200);

@@ -313,19 +313,21 @@ describe.skipIf(!HAVE_CHROMIUM)("the dashboard in Chromium", () => {
   test(
     "a hold after a tool call counts down live, then says how it ended; the tabs answer the arrow keys",
     async () => {
-      const res = await api("/v1/chat/completions", {
-        method: "POST",
-        headers: { "content-type": "application/json", "x-qm-hold-ms": "60000" },
-        // A request that offers tools and gets a tool call back earns its model a hold.
-        body: JSON.stringify({
-          model: "tools",
-          messages: [{ role: "user", content: "weather?" }],
-          tools: [{ type: "function", function: { name: "get_weather", parameters: {} } }],
-        }),
-      });
-      expect(
-        ((await res.json()) as { choices: { finish_reason: string }[] }).choices[0]!.finish_reason,
-      ).toBe("tool_calls");
+      // A request that offers tools and gets a tool call back earns its model a hold.
+      const askTools = async (holdMs: number) => {
+        const res = await api("/v1/chat/completions", {
+          method: "POST",
+          headers: { "content-type": "application/json", "x-qm-hold-ms": String(holdMs) },
+          body: JSON.stringify({
+            model: "tools",
+            messages: [{ role: "user", content: "weather?" }],
+            tools: [{ type: "function", function: { name: "get_weather", parameters: {} } }],
+          }),
+        });
+        return ((await res.json()) as { choices: { finish_reason: string }[] }).choices[0]!
+          .finish_reason;
+      };
+      expect(await askTools(60_000)).toBe("tool_calls");
       const hold = row("tools").locator('[data-cell="hold"]');
       await hold.filter({ hasText: /^[1-5]?\ds$|^1m 00s$/ }).waitFor();
       const first = await hold.innerText();
@@ -333,17 +335,7 @@ describe.skipIf(!HAVE_CHROMIUM)("the dashboard in Chromium", () => {
       await hold.filter({ hasText: new RegExp(`^(?!${first}$)`) }).waitFor();
       await shot("13-hold");
       // A 1 ms hold in its place runs out at once: the row says how its last hold ended.
-      const again = await api("/v1/chat/completions", {
-        method: "POST",
-        headers: { "content-type": "application/json", "x-qm-hold-ms": "1" },
-        body: JSON.stringify({
-          model: "tools",
-          messages: [{ role: "user", content: "weather again?" }],
-          tools: [{ type: "function", function: { name: "get_weather", parameters: {} } }],
-        }),
-      });
-      expect(again.status).toBe(200);
-      await again.arrayBuffer();
+      expect(await askTools(1)).toBe("tool_calls");
       await row("tools")
         .locator('[data-cell="hold-why"]', { hasText: /^expired: gap spent, \d+s ago$/ })
         .waitFor();

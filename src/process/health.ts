@@ -9,6 +9,12 @@
  * finds them ready follows it instead of coming up to an interval later. Probes stay at least
  * `MIN_GAP_MS` apart, so a model that prints thousands of lines while it loads is not probed
  * thousands of times.
+ *
+ * A server that prints nothing when it turns healthy is found by the poll alone, 0 – 10 ms
+ * late. When its loads so far say when this one should end (`readyAround`: the median of its
+ * last loads), probes come every `MIN_GAP_MS` in a window around that time (a twentieth of
+ * the load either side, 10 – 250 ms), so such a server is found within ~2 ms, and at most
+ * 250 probes more are sent however long the load. Outside the window the interval holds.
  */
 import type { Fetch } from "../shared/fetch.ts";
 import { delay, realTimers, setTimeoutSignal, type Timers } from "../shared/timer.ts";
@@ -32,6 +38,29 @@ export interface HealthWait {
   onAnswer?: () => void;
   /** Asks for the next probe early (the model printed a line). */
   nudge?: ProbeNudge;
+  /** When the server is expected to turn healthy (see the top of the file); none: unknown. */
+  readyAround?: ReadyWindow | null;
+}
+
+/** Probes come every `MIN_GAP_MS` from `at - halfMs` to `at + halfMs` (on the wait's clock). */
+export interface ReadyWindow {
+  at: number;
+  halfMs: number;
+}
+
+/** The window's half width for a load expected to take `expectedMs`, from its start. */
+export function readyWindow(startedAt: number, expectedMs: number | null): ReadyWindow | null {
+  if (expectedMs === null || !(expectedMs >= 0)) return null;
+  return { at: startedAt + expectedMs, halfMs: Math.min(250, Math.max(10, expectedMs / 20)) };
+}
+
+/** How long to wait at `now` before the next probe: the interval, shorter in the window. */
+export function nextProbeIn(now: number, intervalMs: number, around?: ReadyWindow | null): number {
+  if (!around) return intervalMs;
+  const from = around.at - around.halfMs;
+  if (now >= around.at + around.halfMs) return intervalMs;
+  if (now >= from) return Math.min(intervalMs, MIN_GAP_MS);
+  return Math.min(intervalMs, from - now);
 }
 
 /** Nudged probes are this far apart at least, after the one before ended. */
@@ -119,7 +148,8 @@ export async function waitHealthy(w: HealthWait): Promise<HealthOutcome> {
     } finally {
       probe.cancel();
     }
-    const wait = Math.min(w.intervalMs, w.deadline - timers.now());
+    const now = timers.now();
+    const wait = Math.min(nextProbeIn(now, w.intervalMs, w.readyAround), w.deadline - now);
     if (wait > 0) {
       await (w.nudge ? w.nudge.wait(wait, w.signal, timers) : delay(wait, w.signal, timers));
     }

@@ -18,7 +18,7 @@ import {
   type ProcessExit,
   stoppedWhileStarting,
 } from "./exit-info.ts";
-import { type HealthOutcome, ProbeNudge, waitHealthy } from "./health.ts";
+import { type HealthOutcome, ProbeNudge, readyWindow, waitHealthy } from "./health.ts";
 import { KvSlots } from "./kv-slots.ts";
 import { killLeftovers, signalTree } from "./leftovers.ts";
 import { pumpLines } from "./line-splitter.ts";
@@ -41,6 +41,8 @@ export interface ModelProcessOptions {
   onStateChange?: (state: ProcessState) => void;
   /** Readiness poll interval; default 10 ms. */
   pollIntervalMs?: number;
+  /** How long this model's loads take (the median of its last); probes come closer near it (health.ts). */
+  expectedLoadMs?: () => number | null;
   /** Told every output line as it comes (live log followers). */
   onLine?: (line: string) => void;
   /** Lines kept by `logs()`; default 500. */
@@ -238,6 +240,7 @@ export class ModelProcess {
             fetch: this.opts.fetch,
             onAnswer: () => void checkOwner(),
             nudge: run.nudge,
+            readyAround: readyWindow(run.startedAt, this.opts.expectedLoadMs?.() ?? null),
           }),
       run.exit.then(() => ({ kind: "exit" }) as const),
     ]);

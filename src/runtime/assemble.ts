@@ -216,7 +216,8 @@ export function assemble(config: Config, opts: RuntimeOptions, face: RuntimeFace
     onSwap: () => replanPrefetch(),
     makeProcess: withNodes(
       nodes,
-      opts.makeProcess ?? modelProcesses(config, log, registry, modelLine),
+      opts.makeProcess ??
+        modelProcesses(config, log, registry, modelLine, (id) => loadTimes.expected(id)),
     ),
   });
   // A model's supervisor, new or replaced: it runs where its config says from its next start.

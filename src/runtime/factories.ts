@@ -36,12 +36,14 @@ export function modelProcesses(
   log: Logger,
   registry: ModelRegistry,
   onLine?: (id: string, line: string) => void,
+  expectedLoadMs?: (id: string) => number | null,
 ): ProcessFactory {
   return (model, onExit) =>
     new ModelProcess(model, {
       healthCheckTimeoutS: config.server.healthCheckTimeoutS,
       log,
       onExit,
+      ...(expectedLoadMs ? { expectedLoadMs: () => expectedLoadMs(model.id) } : {}),
       ...(onLine ? { onLine: (line: string) => onLine(model.id, line) } : {}),
       onConfigChange: (moved) => registry.move(moved),
     });

@@ -8,7 +8,10 @@ import {
   type HealthOutcome,
   type HealthWait,
   MIN_GAP_MS,
+  nextProbeIn,
   ProbeNudge,
+  type ReadyWindow,
+  readyWindow,
   waitHealthy,
 } from "../../src/process/health.ts";
 import type { Fetch } from "../../src/shared/fetch.ts";
@@ -58,6 +61,7 @@ function waitOn(
   deadline: number,
   signal?: AbortSignal,
   nudge?: ProbeNudge,
+  readyAround?: ReadyWindow,
 ) {
   const w: HealthWait = {
     url: "http://model.test/health",
@@ -67,6 +71,7 @@ function waitOn(
     timers,
     fetch,
     ...(nudge ? { nudge } : {}),
+    ...(readyAround ? { readyAround } : {}),
   };
   const state: { outcome: HealthOutcome | null } = { outcome: null };
   const done = waitHealthy(w).then((o) => {
@@ -90,6 +95,46 @@ test("polls every interval until a 200, and is ready at that probe", async () =>
   expect(await w.done).toEqual({ kind: "ready" });
   expect(up.at).toEqual([0, 10, 20, 30]);
   expect(timers.pending).toBe(0);
+});
+
+test("near the load's expected end, probes come every minimum gap; before and after it, every interval", async () => {
+  const timers = new FakeTimers();
+  // Healthy from 47 ms; the window is 35 – 55 ms.
+  const up = endpoint(timers, () => (timers.now() < 47 ? 503 : 200));
+  const w = waitOn(timers, up.fetch, 2000, undefined, undefined, { at: 45, halfMs: 10 });
+  for (let t = 0; t < 60 && w.state.outcome === null; t++) {
+    await settle();
+    timers.advance(1);
+  }
+  expect(await w.done).toEqual({ kind: "ready" });
+  expect(up.at).toEqual([0, 10, 20, 30, 35, 37, 39, 41, 43, 45, 47]);
+  expect(timers.pending).toBe(0);
+});
+
+test("a load that runs past the window goes back to the interval", async () => {
+  const timers = new FakeTimers();
+  const up = endpoint(timers, () => (timers.now() < 80 ? 503 : 200));
+  const w = waitOn(timers, up.fetch, 2000, undefined, undefined, { at: 20, halfMs: 10 });
+  for (let t = 0; t < 100 && w.state.outcome === null; t++) {
+    await settle();
+    timers.advance(1);
+  }
+  expect(await w.done).toEqual({ kind: "ready" });
+  expect(up.at).toEqual([0, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30, 40, 50, 60, 70, 80]);
+});
+
+test("the window: a twentieth of the expected load either side, 10 – 250 ms; none when unknown", () => {
+  expect(readyWindow(1000, null)).toBeNull();
+  expect(readyWindow(1000, 100)).toEqual({ at: 1100, halfMs: 10 });
+  expect(readyWindow(0, 2000)).toEqual({ at: 2000, halfMs: 100 });
+  expect(readyWindow(0, 60_000)).toEqual({ at: 60_000, halfMs: 250 });
+  const around = { at: 100, halfMs: 10 };
+  expect(nextProbeIn(0, 10, null)).toBe(10);
+  expect(nextProbeIn(85, 10, around)).toBe(5); // to the window's start
+  expect(nextProbeIn(90, 10, around)).toBe(MIN_GAP_MS);
+  expect(nextProbeIn(109, 10, around)).toBe(MIN_GAP_MS);
+  expect(nextProbeIn(110, 10, around)).toBe(10);
+  expect(nextProbeIn(95, 1, around)).toBe(1); // never longer than the interval
 });
 
 test("a line the model prints brings the next probe forward, never closer than the minimum gap", async () => {

@@ -107,6 +107,33 @@ describe("start", () => {
     await waitFor("model loaded, ready");
   });
 
+  test("probes come every 2 ms near the load's expected end (its loads so far)", async () => {
+    const timers = new FakeTimers();
+    const at: number[] = [];
+    const fake: Fetch = () => {
+      at.push(timers.now());
+      return Promise.resolve(new Response(null, { status: timers.now() < 95 ? 503 : 200 }));
+    };
+    // A server that prints nothing (a printed line would bring a probe forward too).
+    const { proc } = supervise(demoModel("timed", [], { cmd: () => "sleep 30" }), {
+      fetch: fake,
+      timers,
+      expectedLoadMs: () => 100,
+    });
+    const started = startAndRecord(proc);
+    let ready = false;
+    void started.then(() => {
+      ready = true;
+    });
+    for (let t = 0; t < 200 && !ready; t++) {
+      await settle();
+      timers.advance(1);
+    }
+    await started;
+    // The window is 90 – 110 ms (10 ms either side of 100).
+    expect(at).toEqual([0, 10, 20, 30, 40, 50, 60, 70, 80, 90, 92, 94, 96]);
+  });
+
   test("checkEndpoint null: ready as soon as spawned, with no probe and no wait", async () => {
     let probes = 0;
     const counted: Fetch = (url, init) => {

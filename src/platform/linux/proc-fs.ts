@@ -6,6 +6,7 @@
 import { closeSync, openSync, readdirSync, readFileSync, readlinkSync, readSync } from "node:fs";
 import { nextTurn } from "../../shared/timer.ts";
 import type { ProcEntry, ProcFs, TcpListener } from "../types.ts";
+import { listeningSockets } from "./sock-diag.ts";
 
 /** `/proc/PID/stat`; `comm` is in parentheses and may itself hold spaces and ")". */
 export function parseStat(pid: number, text: string): ProcEntry | null {
@@ -108,9 +109,14 @@ export const LIST_SLICE = 16;
 
 /**
  * The real /proc (or another directory laid out like it); `slice`: processes `listAsync` reads
- * per turn of the event loop.
+ * per turn of the event loop; `sockets`: the listening sockets read another way (the real
+ * /proc's: the kernel's socket diagnostics, sock-diag.ts), null when that fails.
  */
-export function procFs(root = "/proc", slice = LIST_SLICE): ProcFs {
+export function procFs(
+  root = "/proc",
+  slice = LIST_SLICE,
+  sockets: (() => TcpListener[] | null) | null = root === "/proc" ? listeningSockets : null,
+): ProcFs {
   let available = false;
   try {
     available = readdirSync(root).includes("self");
@@ -172,11 +178,16 @@ export function procFs(root = "/proc", slice = LIST_SLICE): ProcFs {
       return out;
     },
     listeners() {
+      const diag = sockets?.() ?? null;
+      if (diag !== null) return diag;
       return ["tcp", "tcp6"].flatMap((f) => parseNetTcp(read(`${root}/net/${f}`) ?? ""));
     },
-    // Read in slices on this thread: a read on Bun's thread pool took 3 – 4 ms to come back
-    // here even for a table of a dozen sockets, and every start of a model waits for it.
+    // The diagnostics take a fraction of a millisecond; /proc is read in slices on this
+    // thread: a read on Bun's thread pool took 3 – 4 ms to come back here even for a table of
+    // a dozen sockets, and every start of a model waits for it.
     async listenersAsync() {
+      const diag = sockets?.() ?? null;
+      if (diag !== null) return diag;
       const out: TcpListener[] = [];
       for (const f of ["tcp", "tcp6"])
         out.push(...parseNetTcp(await readSliced(`${root}/net/${f}`)));

@@ -21,7 +21,7 @@ export function otherPlatform(name: string, arch: string = process.arch): Platfo
     procs: nothing,
     becomeSubreaper: () => ({ ok: false, why: `not available on ${name}`, byDesign: true }),
     reapChild: () => false,
-    withParentDeathSignal: (argv) => argv,
+    deathWatch: false,
     groupRunning: () => true,
     signalIgnored: () => false,
     memInfo: () => null,
@@ -32,7 +32,7 @@ export function otherPlatform(name: string, arch: string = process.arch): Platfo
     report: () => ({
       name: `${name}-${arch}`,
       subreaper: false,
-      parentDeathSignal: false,
+      deathWatch: false,
       processTable: false,
       portHolders: false,
     }),

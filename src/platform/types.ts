@@ -1,8 +1,8 @@
 /**
  * What qm needs from the operating system that differs between systems, as one small
  * interface (src/platform/design.md): the process table with start times, the listening TCP
- * sockets and their holders, the subreaper (or what stands in for it), the parent-death
- * signal, which signals were ignored at start, and the memory totals. Linux reads /proc and
+ * sockets and their holders, the subreaper (or what stands in for it), whether the death
+ * watch can run, which signals were ignored at start, and the memory totals. Linux reads /proc and
  * calls prctl; Darwin runs `ps`, `lsof` and `sysctl`; anything else gets none of it and qm
  * falls back to process groups and bind tests.
  */
@@ -96,8 +96,8 @@ export interface PlatformReport {
   name: string;
   /** Orphaned descendants are reparented to qm (Linux prctl PR_SET_CHILD_SUBREAPER). */
   subreaper: boolean;
-  /** The kernel kills a model's leader when qm dies (Linux: `setpriv --pdeathsig`). */
-  parentDeathSignal: boolean;
+  /** A watcher SIGKILLs the models' process groups when qm dies, however it dies (src/process/death-watch.ts). */
+  deathWatch: boolean;
   /** Descendants are tracked by a process table (start times included). */
   processTable: boolean;
   /** A port's holder can be named. */
@@ -122,8 +122,11 @@ export interface Platform {
   becomeSubreaper(): SubreaperResult;
   /** Reaps `pid` if it is a zombie child of ours (waitpid WNOHANG); true when it was reaped. */
   reapChild(pid: number): boolean;
-  /** A model's argv so that the kernel kills it when qm dies; as is where it cannot. */
-  withParentDeathSignal(argv: string[]): string[];
+  /**
+   * Whether a watcher process can end the models' groups when qm dies outright
+   * (src/process/death-watch.ts: a POSIX shell that reads them from a pipe only qm holds).
+   */
+  readonly deathWatch: boolean;
   /**
    * Whether any process of group `pgid` still runs, zombies aside (they hold no memory or
    * port); true where the platform cannot tell cheaply, leaving it to kill(2).

@@ -22,8 +22,13 @@ export async function killLeftovers(leader: number): Promise<void> {
   tree.unregister(leader);
 }
 
-/** Signals the model's process group and its descendants that left the group. */
+/**
+ * Signals the model's process group, then its descendants that left the group, as a scan
+ * right after the group's signal finds them (one started since the last scan gets it too).
+ * The group is signalled first so that its shutdown runs while the table is read.
+ */
 export function signalTree(leader: number, signal: NodeJS.Signals): void {
   signalGroup(leader, signal);
+  tree.scan();
   tree.signal(leader, signal, { outsideGroup: true });
 }

@@ -378,7 +378,8 @@ export class ModelProcess {
     run.stopRequested = true;
     run.abort.abort();
     this.setState("stopping");
-    tree.scan(); // a descendant started since the last scan must get the signal too
+    // Each signal reads the process table after the group's (signalTree): a descendant
+    // started since the last scan gets it too.
     return terminate(run, this.opts.log, (line) => this.onLine(run.model.id, line), this.timers);
   }
 

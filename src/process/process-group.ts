@@ -3,19 +3,26 @@
  * so one signal to `-pid` reaches the whole tree — llama-server's children, vLLM's worker
  * processes — and nothing a model spawned survives it (kill(2): a negative pid signals
  * the process group). Every live group is recorded so `killAllSync` can clean up from
- * `process.on("exit")`, where nothing asynchronous runs any more.
+ * `process.on("exit")`, where nothing asynchronous runs any more, and told to the death
+ * watch, which ends them if qm dies where nothing runs at all (death-watch.ts).
  */
 import { platform } from "../platform/index.ts";
 import { delay } from "../shared/timer.ts";
+import { DeathWatch, spawnWatcher } from "./death-watch.ts";
 
 const live = new Set<number>();
 
+/** This process's death watch (none where the platform has no shell for it). */
+export const deathWatch = new DeathWatch(platform.deathWatch ? () => spawnWatcher() : null);
+
 export function trackGroup(pgid: number): void {
   live.add(pgid);
+  deathWatch.add(pgid);
 }
 
 export function untrackGroup(pgid: number): void {
   live.delete(pgid);
+  deathWatch.remove(pgid);
 }
 
 /** Process groups started by this process that have not been seen to exit. */
@@ -40,7 +47,10 @@ export function signalGroup(pgid: number, signal: NodeJS.Signals | 0): boolean {
 /** SIGKILLs every tracked group, synchronously. For `process.on("exit")` and fatal paths. */
 export function killAllSync(): number {
   let n = 0;
-  for (const pgid of live) if (signalGroup(pgid, "SIGKILL")) n++;
+  for (const pgid of live) {
+    if (signalGroup(pgid, "SIGKILL")) n++;
+    deathWatch.remove(pgid);
+  }
   live.clear();
   return n;
 }

@@ -1,6 +1,6 @@
 /**
  * What survives a crash of qm itself. A SIGKILLed qm runs no code, and its models'
- * descendants outlive it (the parent-death signal reaches only each model's leader). So a
+ * descendants that left their process group outlive it (the death watch ends the groups). So a
  * running qm keeps `<state_dir>/run/<qm pid>.json`: its own pid and start time and, per
  * model, the leader and descendants as (pid, start time) and the port. The next `qm serve`
  * kills what a dead qm's file lists, if the start times still match (a pid may have been

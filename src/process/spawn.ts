@@ -1,15 +1,13 @@
 /**
  * Starting a model's server process: in a session of its own (`detached: true` calls
- * setsid(2), so the model and all it spawns form one process group), killed by the kernel
- * if qm dies where the platform can (Linux: `setpriv --pdeathsig`, src/platform), with `env`
- * added to qm's environment. Every way it cannot start becomes `upstream_start_failed`
+ * setsid(2), so the model and all it spawns form one process group, which the death watch
+ * ends if qm dies outright: death-watch.ts), with `env` added to qm's environment. Every way it cannot start becomes `upstream_start_failed`
  * naming the model and its command.
  */
 import { accessSync, constants } from "node:fs";
 import { fillGpuIds } from "../config/macros.ts";
 import type { ModelConfig } from "../config/types.ts";
 import { placementEnv } from "../gpu/visible-devices.ts";
-import { type Platform, platform } from "../platform/index.ts";
 import { QmError } from "../shared/errors.ts";
 
 export type ModelSubprocess = Bun.Subprocess<"ignore", "pipe", "pipe">;
@@ -23,7 +21,6 @@ export function spawnModel(
   model: ModelConfig,
   extraEnv: Record<string, string>,
   gpus?: readonly number[],
-  on: Platform = platform,
 ): ModelSubprocess {
   if (model.argv.length === 0) {
     throw new QmError("upstream_start_failed", `model "${model.id}" has an empty cmd`);
@@ -41,7 +38,7 @@ export function spawnModel(
   const missing = missingProgram(argv[0]!, env);
   if (missing) throw failed(missing);
   try {
-    return Bun.spawn(on.withParentDeathSignal(argv), {
+    return Bun.spawn(argv, {
       env,
       stdin: "ignore",
       stdout: "pipe",
@@ -62,8 +59,8 @@ export function withGpuIds(model: ModelConfig, gpus: readonly number[] | undefin
 }
 
 /**
- * A parent-death wrapper would turn "no such program" into an exit code; find it first so
- * the error names the command plainly. Returns a message, or null when the program can run.
+ * Bun's own error for a program that is not there names no model; find it first so the
+ * error names the command plainly. Returns a message, or null when the program can run.
  */
 export function missingProgram(
   program: string,

@@ -6,7 +6,7 @@
 import { type Platform, platform, selfIdentity } from "../platform/index.ts";
 import type { ProcEntry } from "../platform/types.ts";
 import type { Logger } from "../shared/log.ts";
-import { killAllSync as killGroupsSync } from "./process-group.ts";
+import { deathWatch, killAllSync as killGroupsSync } from "./process-group.ts";
 import { RunRecord, reapStale } from "./run-record.ts";
 import { tree } from "./tree-watch.ts";
 
@@ -21,6 +21,7 @@ export interface Supervision {
 export function startSupervision(opts: { stateDir: string; log: Logger }): Supervision {
   const { log } = opts;
   becomeSubreaper(log);
+  deathWatch.setLogger(log);
   const self = selfIdentity();
   const reaped = reapStale(opts.stateDir, {
     fs: platform.procs,

@@ -70,12 +70,12 @@ function reading(apps: { pid: number }[] = []): ProbeResult {
 const LINUX: PlatformReport = {
   name: "linux-x64",
   subreaper: true,
-  parentDeathSignal: true,
+  deathWatch: true,
   processTable: true,
   portHolders: true,
 };
 const PLATFORM_OK =
-  "✓ platform: linux-x64; has a process table (start times), a child subreaper, a parent-death signal (setpriv), port holders";
+  "✓ platform: linux-x64; has a process table (start times), a child subreaper, a death watch (models die with qm), port holders";
 
 function box(over: Partial<DoctorDeps> = {}): DoctorDeps {
   return {
@@ -294,7 +294,7 @@ describe("qm doctor", () => {
         report: {
           name: "darwin-arm64",
           subreaper: false,
-          parentDeathSignal: false,
+          deathWatch: false,
           processTable: true,
           portHolders: true,
         },
@@ -302,7 +302,7 @@ describe("qm doctor", () => {
       }),
     });
     expect(await line(mac)).toBe(
-      "• platform: darwin-arm64; has a process table (start times), port holders; lacks a child subreaper, a parent-death signal (setpriv): each model's process group is stopped as a whole, and one that leaves its group can outlive qm (docs/security.md); unified memory: the GPU may use 48.0 of 64.0 GB (Metal's default share), what vram_budget_gb = \"auto\" plans for",
+      "• platform: darwin-arm64; has a process table (start times), port holders; lacks a child subreaper, a death watch (models die with qm): each model's process group is stopped as a whole, and one that leaves its group can outlive qm (docs/security.md); unified memory: the GPU may use 48.0 of 64.0 GB (Metal's default share), what vram_budget_gb = \"auto\" plans for",
     );
     expect((await doctor(toml, mac)).code).toBe(0);
   });

@@ -1,5 +1,5 @@
 import { beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import { BUILD_TIMEOUT_MS, needsBinary } from "../support/binary.ts";
 import { chat, serve, status, until } from "../support/e2e.ts";
 import { alive } from "../support/qm-process.ts";
@@ -126,21 +126,39 @@ cmd = "\${demo} --token-ms 20 --tokens 100000"
 });
 
 describe("crash of qm itself", () => {
-  test("SIGKILL of qm takes its model processes with it (parent-death signal)", async () => {
-    const qm = await serve(`[models.one]\ncmd = "\${demo}"\n`);
+  test("SIGKILL of qm takes its models' process groups with it (the death watch)", async () => {
+    // A model wrapped in a shell: the server is the leader's child, in its group.
+    const qm = await serve(`[models.one]\ncmd = "sh -c '\${demo} & wait'"\n`);
     await (await chat(qm.url, "one")).json();
-    const pid = (await status(qm.url)).models[0]!.pid!;
-    expect(alive(pid)).toBe(true);
+    const leader = (await status(qm.url)).models[0]!.pid!;
+    const members = groupMembers(leader);
+    expect(members).toContain(leader);
+    expect(members.length).toBeGreaterThan(1);
     qm.proc.kill("SIGKILL");
     await qm.proc.exited;
-    // The kernel delivers the parent-death signal at once; allow a moment for it to land.
+    // The watcher reads the end of its input and kills the group.
     await until(
-      async () => aliveNotZombie(pid),
-      (stillThere) => !stillThere,
+      async () => members.filter(aliveNotZombie),
+      (left) => left.length === 0,
       3000,
     );
   });
 });
+
+/** The pids whose process group is `pgid`. */
+function groupMembers(pgid: number): number[] {
+  return readdirSync("/proc")
+    .filter((n) => /^\d+$/.test(n))
+    .map(Number)
+    .filter((pid) => {
+      try {
+        const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+        return Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[2]) === pgid;
+      } catch {
+        return false;
+      }
+    });
+}
 
 /** A killed child may linger as a zombie until init reaps it; that is not an orphan. */
 function aliveNotZombie(pid: number): boolean {

@@ -126,10 +126,18 @@ describe("after qm itself was SIGKILLed", () => {
     );
     const pids = listed(file!).filter((p) => p !== file!.models[0]!.leader.pid);
     strays.push(...pids);
+    const leader = file!.models[0]!.leader.pid;
+    const inGroup = pids.filter((p) => Number(statFields(p)[2]) === leader);
+    expect(inGroup.length).toBeGreaterThan(0);
     first.qm.proc.kill("SIGKILL");
     await first.qm.proc.exited;
-    // The parent-death signal ends the leader (the shell) only: the rest is left running.
-    for (const pid of pids) expect(running(pid)).toBe(true);
+    // The death watch ends the model's group; what left it (the setsid sleeper) is left running.
+    await until(
+      async () => inGroup.filter(running),
+      (left) => left.length === 0,
+      3000,
+    );
+    expect(running(gc)).toBe(true);
 
     const second = await startQm(first.path);
     servers.push(second);

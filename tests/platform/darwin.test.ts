@@ -274,21 +274,17 @@ describe("the Darwin platform on a recorded Mac", () => {
     expect(readdirSync(runDir(dir))).toEqual([]);
   });
 
-  test("no subreaper or parent-death signal: said, not pretended; groups are trusted to kill(2)", () => {
+  test("no subreaper or death watch: said, not pretended; groups are trusted to kill(2)", () => {
     const mac = darwinPlatform({ commands: macRunningCoder(), arch: "arm64" });
     expect(mac.becomeSubreaper()).toMatchObject({ ok: false, byDesign: true });
     expect(mac.reapChild(4197)).toBe(false);
-    expect(mac.withParentDeathSignal(["llama-server", "-m", "x.gguf"])).toEqual([
-      "llama-server",
-      "-m",
-      "x.gguf",
-    ]);
+    expect(mac.deathWatch).toBe(false);
     expect(mac.groupRunning(4188)).toBe(true);
     expect(mac.portHint(8080)).toBe("lsof -nP -iTCP:8080 -sTCP:LISTEN");
     expect(mac.report()).toEqual({
       name: "darwin-arm64",
       subreaper: false,
-      parentDeathSignal: false,
+      deathWatch: false,
       processTable: true,
       portHolders: true,
     });

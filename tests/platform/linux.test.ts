@@ -113,22 +113,13 @@ describe("the Linux platform on a recorded /proc", () => {
     expect(bare.memory()).toBeNull();
   });
 
-  test("the parent-death signal through setpriv, when it is installed", () => {
-    const withSetpriv = linuxPlatform({
-      which: (p) => (p === "setpriv" ? "/usr/bin/setpriv" : null),
-    });
-    expect(withSetpriv.withParentDeathSignal(["llama-server", "--port", "9001"])).toEqual([
-      "/usr/bin/setpriv",
-      "--pdeathsig",
-      "KILL",
-      "--",
-      "llama-server",
-      "--port",
-      "9001",
-    ]);
-    const without = linuxPlatform({ which: () => null, arch: "arm64" });
-    expect(without.withParentDeathSignal(["llama-server"])).toEqual(["llama-server"]);
-    expect(without.report()).toMatchObject({ name: "linux-arm64", parentDeathSignal: false });
+  test("the death watch where there is a shell for it", () => {
+    const withShell = linuxPlatform({ shell: "/bin/sh" });
+    expect(withShell.deathWatch).toBe(true);
+    expect(withShell.report()).toMatchObject({ deathWatch: true });
+    const without = linuxPlatform({ shell: join(tmpdir(), "qm-no-shell-here"), arch: "arm64" });
+    expect(without.deathWatch).toBe(false);
+    expect(without.report()).toMatchObject({ name: "linux-arm64", deathWatch: false });
     expect(without.portHint(8080)).toBe("ss -ltnp 'sport = :8080'");
   });
 

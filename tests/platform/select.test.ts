@@ -21,14 +21,14 @@ describe("choosing the platform", () => {
     expect(bsd.procs.available).toBe(false);
     expect(bsd.procs.list()).toEqual([]);
     expect(bsd.becomeSubreaper()).toMatchObject({ ok: false, byDesign: true });
-    expect(bsd.withParentDeathSignal(["x"])).toEqual(["x"]);
+    expect(bsd.deathWatch).toBe(false);
     expect(bsd.groupRunning(10)).toBe(true);
     expect(bsd.memory()).toBeNull();
     expect(bsd.unifiedGpuBudget()).toBeNull();
     expect(bsd.report()).toEqual({
       name: "freebsd-x64",
       subreaper: false,
-      parentDeathSignal: false,
+      deathWatch: false,
       processTable: false,
       portHolders: false,
     });

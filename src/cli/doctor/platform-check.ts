@@ -1,6 +1,6 @@
 /**
  * The platform qm runs on and what its supervision gets from it (src/platform): the process
- * table, the child subreaper, the parent-death signal, who holds a port, and on Apple Silicon
+ * table, the child subreaper, the death watch, who holds a port, and on Apple Silicon
  * the unified memory an `"auto"` budget plans for. Linux with all of it passes; anything less
  * is a note, saying what is weaker (docs/security.md), never a failure: qm runs either way.
  */
@@ -17,7 +17,7 @@ export const platformCheck: DoctorCheck = {
     const lacks: string[] = [];
     (report.processTable ? has : lacks).push("a process table (start times)");
     (report.subreaper ? has : lacks).push("a child subreaper");
-    (report.parentDeathSignal ? has : lacks).push("a parent-death signal (setpriv)");
+    (report.deathWatch ? has : lacks).push("a death watch (models die with qm)");
     (report.portHolders ? has : lacks).push("port holders");
     const parts = [`${report.name}`];
     if (has.length > 0) parts.push(`has ${has.join(", ")}`);

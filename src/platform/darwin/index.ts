@@ -1,7 +1,7 @@
 /**
  * Darwin (macOS): no /proc and no prctl. The process table comes from `ps`, listening
  * sockets and their holders from `lsof` (when installed; it ships with macOS), memory from
- * `sysctl`. There is no child subreaper and no parent-death signal: each model leads its own
+ * `sysctl`. There is no child subreaper, and the death watch is not used yet: each model leads its own
  * process group, which qm signals as a whole, and the run file covers a qm that was killed
  * (docs/security.md says what is weaker).
  */
@@ -85,7 +85,8 @@ export function darwinPlatform(opts: DarwinOptions = {}): Platform {
       byDesign: true,
     }),
     reapChild: () => false,
-    withParentDeathSignal: (argv) => argv,
+    // Not yet run on macOS: its models' groups outlive a killed qm (docs/security.md).
+    deathWatch: false,
     // Orphans go to launchd, which reaps them at once: a group that kill(2) still finds has
     // members that run.
     groupRunning: () => true,
@@ -109,7 +110,7 @@ export function darwinPlatform(opts: DarwinOptions = {}): Platform {
       return {
         name: `darwin-${opts.arch ?? process.arch}`,
         subreaper: false,
-        parentDeathSignal: false,
+        deathWatch: false,
         processTable: procs.available,
         portHolders: lsof,
       };

@@ -1,9 +1,9 @@
 /**
  * Linux: /proc for the process table, the sockets and memory (proc(5)); prctl for the child
- * subreaper and waitpid for its zombies (libc.ts); util-linux's `setpriv --pdeathsig` for the
- * parent-death signal.
+ * subreaper and waitpid for its zombies (libc.ts); /bin/sh for the death watch
+ * (src/process/death-watch.ts).
  */
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import type { MaskedSignal } from "../signal-mask.ts";
 import type { Platform } from "../types.ts";
 import { becomeSubreaper, canBeSubreaper, reapChild } from "./libc.ts";
@@ -14,8 +14,8 @@ import { ignoredInStatus, vmRssInStatus } from "./signals.ts";
 export interface LinuxOptions {
   /** Where /proc is (a recorded tree in tests). */
   root?: string;
-  /** Finds a program on PATH; `Bun.which` by default. */
-  which?: (program: string) => string | null;
+  /** Where the death watch's shell is; default /bin/sh. */
+  shell?: string;
   /** `process.arch`. */
   arch?: string;
 }
@@ -31,12 +31,7 @@ function read(path: string): string | null {
 export function linuxPlatform(opts: LinuxOptions = {}): Platform {
   const root = opts.root ?? "/proc";
   const procs = procFs(root);
-  const which = opts.which ?? ((p: string) => Bun.which(p));
-  let setpriv: string | null | undefined;
-  const findSetpriv = () => {
-    if (setpriv === undefined) setpriv = which("setpriv");
-    return setpriv;
-  };
+  const deathWatch = existsSync(opts.shell ?? "/bin/sh");
   const memInfo = () => {
     const text = read(`${root}/meminfo`);
     return text === null ? null : parseMeminfo(text);
@@ -48,15 +43,9 @@ export function linuxPlatform(opts: LinuxOptions = {}): Platform {
     reapChild,
     /**
      * If qm itself is killed outright (SIGKILL, OOM killer), no JavaScript runs to stop its
-     * models. The kernel can: a parent-death signal (prctl PR_SET_PDEATHSIG) kills the model
-     * the moment qm dies. `setpriv --pdeathsig` sets it and then execs the model's command, so
-     * the pid and process group stay the model's own. Without `setpriv`, models run as they
-     * are and the run file covers a killed qm.
+     * models: a watcher process does (src/process/death-watch.ts), where there is a shell.
      */
-    withParentDeathSignal(argv) {
-      const s = findSetpriv();
-      return s ? [s, "--pdeathsig", "KILL", "--", ...argv] : argv;
-    },
+    deathWatch,
     /**
      * A killed child reparented to init stays a zombie until init reaps it (some container
      * inits take their time) and keeps its group "existing" for kill(2); zombies hold no
@@ -86,7 +75,7 @@ export function linuxPlatform(opts: LinuxOptions = {}): Platform {
     report: () => ({
       name: `linux-${opts.arch ?? process.arch}`,
       subreaper: canBeSubreaper(),
-      parentDeathSignal: findSetpriv() !== null,
+      deathWatch,
       processTable: procs.available,
       portHolders: procs.available,
     }),

@@ -18,7 +18,7 @@ import {
   type ProcessExit,
   stoppedWhileStarting,
 } from "./exit-info.ts";
-import { type HealthOutcome, ProbeNudge, readyWindow, waitHealthy } from "./health.ts";
+import { type HealthOutcome, ProbeNudge, probeTiming, waitHealthy } from "./health.ts";
 import { KvSlots } from "./kv-slots.ts";
 import { killLeftovers, signalTree } from "./leftovers.ts";
 import { pumpLines } from "./line-splitter.ts";
@@ -240,7 +240,7 @@ export class ModelProcess {
             fetch: this.opts.fetch,
             onAnswer: () => void checkOwner(),
             nudge: run.nudge,
-            readyAround: readyWindow(run.startedAt, this.opts.expectedLoadMs?.() ?? null),
+            ...probeTiming(run.startedAt, this.opts.expectedLoadMs?.() ?? null),
           }),
       run.exit.then(() => ({ kind: "exit" }) as const),
     ]);

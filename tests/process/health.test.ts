@@ -7,6 +7,7 @@ import { afterEach, expect, test } from "bun:test";
 import {
   type HealthOutcome,
   type HealthWait,
+  LOAD_SHARE,
   MIN_GAP_MS,
   nextProbeIn,
   ProbeNudge,
@@ -135,6 +136,21 @@ test("the window: a twentieth of the expected load either side, 10 – 250 ms; n
   expect(nextProbeIn(109, 10, around)).toBe(MIN_GAP_MS);
   expect(nextProbeIn(110, 10, around)).toBe(10);
   expect(nextProbeIn(95, 1, around)).toBe(1); // never longer than the interval
+});
+
+test("early in a load the interval is a fiftieth of the time it has taken, 2 ms at least", () => {
+  expect(LOAD_SHARE).toBe(50);
+  expect(nextProbeIn(0, 10, null, 0)).toBe(MIN_GAP_MS);
+  expect(nextProbeIn(50, 10, null, 0)).toBe(MIN_GAP_MS);
+  expect(nextProbeIn(250, 10, null, 0)).toBe(5);
+  expect(nextProbeIn(1250, 10, null, 1000)).toBe(5); // from the load's start, not the clock's
+  expect(nextProbeIn(500, 10, null, 0)).toBe(10);
+  expect(nextProbeIn(5000, 10, null, 0)).toBe(10); // never longer than the interval
+  // The window still brings probes closer, and its start is not passed over.
+  expect(nextProbeIn(400, 10, { at: 1000, halfMs: 50 }, 0)).toBe(8);
+  expect(nextProbeIn(946, 10, { at: 1000, halfMs: 50 }, 0)).toBe(4);
+  expect(nextProbeIn(960, 10, { at: 1000, halfMs: 50 }, 0)).toBe(MIN_GAP_MS);
+  expect(nextProbeIn(1100, 10, { at: 1000, halfMs: 50 }, 0)).toBe(10);
 });
 
 test("a line the model prints brings the next probe forward, never closer than the minimum gap", async () => {

@@ -107,31 +107,38 @@ describe("start", () => {
     await waitFor("model loaded, ready");
   });
 
-  test("probes come every 2 ms near the load's expected end (its loads so far)", async () => {
+  test("probes come closer early in a load and near its expected end (its loads so far)", async () => {
     const timers = new FakeTimers();
     const at: number[] = [];
     const fake: Fetch = () => {
       at.push(timers.now());
-      return Promise.resolve(new Response(null, { status: timers.now() < 95 ? 503 : 200 }));
+      return Promise.resolve(new Response(null, { status: timers.now() < 990 ? 503 : 200 }));
     };
     // A server that prints nothing (a printed line would bring a probe forward too).
     const { proc } = supervise(demoModel("timed", [], { cmd: () => "sleep 30" }), {
       fetch: fake,
       timers,
-      expectedLoadMs: () => 100,
+      expectedLoadMs: () => 1000,
     });
     const started = startAndRecord(proc);
     let ready = false;
     void started.then(() => {
       ready = true;
     });
-    for (let t = 0; t < 200 && !ready; t++) {
+    for (let t = 0; t < 2000 && !ready; t++) {
       await settle();
       timers.advance(1);
     }
     await started;
-    // The window is 90 – 110 ms (10 ms either side of 100).
-    expect(at).toEqual([0, 10, 20, 30, 40, 50, 60, 70, 80, 90, 92, 94, 96]);
+    const gaps = at.slice(1).map((t, i) => t - at[i]!);
+    // Early: 2 ms apart (a fiftieth of the time taken, 2 at least).
+    expect(at.slice(0, 5)).toEqual([0, 2, 4, 6, 8]);
+    // Later, the interval (10 ms) until the window (950 – 1050 ms: 50 either side of 1000).
+    expect(gaps.filter((g, i) => at[i]! >= 500 && at[i + 1]! < 950)).toContain(10);
+    expect(at.filter((t) => t >= 950)).toEqual([
+      950, 952, 954, 956, 958, 960, 962, 964, 966, 968, 970, 972, 974, 976, 978, 980, 982, 984, 986,
+      988, 990,
+    ]);
   });
 
   test("checkEndpoint null: ready as soon as spawned, with no probe and no wait", async () => {

@@ -28,8 +28,11 @@ async function main(argv: string[]): Promise<number> {
     case "-h":
       process.stdout.write(MAIN_HELP);
       return command === undefined ? 2 : 0;
-    case "serve":
-      return (await import("./serve.ts")).serveCommand(rest);
+    case "serve": {
+      // Before anything else: this may replace the process (src/cli/fetch-limit.ts).
+      const fetchLimit = (await import("./fetch-limit.ts")).raiseFetchLimit();
+      return (await import("./serve.ts")).serveCommand(rest, fetchLimit);
+    }
     case "status":
       return (await import("./client.ts")).statusCommand(rest);
     case "load":

@@ -12,7 +12,11 @@ import { SERVE_HELP } from "./help.ts";
 /** Where the log goes on once stderr stops taking lines, inside `server.state_dir`. */
 export const LOG_FILE = "qm.log";
 
-export async function serveCommand(argv: string[]): Promise<number> {
+/** `fetchLimit`: the warning `raiseFetchLimit` returned, if any (src/cli/fetch-limit.ts). */
+export async function serveCommand(
+  argv: string[],
+  fetchLimit: string | null = null,
+): Promise<number> {
   const loaded = configFromArgs(argv, SERVE_HELP);
   if ("exit" in loaded) return loaded.exit;
   const config = loaded.config;
@@ -20,6 +24,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
   ignoreStdoutErrors();
   const sink = fallbackSink({ file: join(config.server.stateDir, LOG_FILE) });
   const log = createLogger(config.server.logLevel, sink, undefined, new LogFeed());
+  if (fetchLimit !== null) log.warn(fetchLimit);
   let server: RunningServer | undefined;
   let stop: ((why: string) => void) | undefined;
   let hungUp = false;

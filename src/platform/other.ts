@@ -23,6 +23,7 @@ export function otherPlatform(name: string, arch: string = process.arch): Platfo
     reapChild: () => false,
     deathWatch: false,
     groupRunning: () => true,
+    execSelf: () => `not available on ${name}`,
     signalIgnored: () => false,
     memInfo: () => null,
     residentBytes: () => null,

@@ -132,6 +132,12 @@ export interface Platform {
    * port); true where the platform cannot tell cheaply, leaving it to kill(2).
    */
   groupRunning(pgid: number): boolean;
+  /**
+   * Replaces this process with its own command line run again, `env` added to its environment
+   * (execve(2) of the running program: the same pid, parent, descriptors and ignored signals).
+   * Returns only when it could not, saying why.
+   */
+  execSelf(env: Readonly<Record<string, string>>): string;
   /** Whether this process ignores `signal` (set before qm installs handlers: `nohup`). */
   signalIgnored(signal: MaskedSignal): boolean;
   memory(): MemoryTotals | null;

@@ -26,11 +26,14 @@ export async function startQm(
   configPath: string,
   env: Record<string, string> = {},
   /** `command`: how to run qm, default `[QM]` (e.g. under an emulator: `["qemu-aarch64", …, bin]`). */
-  opts: { timeoutMs?: number; cwd?: string; command?: string[] } = {},
+  /** `unset`: variables of this process's environment that qm does not get. */
+  opts: { timeoutMs?: number; cwd?: string; command?: string[]; unset?: string[] } = {},
 ): Promise<QmServer> {
+  const merged: Record<string, string | undefined> = { ...process.env, ...env };
+  for (const name of opts.unset ?? []) delete merged[name];
   const proc = Bun.spawn([...(opts.command ?? [QM]), "serve", "-c", configPath], {
     cwd: opts.cwd ?? ROOT,
-    env: { ...process.env, ...env },
+    env: merged,
     stdin: "ignore",
     stdout: "pipe",
     stderr: "pipe",

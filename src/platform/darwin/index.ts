@@ -90,6 +90,8 @@ export function darwinPlatform(opts: DarwinOptions = {}): Platform {
     // Orphans go to launchd, which reaps them at once: a group that kill(2) still finds has
     // members that run.
     groupRunning: () => true,
+    // Not yet run on macOS (its libc's execve through bun:ffi is untested there).
+    execSelf: () => "not available on macOS yet",
     signalIgnored(signal: MaskedSignal) {
       // `sigignore`: the ignored-signal mask in hex (BSD ps; Linux's SigIgn).
       const out = run.sync(["ps", "-o", "sigignore=", "-p", String(opts.pid ?? process.pid)]);

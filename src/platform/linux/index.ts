@@ -6,7 +6,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import type { MaskedSignal } from "../signal-mask.ts";
 import type { Platform } from "../types.ts";
-import { becomeSubreaper, canBeSubreaper, reapChild } from "./libc.ts";
+import { becomeSubreaper, canBeSubreaper, execProgram, reapChild } from "./libc.ts";
 import { parseMeminfo } from "./meminfo.ts";
 import { procFs } from "./proc-fs.ts";
 import { ignoredInStatus, vmRssInStatus } from "./signals.ts";
@@ -54,6 +54,16 @@ export function linuxPlatform(opts: LinuxOptions = {}): Platform {
     groupRunning(pgid) {
       if (!procs.available) return true; // no procfs: trust kill(2)
       return procs.list().some((e) => e.pgrp === pgid && e.state !== "Z" && e.state !== "X");
+    },
+    execSelf(env) {
+      // The command line exactly as this process got it (the runtime's own flags included),
+      // and the program by its inode: right even if the file was replaced since it started.
+      const cmdline = read(`${root}/self/cmdline`);
+      if (cmdline === null || cmdline === "") return `cannot read ${root}/self/cmdline`;
+      const argv = cmdline.replace(/\0$/, "").split("\0");
+      const vars = { ...process.env, ...env };
+      const envp = Object.entries(vars).flatMap(([k, v]) => (v === undefined ? [] : [`${k}=${v}`]));
+      return execProgram(`${root}/self/exe`, argv, envp);
     },
     signalIgnored(signal: MaskedSignal) {
       const status = read(`${root}/self/status`);

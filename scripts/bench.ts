@@ -49,6 +49,7 @@
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { cpus, tmpdir } from "node:os";
 import { join } from "node:path";
+import { raiseFetchLimit } from "../src/cli/fetch-limit.ts";
 import { type Binary, buildRevision } from "./bench/against.ts";
 import { anthropicRuns } from "./bench/anthropic.ts";
 import { matrixSolver } from "./bench/matrix.ts";
@@ -70,6 +71,11 @@ import { SIDE_SECTIONS, sideBySide, sideTable } from "./bench/side.ts";
 import { streamRuns } from "./bench/streams.ts";
 import { streams1000 } from "./bench/streams-1000.ts";
 import { log, percentile, round, rssMb } from "./bench/util.ts";
+
+// The benchmark's own client holds up to 1 000 streams at once (streams-1000): more than the
+// runtime lets `fetch` have in flight unless started with its limit raised, as qm is.
+const fetchLimit = raiseFetchLimit();
+if (fetchLimit !== null) log(`warning: the benchmark's client: ${fetchLimit}`);
 
 const WARMUP_MS = 1000;
 const ROUNDS = 3;

@@ -10,6 +10,11 @@
  * merged chunks (a read that completed more than one stamped chunk although they were sent
  * 20 ms apart), chunks later than 10 ms, and chunks lost (streams that failed, ended without
  * `[DONE]` or carried fewer chunks). qm's CPU per chunk against the floor's, and qm's RSS.
+ *
+ * A second floor, `floor_read`, is the same forwarders reading each chunk in JavaScript and
+ * writing it on (`--read-chunks`, as qm's relay does): what any proxy that must see its streams'
+ * bytes pays on this box before it does anything with them. `qm ÷ floor` is the target's figure;
+ * `qm ÷ floor_read` is what qm's own work on a chunk adds to that read.
  */
 import { join } from "node:path";
 import { type StreamResult, streamLoad } from "./load.ts";
@@ -52,6 +57,8 @@ interface Pass {
   seconds: number;
   cpuMs: number;
   others: number;
+  /** The measured processes' RSS summed, at its highest (sampled every 50 ms), MB. */
+  rssPeakMb: number;
 }
 
 /** All streams at once, split evenly over `urls` (one per upstream, with its model id). */
@@ -60,10 +67,20 @@ async function pass(urls: readonly string[], cpuPids: () => number[], ours: () =
   const cpu = () => cpuPids().reduce((n, pid) => n + (cpuMs(pid) || 0), 0);
   const cpu0 = cpu();
   const others = othersCpu(ours);
+  let rssPeakMb = 0;
+  const sampler = setInterval(() => {
+    const pids = cpuPids();
+    if (pids.length > 0) {
+      rssPeakMb = Math.max(
+        rssPeakMb,
+        pids.reduce((n, pid) => n + (rssMb(pid) ?? 0), 0),
+      );
+    }
+  }, 50);
   const t0 = performance.now();
   const parts = await Promise.all(
     urls.map((url, i) => streamLoad(url, modelId(i), per, STREAMS_1000.tokens)),
-  );
+  ).finally(() => clearInterval(sampler));
   const result: StreamResult = {
     latencies: parts.flatMap((p) => p.latencies),
     chunks: parts.reduce((n, p) => n + p.chunks, 0),
@@ -76,6 +93,7 @@ async function pass(urls: readonly string[], cpuPids: () => number[], ours: () =
     seconds: (performance.now() - t0) / 1000,
     cpuMs: cpu() - cpu0,
     others: others(),
+    rssPeakMb: round(rssPeakMb, 1),
   } satisfies Pass;
 }
 
@@ -93,6 +111,7 @@ function figures(p: Pass) {
     chunks_per_s: round(p.result.chunks / p.seconds),
     cpu_us_per_chunk: round((p.cpuMs * 1000) / Math.max(1, p.result.chunks), 2),
     others_cpu_pct: p.others,
+    rss_peak_mb: p.rssPeakMb,
   };
 }
 
@@ -101,28 +120,36 @@ export async function streams1000(dir: string, bin?: string) {
   const qm: Qm = await startQmWith(dir, "qm-s1000", port, configToml(port), bin);
   const upstreams: { url: string; pid: number }[] = [];
   const bares: { url: string; pid: number }[] = [];
+  const readers: { url: string; pid: number }[] = [];
   try {
     for (let i = 0; i < STREAMS_1000.upstreams; i++) upstreams.push(await load(qm, modelId(i)));
     for (const [i, up] of upstreams.entries()) {
-      const b = await startListening(
-        `bare-s1000-${i}`,
-        [process.execPath, BARE, "--port", "0", "--target", up.url],
-        join(dir, `bare-s1000-${i}.log`),
-      );
-      bares.push({ url: b.url, pid: b.proc.pid });
+      for (const [name, list, flags] of [
+        ["bare", bares, []],
+        ["read", readers, ["--read-chunks"]],
+      ] as const) {
+        const b = await startListening(
+          `${name}-s1000-${i}`,
+          [process.execPath, BARE, "--port", "0", "--target", up.url, ...flags],
+          join(dir, `${name}-s1000-${i}.log`),
+        );
+        list.push({ url: b.url, pid: b.proc.pid });
+      }
     }
     const ours = () => [
       process.pid,
       qm.pid,
       ...upstreams.map((u) => u.pid),
       ...bares.map((b) => b.pid),
+      ...readers.map((b) => b.pid),
     ];
     const path = "/v1/chat/completions";
     const direct = upstreams.map((u) => u.url + path);
     const floor = bares.map((b) => b.url + path);
+    const floorRead = readers.map((b) => b.url + path);
     const viaQm = upstreams.map(() => qm.url + path);
     // A short warm-up on every path: connections, JIT, first-use allocations.
-    for (const urls of [direct, floor, viaQm]) {
+    for (const urls of [direct, floor, floorRead, viaQm]) {
       await Promise.all(urls.map((url, i) => streamLoad(url, modelId(i), 50, 5)));
     }
     log("streams-1000: direct");
@@ -131,32 +158,34 @@ export async function streams1000(dir: string, bin?: string) {
     log("streams-1000: floor (bare forwarders)");
     const f = figures(await pass(floor, () => bares.map((b) => b.pid), ours));
     log(`streams-1000 floor: ${JSON.stringify(f)}`);
+    log("streams-1000: floor_read (bare forwarders reading each chunk)");
+    const r = figures(await pass(floorRead, () => readers.map((b) => b.pid), ours));
+    log(`streams-1000 floor_read: ${JSON.stringify(r)}`);
     log("streams-1000: qm");
-    let peak = 0;
-    const sampler = setInterval(() => {
-      peak = Math.max(peak, rssMb(qm.pid) ?? 0);
-    }, 50);
     const q = figures(await pass(viaQm, () => [qm.pid], ours));
-    clearInterval(sampler);
     log(`streams-1000 qm: ${JSON.stringify(q)}`);
     return {
       ...STREAMS_1000,
       direct: d,
       floor: f,
+      floor_read: r,
       qm: q,
       qm_added_ms_p99: round(q.ms_p99 - d.ms_p99),
       floor_added_ms_p99: round(f.ms_p99 - d.ms_p99),
       qm_vs_floor_cpu_per_chunk: round(q.cpu_us_per_chunk / f.cpu_us_per_chunk),
-      qm_rss_peak_mb: round(peak, 1),
+      floor_read_vs_floor_cpu_per_chunk: round(r.cpu_us_per_chunk / f.cpu_us_per_chunk),
+      qm_vs_floor_read_cpu_per_chunk: round(q.cpu_us_per_chunk / r.cpu_us_per_chunk),
+      qm_rss_peak_mb: q.rss_peak_mb,
       qm_rss_after_mb: round(rssMb(qm.pid) ?? Number.NaN, 1),
       method:
         `${STREAMS_1000.streams} streams of ${STREAMS_1000.tokens} tokens ${STREAMS_1000.tokenMs} ms ` +
         `apart over ${STREAMS_1000.upstreams} stamp upstreams; direct, floor (one bare forwarder ` +
-        "per upstream, CPU summed) and qm run one after the other; ms = one-way chunk latency; " +
+        "per upstream, CPU summed), floor_read (the same, reading each chunk in JS) and qm run one " +
+        "after the other; ms = one-way chunk latency; " +
         `late = over ${LATE_MS} ms; merged = reads completing more than one chunk`,
     };
   } finally {
-    for (const b of bares) await stopChild(b.pid);
+    for (const b of [...bares, ...readers]) await stopChild(b.pid);
     await stopChild(qm.pid);
   }
 }

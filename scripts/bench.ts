@@ -192,6 +192,12 @@ function streams1000Targets(s: Awaited<ReturnType<typeof streams1000>>) {
     streams_1000_chunks_lost: target(s.qm.chunks_lost, "<=", 0),
     streams_1000_merged_reads: target(s.qm.merged_reads, "<=", 0),
     streams_1000_late_chunks: target(s.qm.late_chunks, "<=", 0),
+    streams_1000_rss_after_mb: target(s.qm_rss_after_mb, "<=", 90),
+    streams_1000_rss_settled_over_idle_mb: target(
+      round(s.qm_rss_settled_mb - s.qm_rss_idle_mb, 1),
+      "<=",
+      10,
+    ),
   };
 }
 

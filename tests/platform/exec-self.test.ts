@@ -3,10 +3,18 @@
  * the added variables in its environment; and the ways it declines without replacing anything.
  */
 import { afterAll, describe, expect, test } from "bun:test";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  linkSync,
+  mkdirSync,
+  mkdtempSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
-import { linuxPlatform } from "../../src/platform/linux/index.ts";
+import { basename, join, resolve } from "node:path";
+import { linuxPlatform, programPath } from "../../src/platform/linux/index.ts";
 import { execProgram } from "../../src/platform/linux/libc.ts";
 
 const linux = process.platform === "linux";
@@ -25,7 +33,8 @@ if (process.env.QM_TEST_AGAIN === undefined) {
   const why = linuxPlatform().execSelf({ QM_TEST_AGAIN: "yes" });
   console.log(JSON.stringify({ failed: why }));
 } else {
-  console.log(JSON.stringify({ pid: process.pid, args: process.argv.slice(2), again: process.env.QM_TEST_AGAIN, kept: process.env.QM_TEST_KEPT }));
+  const comm = (await Bun.file("/proc/self/comm").text()).trim();
+  console.log(JSON.stringify({ pid: process.pid, comm, args: process.argv.slice(2), again: process.env.QM_TEST_AGAIN, kept: process.env.QM_TEST_KEPT }));
 }
 `,
     );
@@ -36,12 +45,46 @@ if (process.env.QM_TEST_AGAIN === undefined) {
     });
     const out = JSON.parse((await proc.stdout.text()).trim()) as Record<string, unknown>;
     expect(await proc.exited).toBe(0);
+    // What the kernel names a process started from that file (15 characters at most).
+    const name = basename(process.execPath).slice(0, 15);
     expect(out).toEqual({
       pid: proc.pid,
+      // The name it was started by (ps, the port-holder messages), not "exe".
+      comm: name,
       args: ["one", "two words"],
       again: "yes",
       kept: "kept",
     });
+  });
+
+  test("the program is run again by the name it was started by, while that is still the same file", () => {
+    const root = mkdtempSync(join(dir, "proc-"));
+    mkdirSync(join(root, "self"));
+    const bin = join(dir, "qm-linux-x64");
+    const other = join(dir, "other");
+    writeFileSync(bin, "");
+    writeFileSync(other, "");
+    const link = join(dir, "qm");
+    symlinkSync(bin, link);
+    symlinkSync(bin, join(root, "self/exe"));
+    // Started as a path (a symlink's name kept), or as a name on PATH.
+    expect(programPath(root, link)).toBe(link);
+    const onPath = mkdtempSync(join(dir, "bin-"));
+    chmodSync(bin, 0o755);
+    linkSync(bin, join(onPath, "qm-by-name"));
+    const path = process.env.PATH;
+    process.env.PATH = `${onPath}:${path ?? ""}`;
+    try {
+      expect(programPath(root, "qm-by-name")).toBe(join(onPath, "qm-by-name"));
+    } finally {
+      process.env.PATH = path;
+    }
+    // A name that is another file now, or none: the link's target.
+    expect(programPath(root, other)).toBe(bin);
+    expect(programPath(root, "no-such-command-anywhere")).toBe(bin);
+    // The file gone from under its name: the kernel's link to it.
+    rmSync(bin);
+    expect(programPath(root, link)).toBe(join(root, "self/exe"));
   });
 
   test("without its command line it declines, and this process goes on", () => {

@@ -3,7 +3,7 @@
  * subreaper and waitpid for its zombies (libc.ts); /bin/sh for the death watch
  * (src/process/death-watch.ts).
  */
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readFileSync, readlinkSync, statSync } from "node:fs";
 import type { MaskedSignal } from "../signal-mask.ts";
 import type { Platform } from "../types.ts";
 import { becomeSubreaper, canBeSubreaper, execProgram, reapChild } from "./libc.ts";
@@ -26,6 +26,36 @@ function read(path: string): string | null {
   } catch {
     return null;
   }
+}
+
+/**
+ * The running program's file under the name it was started by, so the process keeps its name
+ * (`comm`, what `ps` and the port-holder messages show, comes from the file name execve is
+ * given: through `/proc/self/exe` every qm would be called "exe"). `argv0` as started (a path,
+ * or a name found on PATH), else the link's target, each only while it is still the same file
+ * (device and inode); else `/proc/self/exe` itself, which is that file even if it was replaced.
+ */
+export function programPath(root: string, argv0: string): string {
+  const exe = `${root}/self/exe`;
+  const same = (path: string | null | undefined) => {
+    if (!path) return false;
+    try {
+      const a = statSync(exe);
+      const b = statSync(path);
+      return a.dev === b.dev && a.ino === b.ino;
+    } catch {
+      return false;
+    }
+  };
+  const started = argv0.includes("/") ? argv0 : Bun.which(argv0, { PATH: process.env.PATH ?? "" });
+  if (same(started)) return started as string;
+  let target: string | null = null;
+  try {
+    target = readlinkSync(exe);
+  } catch {
+    // no link to read: the link itself below
+  }
+  return same(target) ? (target as string) : exe;
 }
 
 export function linuxPlatform(opts: LinuxOptions = {}): Platform {
@@ -56,14 +86,13 @@ export function linuxPlatform(opts: LinuxOptions = {}): Platform {
       return procs.list().some((e) => e.pgrp === pgid && e.state !== "Z" && e.state !== "X");
     },
     execSelf(env) {
-      // The command line exactly as this process got it (the runtime's own flags included),
-      // and the program by its inode: right even if the file was replaced since it started.
+      // The command line exactly as this process got it (the runtime's own flags included).
       const cmdline = read(`${root}/self/cmdline`);
       if (cmdline === null || cmdline === "") return `cannot read ${root}/self/cmdline`;
       const argv = cmdline.replace(/\0$/, "").split("\0");
       const vars = { ...process.env, ...env };
       const envp = Object.entries(vars).flatMap(([k, v]) => (v === undefined ? [] : [`${k}=${v}`]));
-      return execProgram(`${root}/self/exe`, argv, envp);
+      return execProgram(programPath(root, argv[0] ?? ""), argv, envp);
     },
     signalIgnored(signal: MaskedSignal) {
       const status = read(`${root}/self/status`);

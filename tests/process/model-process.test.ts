@@ -134,7 +134,7 @@ describe("start", () => {
     // Early: 2 ms apart (a fiftieth of the time taken, 2 at least).
     expect(at.slice(0, 5)).toEqual([0, 2, 4, 6, 8]);
     // Later, the interval (10 ms) until the window (950 – 1050 ms: 50 either side of 1000).
-    expect(gaps.filter((g, i) => at[i]! >= 500 && at[i + 1]! < 950)).toContain(10);
+    expect(gaps.filter((_g, i) => at[i]! >= 500 && at[i + 1]! < 950)).toContain(10);
     expect(at.filter((t) => t >= 950)).toEqual([
       950, 952, 954, 956, 958, 960, 962, 964, 966, 968, 970, 972, 974, 976, 978, 980, 982, 984, 986,
       988, 990,

@@ -1,5 +1,6 @@
 import { resolve } from "node:path";
 import type { Subprocess } from "bun";
+import { within } from "../../src/shared/timer.ts";
 
 export const ROOT = resolve(import.meta.dir, "../..");
 export const QM = resolve(ROOT, "dist/qm");
@@ -54,42 +55,35 @@ export async function startQm(
     }
   })();
   void proc.stdout.text();
-  let timer: Timer | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(
-      () => reject(new Error(`qm did not start:\n${text}`)),
-      opts.timeoutMs ?? 10_000,
-    );
-  });
   const exited = proc.exited.then((code) => {
     throw new Error(`qm exited with ${code} before listening:\n${text}`);
   });
-  // The timer goes once qm listens: a script that started qm can end without waiting it out.
-  const url = await Promise.race([listening, timeout, exited]).finally(() => clearTimeout(timer));
+  const started = Promise.race([listening, exited]);
+  // A real process's start, on real time; the timer goes once qm listens (`within` clears it),
+  // so a script that started qm can end without waiting it out.
+  if (!(await within(started, opts.timeoutMs ?? 10_000))) {
+    throw new Error(`qm did not start:\n${text}`);
+  }
+  const url = await started;
   return {
     proc,
     url,
     log: () => text,
-    waitLog(pattern, timeoutMs = 10_000) {
+    async waitLog(pattern, timeoutMs = 10_000) {
       const holds = () =>
         typeof pattern === "string" ? text.includes(pattern) : pattern.test(text);
-      if (holds()) return Promise.resolve(text);
-      return new Promise<string>((resolve, reject) => {
-        const check = () => {
-          if (!holds()) return;
-          done();
-          resolve(text);
+      if (holds()) return text;
+      let check = () => {};
+      const shown = new Promise<void>((resolve) => {
+        check = () => {
+          if (holds()) resolve();
         };
-        const timer = setTimeout(() => {
-          done();
-          reject(new Error(`the log never showed ${String(pattern)}:\n${text}`));
-        }, timeoutMs);
-        const done = () => {
-          clearTimeout(timer);
-          waiters.delete(check);
-        };
-        waiters.add(check);
       });
+      waiters.add(check);
+      const inTime = await within(shown, timeoutMs);
+      waiters.delete(check);
+      if (!inTime) throw new Error(`the log never showed ${String(pattern)}:\n${text}`);
+      return text;
     },
     async stop(signal = "SIGTERM") {
       proc.kill(signal);

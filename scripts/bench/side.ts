@@ -16,10 +16,13 @@ import {
   cpuMs,
   dropFromPageCache,
   freePort,
+  idleRss,
   log,
   percentile,
   round,
   rssMb,
+  rssPeak,
+  settledRss,
   shellQuote,
 } from "./util.ts";
 
@@ -99,16 +102,6 @@ async function withQm<T>(
   } finally {
     await stopChild(qm.pid);
   }
-}
-
-async function idleRss(pid: number): Promise<number> {
-  await Bun.sleep(1000);
-  const samples: number[] = [];
-  for (let i = 0; i < 5; i++) {
-    samples.push(rssMb(pid) ?? Number.NaN);
-    await Bun.sleep(100);
-  }
-  return round(percentile(samples, 50), 1);
 }
 
 /** Non-streamed requests at 1 and 32 clients: direct, bare forwarder, router floor, qm. */
@@ -202,12 +195,8 @@ const firehose: SideSection = {
         for (let r = 0; r < 2; r++) {
           for (const t of r % 2 === 0 ? (["direct", "qm"] as const) : (["qm", "direct"] as const)) {
             const cpu0 = cpuMs(qm.pid);
-            const sampler =
-              t === "qm"
-                ? setInterval(() => {
-                    peak = Math.max(peak, rssMb(qm.pid) ?? 0);
-                  }, 25)
-                : null;
+            // qm's RSS is sampled only while qm relays: that is the peak under streaming load.
+            const sampled = t === "qm" ? rssPeak(() => [qm.pid]) : null;
             const t0 = performance.now();
             const res = await streamLoad(
               t === "qm" ? viaQm : direct,
@@ -216,7 +205,7 @@ const firehose: SideSection = {
               FIREHOSE_TOKENS,
             );
             times[t].push(performance.now() - t0);
-            if (sampler) clearInterval(sampler);
+            if (sampled) peak = Math.max(peak, sampled());
             if (t === "qm") {
               cpu += cpuMs(qm.pid) - cpu0;
               bad += res.badStreams;
@@ -305,8 +294,6 @@ const control: SideSection = {
   },
 };
 
-const MEMORY_SETTLE_MS = 60_000;
-
 /**
  * RSS idle, right after a streaming load (the firehose, then the realistic streams) and a
  * minute after it ended: what qm keeps and what it gives back.
@@ -328,11 +315,10 @@ const memory: SideSection = {
         await streamLoad(`${qm.url}/v1/chat/completions`, "side-mem-real", 200, 200);
         const loaded = round(rssMb(qm.pid) ?? Number.NaN, 1);
         log(`memory ${b.label}: idle ${idle} MB, after load ${loaded} MB; settling a minute`);
-        await Bun.sleep(MEMORY_SETTLE_MS);
         return {
           rss_idle_mb: idle,
           rss_loaded_mb: loaded,
-          rss_settled_mb: round(rssMb(qm.pid) ?? Number.NaN, 1),
+          rss_settled_mb: await settledRss(qm.pid),
         };
       },
     ),

@@ -20,15 +20,25 @@ import { join } from "node:path";
 import { type StreamResult, streamLoad } from "./load.ts";
 import { startListening, stopChild } from "./procs.ts";
 import { load, type Qm, startQmWith } from "./qm.ts";
-import { cpuMs, freePort, log, othersCpu, percentile, round, rssMb, shellQuote } from "./util.ts";
+import {
+  cpuMs,
+  freePort,
+  idleRss,
+  log,
+  othersCpu,
+  percentile,
+  round,
+  rssMb,
+  rssPeak,
+  settledRss,
+  shellQuote,
+} from "./util.ts";
 
 export const STREAMS_1000 = { streams: 1000, tokens: 500, tokenMs: 20, upstreams: 4 } as const;
 
 const STAMP = join(import.meta.dir, "stamp-upstream.ts");
 const BARE = join(import.meta.dir, "bare-forwarder.ts");
 const LATE_MS = 10;
-/** How long after the load qm's RSS is read again (the issue's "a minute after"). */
-const SETTLE_MS = 60_000;
 
 function modelId(i: number): string {
   return `s1000-${i}`;
@@ -69,20 +79,14 @@ async function pass(urls: readonly string[], cpuPids: () => number[], ours: () =
   const cpu = () => cpuPids().reduce((n, pid) => n + (cpuMs(pid) || 0), 0);
   const cpu0 = cpu();
   const others = othersCpu(ours);
+  const stopSampling = rssPeak(cpuPids, 50);
   let rssPeakMb = 0;
-  const sampler = setInterval(() => {
-    const pids = cpuPids();
-    if (pids.length > 0) {
-      rssPeakMb = Math.max(
-        rssPeakMb,
-        pids.reduce((n, pid) => n + (rssMb(pid) ?? 0), 0),
-      );
-    }
-  }, 50);
   const t0 = performance.now();
   const parts = await Promise.all(
     urls.map((url, i) => streamLoad(url, modelId(i), per, STREAMS_1000.tokens)),
-  ).finally(() => clearInterval(sampler));
+  ).finally(() => {
+    rssPeakMb = stopSampling();
+  });
   const result: StreamResult = {
     latencies: parts.flatMap((p) => p.latencies),
     chunks: parts.reduce((n, p) => n + p.chunks, 0),
@@ -126,8 +130,7 @@ export async function streams1000(dir: string, bin?: string) {
   try {
     for (let i = 0; i < STREAMS_1000.upstreams; i++) upstreams.push(await load(qm, modelId(i)));
     // Idle with its models loaded, before any request (start-up's leftovers given back).
-    await Bun.sleep(1000);
-    const idle = rssMb(qm.pid) ?? Number.NaN;
+    const idle = await idleRss(qm.pid);
     for (const [i, up] of upstreams.entries()) {
       for (const [name, list, flags] of [
         ["bare", bares, []],
@@ -169,9 +172,7 @@ export async function streams1000(dir: string, bin?: string) {
     log("streams-1000: qm");
     const q = figures(await pass(viaQm, () => [qm.pid], ours));
     const after = rssMb(qm.pid) ?? Number.NaN;
-    // What qm keeps once the load is over: it gives freed memory back after a quiet spell.
-    await Bun.sleep(SETTLE_MS);
-    const settled = rssMb(qm.pid) ?? Number.NaN;
+    const settled = await settledRss(qm.pid);
     log(`streams-1000 qm: ${JSON.stringify(q)}`);
     return {
       ...STREAMS_1000,
@@ -186,8 +187,8 @@ export async function streams1000(dir: string, bin?: string) {
       qm_vs_floor_read_cpu_per_chunk: round(q.cpu_us_per_chunk / r.cpu_us_per_chunk),
       qm_rss_peak_mb: q.rss_peak_mb,
       qm_rss_after_mb: round(after, 1),
-      qm_rss_idle_mb: round(idle, 1),
-      qm_rss_settled_mb: round(settled, 1),
+      qm_rss_idle_mb: idle,
+      qm_rss_settled_mb: settled,
       method:
         `${STREAMS_1000.streams} streams of ${STREAMS_1000.tokens} tokens ${STREAMS_1000.tokenMs} ms ` +
         `apart over ${STREAMS_1000.upstreams} stamp upstreams; direct, floor (one bare forwarder ` +

@@ -11,7 +11,7 @@
  */
 import { clockCheck, type StreamResult, streamLoad } from "./load.ts";
 import type { Target } from "./nonstream.ts";
-import { cpuMs, log, othersCpu, percentile, round, rssMb } from "./util.ts";
+import { cpuMs, log, othersCpu, percentile, round, rssPeak } from "./util.ts";
 
 export interface StreamSetup {
   urls: Record<Target, string>;
@@ -61,13 +61,10 @@ export async function streamRuns(s: StreamSetup) {
     const pid = s.proxyPid[t];
     const cpu0 = pid === null ? 0 : cpuMs(pid);
     const others = othersCpu(s.ours);
-    const sample = () => {
-      peakRss = Math.max(peakRss, rssMb(s.qmPid) ?? 0);
-    };
     // qm's RSS is sampled only while qm relays: that is the peak under streaming load.
-    const sampler = t === "qm" ? setInterval(sample, 25) : null;
+    const sampled = t === "qm" ? rssPeak(() => [s.qmPid]) : null;
     const result = await streamLoad(s.urls[t] + PATH, s.model, s.streams, s.tokens);
-    if (sampler) clearInterval(sampler);
+    if (sampled) peakRss = Math.max(peakRss, sampled());
     const f = figures(result, others());
     if (pid !== null) f.proxy_cpu_us_per_chunk = round(((cpuMs(pid) - cpu0) * 1000) / f.chunks, 1);
     out[t] = f;

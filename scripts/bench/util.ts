@@ -44,6 +44,42 @@ export function rssMb(pid: number): number | null {
 }
 
 /**
+ * Samples the summed RSS of `pids()` every `everyMs` until the returned function is called,
+ * which gives the highest seen, MB (0 when nothing was sampled).
+ */
+export function rssPeak(pids: () => readonly number[], everyMs = 25): () => number {
+  let peak = 0;
+  const sampler = setInterval(() => {
+    const now = pids().reduce((n, pid) => n + (rssMb(pid) ?? 0), 0);
+    peak = Math.max(peak, now);
+  }, everyMs);
+  return () => {
+    clearInterval(sampler);
+    return peak;
+  };
+}
+
+/** A process's RSS once it has settled: 1 s on, the median of five readings 100 ms apart, MB. */
+export async function idleRss(pid: number): Promise<number> {
+  await Bun.sleep(1000);
+  const samples: number[] = [];
+  for (let i = 0; i < 5; i++) {
+    samples.push(rssMb(pid) ?? Number.NaN);
+    await Bun.sleep(100);
+  }
+  return round(percentile(samples, 50), 1);
+}
+
+/** How long after a load qm's memory is read again: the issue's "a minute after the load". */
+export const SETTLE_MS = 60_000;
+
+/** A process's RSS `SETTLE_MS` from now (qm gives freed memory back after a quiet spell), MB. */
+export async function settledRss(pid: number): Promise<number> {
+  await Bun.sleep(SETTLE_MS);
+  return round(rssMb(pid) ?? Number.NaN, 1);
+}
+
+/**
  * Drops `file` from the page cache (`dd iflag=nocache count=0`: posix_fadvise DONTNEED over the
  * whole file; read-only, so a running executable can be named). A binary just built or copied
  * is wholly cached, and the kernel then maps its neighbouring pages on each fault: a process

@@ -37,12 +37,17 @@ function read(path: string): string | null {
  */
 export function programPath(root: string, argv0: string): string {
   const exe = `${root}/self/exe`;
+  let running: { dev: number; ino: number };
+  try {
+    running = statSync(exe);
+  } catch {
+    return exe;
+  }
   const same = (path: string | null | undefined) => {
     if (!path) return false;
     try {
-      const a = statSync(exe);
-      const b = statSync(path);
-      return a.dev === b.dev && a.ino === b.ino;
+      const other = statSync(path);
+      return other.dev === running.dev && other.ino === running.ino;
     } catch {
       return false;
     }

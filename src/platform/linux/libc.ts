@@ -11,7 +11,16 @@
  * Where libc cannot be loaded (no glibc/musl by these names) none does anything.
  */
 import { dlopen, FFIType, ptr, read } from "bun:ffi";
+import { constants } from "node:os";
 import type { SubreaperResult } from "../types.ts";
+
+/** The C library by the names glibc and musl give it, on each architecture qm ships for. */
+export const LIBC_NAMES = [
+  "libc.so.6",
+  "libc.so",
+  "libc.musl-x86_64.so.1",
+  "libc.musl-aarch64.so.1",
+] as const;
 
 const PR_SET_CHILD_SUBREAPER = 36;
 const WNOHANG = 1;
@@ -41,7 +50,7 @@ function load(): Libc | null {
     } as const;
     let lib: ReturnType<typeof dlopen<typeof symbols>> | null = null;
     const errors: string[] = [];
-    for (const name of ["libc.so.6", "libc.so", "libc.musl-x86_64.so.1"]) {
+    for (const name of LIBC_NAMES) {
       try {
         lib = dlopen(name, symbols);
         break;
@@ -77,17 +86,6 @@ function load(): Libc | null {
   return libc;
 }
 
-/** execve(2)'s likely failures, by number (Linux, every architecture qm ships for). */
-const ERRNO_NAMES: Record<number, string> = {
-  1: "EPERM",
-  2: "ENOENT",
-  7: "E2BIG",
-  8: "ENOEXEC",
-  12: "ENOMEM",
-  13: "EACCES",
-  26: "ETXTBSY",
-};
-
 function cString(text: string): Buffer {
   return Buffer.from(`${text}\0`);
 }
@@ -110,7 +108,8 @@ export function execProgram(path: string, argv: readonly string[], env: readonly
   if (c === null) return whyNot;
   c.execve(path, argv, env);
   const errno = c.errno();
-  const name = ERRNO_NAMES[errno];
+  // The runtime's own table of this system's errno names (ENOENT, ENOEXEC, …).
+  const name = Object.entries(constants.errno).find(([, n]) => n === errno)?.[0];
   return `execve failed (${name ?? `errno ${errno}`})`;
 }
 

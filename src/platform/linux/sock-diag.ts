@@ -15,6 +15,7 @@
  */
 import { dlopen, FFIType, ptr } from "bun:ffi";
 import type { TcpListener } from "../types.ts";
+import { LIBC_NAMES } from "./libc.ts";
 
 const AF_NETLINK = 16;
 const AF_INET = 2;
@@ -60,7 +61,7 @@ function load(): Calls | null {
     recv: { args: [i32, FFIType.ptr, u64, i32], returns: i64 },
     close: { args: [i32], returns: i32 },
   } as const;
-  for (const name of ["libc.so.6", "libc.so", "libc.musl-x86_64.so.1", "libc.musl-aarch64.so.1"]) {
+  for (const name of LIBC_NAMES) {
     try {
       const s = dlopen(name, symbols).symbols;
       calls = {
